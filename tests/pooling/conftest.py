@@ -1,0 +1,11 @@
+import pytest
+import torch
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def _inference_mode():
+    # The engine runs heads and poolers under inference mode; so do these tests.
+    with torch.inference_mode():
+        yield

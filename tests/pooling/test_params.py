@@ -1,0 +1,72 @@
+import pytest
+
+from tests.pooling.builders import EMBED_DIM, four_task_pooler
+from worker.pooling import PoolingParams, PoolingParamsError, parse_task
+from worker.pooling.dispatch import DispatchPooler
+from worker.pooling.heads import EmbeddingHead
+from worker.pooling.methods import CLSPool
+from worker.pooling.poolers import SequencePooler
+
+
+@pytest.mark.parametrize("name", ["score", "encode", "nope", "", None, 3])
+def test_unknown_tasks_rejected_with_supported_list(name):
+    with pytest.raises(ValueError, match="supported tasks: embed, sparse, token_embed, classify"):
+        PoolingParams(task=name)
+
+
+def test_old_names_get_a_hint():
+    with pytest.raises(ValueError, match="'classify' for cross-encoder"):
+        parse_task("score")
+    with pytest.raises(ValueError, match="'embed' for one vector"):
+        parse_task("encode")
+
+
+def test_params_fields_validated():
+    with pytest.raises(ValueError, match="dimensions applies to task 'embed' only"):
+        PoolingParams("sparse", dimensions=4)
+    with pytest.raises(ValueError, match="top_k applies to task 'sparse' only"):
+        PoolingParams("embed", top_k=4)
+    with pytest.raises(ValueError, match="top_k must be a positive int"):
+        PoolingParams("sparse", top_k=0)
+    with pytest.raises(ValueError, match="use_activation must be"):
+        PoolingParams("embed", use_activation="yes")  # type: ignore[arg-type]
+
+
+def test_bad_requests_named_with_allowed_values():
+    pooler = four_task_pooler()
+    ok = PoolingParams("embed", dimensions=EMBED_DIM)
+    with pytest.raises(
+        PoolingParamsError, match=r"request 'doc-7': dimensions=13 out of range; allowed: 1\.\.12"
+    ):
+        pooler.validate([ok, PoolingParams("embed", dimensions=13)], ["doc-1", "doc-7"])
+    with pytest.raises(PoolingParamsError, match=r"request #1: dimensions=0 out of range"):
+        pooler.validate([ok, PoolingParams("embed", dimensions=0)])
+    pooler.validate([ok, PoolingParams("embed", dimensions=1)])
+
+
+def test_task_not_supported_by_model_is_named():
+    pooler = DispatchPooler({"embed": SequencePooler(CLSPool(), EmbeddingHead(8))})
+    with pytest.raises(
+        PoolingParamsError,
+        match=r"request 'q': task 'sparse' is not supported by this model; supported tasks: embed",
+    ):
+        pooler.validate([PoolingParams("sparse")], ["q"])
+
+
+def test_matryoshka_rules():
+    plain = EmbeddingHead(8)
+    with pytest.raises(ValueError, match="does not support Matryoshka"):
+        plain.check_params(PoolingParams("embed", dimensions=4))
+    listed = EmbeddingHead(8, matryoshka_dims=[2, 4, 8])
+    listed.check_params(PoolingParams("embed", dimensions=4))
+    with pytest.raises(
+        ValueError, match=r"dimensions=3 is not allowed by this model; allowed: \[2, 4, 8\]"
+    ):
+        listed.check_params(PoolingParams("embed", dimensions=3))
+
+
+def test_dispatch_rejects_mismatched_sub_pooler():
+    with pytest.raises(ValueError, match="supports \\['embed'\\], not 'sparse'"):
+        DispatchPooler({"sparse": SequencePooler(CLSPool(), EmbeddingHead(8))})
+    with pytest.raises(ValueError, match="unknown task 'score'"):
+        DispatchPooler({"score": SequencePooler(CLSPool(), EmbeddingHead(8))})

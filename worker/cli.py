@@ -1,0 +1,45 @@
+"""The ``poolq`` command line."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+import typer
+
+app = typer.Typer(
+    name="poolq",
+    help="Ingestion worker for vector search: Redis/arq jobs -> continuous-batching pooling models -> Qdrant.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version() -> str:
+    try:
+        return version("poolq")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0+unknown"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"poolq {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version_: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """poolq: pooling models behind a Redis queue, writing to Qdrant."""
+
+
+@app.command()
+def demo() -> None:
+    """Run the end-to-end demo on the bundled models."""
+    from worker.demo import run_demo
+
+    run_demo()

@@ -1,0 +1,252 @@
+"""Where each request sits in a flat batch of hidden states, and what it asked for.
+
+The hidden states of a step are flat, ``[total_tokens, hidden]``: no batch dimension and no
+padding. :class:`PoolingCursor` is the ledger of each request's rows. All counts live on the host
+(``_cpu``); the device copies of the row indices are made lazily, with a non-blocking host-to-device
+copy, so building or slicing a cursor never waits for the device.
+
+Invariant kept by :class:`~worker.pooling.dispatch.DispatchPooler` for every pooler it calls: the
+requests of a metadata *tile* the hidden states they are given, in order (request ``i`` owns rows
+``first[i] .. last[i]`` and ``first[i + 1] == last[i] + 1``, ``first[0] == 0``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import torch
+
+from worker.pooling.params import PoolingParams
+
+
+def _as_index_cpu(values: Sequence[int] | torch.Tensor) -> torch.Tensor:
+    return torch.as_tensor(values, dtype=torch.int64, device="cpu").reshape(-1)
+
+
+def _exclusive_cumsum(counts_cpu: torch.Tensor) -> torch.Tensor:
+    return torch.cumsum(counts_cpu, 0) - counts_cpu
+
+
+@dataclass(frozen=True, eq=False)
+class PoolingCursor:
+    """Row ledger of one step. All tensors are int64 ``[num_requests]`` on the host.
+
+    ``token_starts_cpu``: first row of each request in this step's hidden states (the prefix sum
+    of the scheduled counts unless the caller lays rows out otherwise).
+    ``num_scheduled_tokens_cpu``: rows this step computed for the request.
+    ``prompt_lens_cpu``: the request's whole prompt length.
+    ``seq_lens_cpu``: tokens computed so far, this step included.
+    """
+
+    token_starts_cpu: torch.Tensor
+    num_scheduled_tokens_cpu: torch.Tensor
+    prompt_lens_cpu: torch.Tensor
+    seq_lens_cpu: torch.Tensor
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+
+    @classmethod
+    def build(
+        cls,
+        num_scheduled_tokens: Sequence[int] | torch.Tensor,
+        prompt_lens: Sequence[int] | torch.Tensor | None = None,
+        num_computed_tokens: Sequence[int] | torch.Tensor | None = None,
+        token_starts: Sequence[int] | torch.Tensor | None = None,
+        device: torch.device | str = "cpu",
+    ) -> PoolingCursor:
+        """From host-side counts. By default each prompt is scheduled whole in this step and
+        requests follow each other (``first = cumsum[:n]``, ``last = cumsum[1:] - 1``)."""
+        sched_cpu = _as_index_cpu(num_scheduled_tokens)
+        prompt_cpu = sched_cpu.clone() if prompt_lens is None else _as_index_cpu(prompt_lens)
+        computed_cpu = (
+            torch.zeros_like(sched_cpu)
+            if num_computed_tokens is None
+            else _as_index_cpu(num_computed_tokens)
+        )
+        starts_cpu = (
+            _exclusive_cumsum(sched_cpu) if token_starts is None else _as_index_cpu(token_starts)
+        )
+        n = sched_cpu.numel()
+        for name, t in (
+            ("prompt_lens", prompt_cpu),
+            ("num_computed_tokens", computed_cpu),
+            ("token_starts", starts_cpu),
+        ):
+            if t.numel() != n:
+                raise ValueError(f"{name}: expected {n} entries (one per request), got {t.numel()}")
+        if n and bool((sched_cpu < 1).any()):
+            raise ValueError(
+                f"num_scheduled_tokens: expected >= 1 per request, got {sched_cpu.tolist()}"
+            )
+        seq_cpu = computed_cpu + sched_cpu
+        if bool((seq_cpu > prompt_cpu).any()):
+            raise ValueError(
+                f"scheduled past the prompt: computed + scheduled {seq_cpu.tolist()} > prompt_lens {prompt_cpu.tolist()}"
+            )
+        return cls(starts_cpu, sched_cpu, prompt_cpu, seq_cpu, torch.device(device))
+
+    def __len__(self) -> int:
+        return int(self.num_scheduled_tokens_cpu.numel())
+
+    # Host views -------------------------------------------------------------------------------
+    @property
+    def first_token_indices_cpu(self) -> torch.Tensor:
+        return self.token_starts_cpu
+
+    @cached_property
+    def last_token_indices_cpu(self) -> torch.Tensor:
+        return self.token_starts_cpu + self.num_scheduled_tokens_cpu - 1
+
+    @cached_property
+    def num_tokens(self) -> int:
+        """Rows this cursor covers (the sum of scheduled counts)."""
+        return int(self.num_scheduled_tokens_cpu.sum())
+
+    @cached_property
+    def partial_prefill(self) -> bool:
+        """True when some request had only part of its prompt scheduled in this step."""
+        return bool((self.prompt_lens_cpu != self.num_scheduled_tokens_cpu).any())
+
+    @cached_property
+    def finished_mask(self) -> torch.Tensor:
+        """bool ``[n]``: the request's whole prompt has been computed once this step ends."""
+        return self.seq_lens_cpu == self.prompt_lens_cpu
+
+    @cached_property
+    def is_tiled(self) -> bool:
+        """Requests own consecutive rows from row 0 (the invariant poolers rely on)."""
+        return bool(
+            torch.equal(self.token_starts_cpu, _exclusive_cumsum(self.num_scheduled_tokens_cpu))
+        )
+
+    # Device views (lazy, non-blocking host-to-device copies; never a device-to-host sync) -----
+    @cached_property
+    def first_token_indices_dev(self) -> torch.Tensor:
+        return self._to_dev(self.token_starts_cpu)
+
+    @cached_property
+    def last_token_indices_dev(self) -> torch.Tensor:
+        return self._to_dev(self.last_token_indices_cpu)
+
+    @cached_property
+    def segment_ids_dev(self) -> torch.Tensor:
+        """int64 ``[num_tokens]``: the request index of every row (tiled layout)."""
+        seg_cpu = torch.repeat_interleave(torch.arange(len(self)), self.num_scheduled_tokens_cpu)
+        return self._to_dev(seg_cpu)
+
+    def _to_dev(self, t_cpu: torch.Tensor) -> torch.Tensor:
+        if self.device.type == "cpu":
+            return t_cpu
+        return t_cpu.pin_memory().to(self.device, non_blocking=True)
+
+    # Derivations (new objects; the original is never mutated) --------------------------------
+    def select(self, index: slice | Sequence[int] | torch.Tensor) -> PoolingCursor:
+        """The cursor of a subset of requests. Row indices stay absolute; flags are recomputed."""
+        idx = index if isinstance(index, slice) else _as_index_cpu(index)
+        return PoolingCursor(
+            self.token_starts_cpu[idx],
+            self.num_scheduled_tokens_cpu[idx],
+            self.prompt_lens_cpu[idx],
+            self.seq_lens_cpu[idx],
+            self.device,
+        )
+
+    def shifted(self, offset: int | torch.Tensor) -> PoolingCursor:
+        """Row indices moved by ``-offset`` (an int, or one host int64 per request)."""
+        return replace(self, token_starts_cpu=self.token_starts_cpu - offset)
+
+
+class PoolingStates:
+    """Per-request state carried across steps (hidden rows cached under chunked prefill)."""
+
+    def __init__(self) -> None:
+        self.hidden_states_cache: list[torch.Tensor] = []
+
+    def clean(self) -> None:
+        self.hidden_states_cache.clear()
+
+
+@dataclass(frozen=True, eq=False)
+class PoolingMetadata:
+    """Everything a pooler needs about the requests of one step.
+
+    ``prompt_token_ids_cpu``: each request's whole prompt (host int64), present when a pooler
+    declared ``requires_token_ids``. ``request_ids`` name requests in error messages.
+    """
+
+    pooling_params: tuple[PoolingParams, ...]
+    cursor: PoolingCursor
+    prompt_token_ids_cpu: tuple[torch.Tensor, ...] | None = None
+    pooling_states: tuple[PoolingStates, ...] | None = None
+    request_ids: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.cursor)
+        for name in ("pooling_params", "prompt_token_ids_cpu", "pooling_states", "request_ids"):
+            value = getattr(self, name)
+            if value is not None and len(value) != n:
+                raise ValueError(
+                    f"{name}: expected {n} entries (one per request), got {len(value)}"
+                )
+
+    @classmethod
+    def build(
+        cls,
+        pooling_params: Sequence[PoolingParams],
+        num_scheduled_tokens: Sequence[int] | torch.Tensor,
+        *,
+        prompt_lens: Sequence[int] | torch.Tensor | None = None,
+        num_computed_tokens: Sequence[int] | torch.Tensor | None = None,
+        prompt_token_ids: Sequence[Sequence[int] | torch.Tensor] | None = None,
+        pooling_states: Sequence[PoolingStates] | None = None,
+        request_ids: Sequence[str] | None = None,
+        device: torch.device | str = "cpu",
+    ) -> PoolingMetadata:
+        cursor = PoolingCursor.build(
+            num_scheduled_tokens, prompt_lens, num_computed_tokens, device=device
+        )
+        ids = (
+            None if prompt_token_ids is None else tuple(_as_index_cpu(t) for t in prompt_token_ids)
+        )
+        return cls(
+            tuple(pooling_params),
+            cursor,
+            ids,
+            None if pooling_states is None else tuple(pooling_states),
+            None if request_ids is None else tuple(request_ids),
+        )
+
+    def __len__(self) -> int:
+        return len(self.cursor)
+
+    def request_name(self, i: int) -> str:
+        return repr(self.request_ids[i]) if self.request_ids is not None else f"#{i}"
+
+    def select(self, indices: Sequence[int]) -> PoolingMetadata:
+        """The metadata of a subset of requests, in the given order."""
+        idx = list(indices)
+
+        def pick(seq: tuple | None) -> tuple | None:
+            return None if seq is None else tuple(seq[i] for i in idx)
+
+        return PoolingMetadata(
+            tuple(self.pooling_params[i] for i in idx),
+            self.cursor.select(idx),
+            pick(self.prompt_token_ids_cpu),
+            pick(self.pooling_states),
+            pick(self.request_ids),
+        )
+
+    def with_cursor(self, cursor: PoolingCursor) -> PoolingMetadata:
+        return replace(self, cursor=cursor)
+
+    def step_token_ids_cpu(self) -> list[torch.Tensor]:
+        """Per request, the token ids of the rows computed in this step."""
+        if self.prompt_token_ids_cpu is None:
+            raise ValueError("this pooler needs token ids, but the batch was built without them")
+        seq = self.cursor.seq_lens_cpu.tolist()
+        sched = self.cursor.num_scheduled_tokens_cpu.tolist()
+        return [
+            ids[s - c : s] for ids, s, c in zip(self.prompt_token_ids_cpu, seq, sched, strict=True)
+        ]

@@ -1,0 +1,103 @@
+"""Several heads on one backbone (BGE-M3): one forward serves ``embed``, ``sparse`` and
+``token_embed`` for the same text.
+
+BGE-M3's heads: dense = CLS row, L2-normalised; sparse = ``relu(sparse_linear(h_t))`` per token,
+max-merged per token id, special tokens dropped; ColBERT = ``colbert_linear(h_t)`` for every token
+but the first (CLS), L2-normalised.
+
+The engine runs the backbone once per text and lists one pooling request per (text, task), all
+pointing at the text's rows; the :class:`DispatchPooler` built here routes each to its head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from worker.pooling.dispatch import DispatchPooler
+from worker.pooling.heads import EmbeddingHead, TokenEmbedHead
+from worker.pooling.metadata import PoolingMetadata
+from worker.pooling.methods import AllPool, CLSPool
+from worker.pooling.outputs import PoolerOutput, SparseEmbedding
+from worker.pooling.poolers import Pooler, SequencePooler, TokenPooler
+from worker.pooling.tasks import PoolingTask
+
+
+class TokenWeightSparsePooler(Pooler):
+    """Per-token scalar weights ``relu(linear(h_t))``, max-merged per token id -> sparse vector
+    over the vocabulary (BGE-M3's lexical head)."""
+
+    def __init__(
+        self, weight_linear: nn.Linear, vocab_size: int, special_token_ids: Sequence[int]
+    ) -> None:
+        super().__init__()
+        if weight_linear.out_features != 1:
+            raise ValueError(f"sparse_linear must have 1 output, got {weight_linear.out_features}")
+        self.weight_linear = weight_linear.float()
+        self.vocab_size = vocab_size
+        self.special_token_ids = tuple(sorted(int(t) for t in special_token_ids))
+
+    def get_supported_tasks(self) -> frozenset[PoolingTask]:
+        return frozenset({"sparse"})
+
+    @property
+    def requires_token_ids(self) -> bool:
+        return True
+
+    def output_dim(self, task: PoolingTask) -> int | None:
+        return self.vocab_size
+
+    def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
+        cursor = metadata.cursor
+        if cursor.partial_prefill:
+            raise ValueError(
+                "sparse token-weight pooling needs whole prompts in one step, got a partial prefill"
+            )
+        if len(cursor) == 0:
+            return []
+        weights = torch.relu(self.weight_linear(hidden[: cursor.num_tokens].float())).squeeze(
+            1
+        )  # [T]
+        ids_cpu = metadata.step_token_ids_cpu()
+        out: list[PoolerOutput] = []
+        special = torch.tensor(self.special_token_ids, dtype=torch.int64)
+        for w, ids in zip(
+            torch.split(weights, cursor.num_scheduled_tokens_cpu.tolist()), ids_cpu, strict=True
+        ):
+            keep_cpu = ~torch.isin(ids, special)
+            ids_dev = ids.to(w.device, non_blocking=True)
+            keep_dev = keep_cpu.to(w.device, non_blocking=True)
+            uniq, inverse = torch.unique(ids_dev[keep_dev], return_inverse=True)  # sorted ids
+            merged = torch.zeros(uniq.shape[0], dtype=torch.float32, device=w.device)
+            merged.scatter_reduce_(0, inverse, w[keep_dev], reduce="amax", include_self=False)
+            nz = merged > 0
+            out.append(SparseEmbedding(uniq[nz].to(torch.int32), merged[nz]))
+        top_k = [p.top_k for p in metadata.pooling_params]
+        return [_top_k(o, k) for o, k in zip(out, top_k, strict=True)]
+
+
+def _top_k(emb: PoolerOutput, k: int | None) -> PoolerOutput:
+    if k is None or not isinstance(emb, SparseEmbedding) or len(emb) <= k:
+        return emb
+    keep = emb.values.topk(k).indices.sort().values
+    return SparseEmbedding(emb.indices[keep], emb.values[keep])
+
+
+def multi_output_pooler(
+    *,
+    hidden_size: int,
+    vocab_size: int,
+    special_token_ids: Sequence[int],
+    sparse_linear: nn.Linear | None = None,
+    colbert_linear: nn.Linear | None = None,
+) -> DispatchPooler:
+    """A BGE-M3-style pooler: CLS dense always; sparse and ColBERT heads when given."""
+    poolers: dict[str, Pooler] = {"embed": SequencePooler(CLSPool(), EmbeddingHead(hidden_size))}
+    if sparse_linear is not None:
+        poolers["sparse"] = TokenWeightSparsePooler(sparse_linear, vocab_size, special_token_ids)
+    if colbert_linear is not None:
+        head = TokenEmbedHead(colbert_linear.out_features, colbert_linear, drop_first_token=True)
+        poolers["token_embed"] = TokenPooler(AllPool(), head)
+    return DispatchPooler(poolers)

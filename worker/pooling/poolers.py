@@ -1,0 +1,106 @@
+"""Poolers: a pooling method composed with a head, behind one interface.
+
+A pooler declares the tasks it serves (``get_supported_tasks``), whether it needs the host token
+ids before a batch is built (``requires_token_ids``), and checks a request's parameters
+(``check_params``). ``forward`` turns the flat hidden states of its requests into one output per
+request, in request order.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+from torch import nn
+
+from worker.pooling.heads import ClassifierHead, EmbeddingHead, TokenEmbedHead
+from worker.pooling.metadata import PoolingMetadata
+from worker.pooling.methods import SequencePoolingMethod, TokenPoolingMethod
+from worker.pooling.outputs import PoolerOutput
+from worker.pooling.params import PoolingParams
+from worker.pooling.tasks import PoolingTask, parse_task
+
+
+class Pooler(nn.Module, ABC):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with torch.inference_mode():  # poolers never build autograd graphs
+            return super().__call__(*args, **kwargs)
+
+    @abstractmethod
+    def get_supported_tasks(self) -> frozenset[PoolingTask]: ...
+
+    @property
+    def requires_token_ids(self) -> bool:
+        return False
+
+    def check_params(self, params: PoolingParams) -> None:
+        """Raise ``ValueError`` (expected vs got) when ``params`` do not fit this pooler."""
+        parse_task(params.task, supported=self.get_supported_tasks())
+
+    def output_dim(self, task: PoolingTask) -> int | None:
+        """Width of the task's vectors (vocabulary size for ``sparse``), if known."""
+        return None
+
+    @abstractmethod
+    def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]: ...
+
+
+class SequencePooler(Pooler):
+    """CLS/LAST/MEAN rows -> an embedding head (``embed``) or a classifier head (``classify``)."""
+
+    def __init__(self, method: SequencePoolingMethod, head: EmbeddingHead | ClassifierHead) -> None:
+        super().__init__()
+        self.method = method
+        self.head = head
+        self.task: PoolingTask = "embed" if isinstance(head, EmbeddingHead) else "classify"
+
+    def get_supported_tasks(self) -> frozenset[PoolingTask]:
+        return frozenset({self.task})
+
+    def check_params(self, params: PoolingParams) -> None:
+        super().check_params(params)
+        self.head.check_params(params)
+
+    def output_dim(self, task: PoolingTask) -> int | None:
+        return (
+            self.head.output_dim if isinstance(self.head, EmbeddingHead) else self.head.num_labels
+        )
+
+    def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
+        pooled = self.method(hidden, metadata)  # [n, H]
+        outputs: list[PoolerOutput] = list(self.head(pooled, metadata.pooling_params))
+        if metadata.cursor.partial_prefill:  # only LAST gets here: unfinished requests yield None
+            finished = metadata.cursor.finished_mask.tolist()
+            outputs = [o if f else None for o, f in zip(outputs, finished, strict=True)]
+        return outputs
+
+
+class TokenPooler(Pooler):
+    """ALL/STEP rows -> a token-embedding head (``token_embed``: multi-vectors)."""
+
+    def __init__(self, method: TokenPoolingMethod, head: TokenEmbedHead) -> None:
+        super().__init__()
+        self.method = method
+        self.head = head
+
+    def get_supported_tasks(self) -> frozenset[PoolingTask]:
+        return frozenset({"token_embed"})
+
+    @property
+    def requires_token_ids(self) -> bool:
+        return self.method.requires_token_ids or self.head.requires_token_ids
+
+    def output_dim(self, task: PoolingTask) -> int | None:
+        return self.head.output_dim
+
+    def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
+        rows = self.method(hidden, metadata)
+        ids_cpu = None
+        if self.head.requires_token_ids:
+            assert metadata.prompt_token_ids_cpu is not None, "token ids are required"
+            seq_lens = metadata.cursor.seq_lens_cpu.tolist()
+            ids_cpu = [
+                ids[:s] for ids, s in zip(metadata.prompt_token_ids_cpu, seq_lens, strict=True)
+            ]
+        return list(self.head(rows, metadata.pooling_params, ids_cpu))

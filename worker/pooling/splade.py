@@ -1,0 +1,137 @@
+"""SPLADE: lexical weights from a masked-language-model head.
+
+``w[v] = reduce_t log1p(relu(logits[t, v]))`` over a request's tokens ``t``. For ``max`` we use
+the exact identity ``max_t log1p(relu(x_t)) == log1p(relu(max_t x_t))`` (both functions are
+monotone and applied elementwise), so the activation runs on ``[n, V]`` instead of ``[T, V]``.
+Logits are computed for at most ``chunk_bytes`` worth of tokens at a time: no padded ``[B, L, V]``
+tensor and a bounded ``[t, V]`` temporary. Sparsification (``nonzero``, ``top_k``) runs on the
+device; only the non-zeros cross to the host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import torch
+from torch import nn
+
+from worker.pooling.metadata import PoolingMetadata
+from worker.pooling.outputs import PoolerOutput, SparseEmbedding
+from worker.pooling.params import PoolingParams
+from worker.pooling.poolers import Pooler
+from worker.pooling.tasks import PoolingTask
+
+SPLADE_CHUNK_BYTES = 32 << 20
+
+
+def sparsify(weights: torch.Tensor, top_k: Sequence[int | None]) -> list[SparseEmbedding]:
+    """``[n, V]`` non-negative weights -> per row ``(indices int32, values float32)``, sorted by
+    index, zeros dropped, optionally only the ``top_k[i]`` largest of row ``i``."""
+    keep = weights > 0  # [n, V]
+    for k in sorted({k for k in top_k if k is not None}):
+        rows_cpu = torch.tensor([i for i, kk in enumerate(top_k) if kk == k])
+        rows_dev = rows_cpu.to(weights.device, non_blocking=True)
+        sub = weights.index_select(0, rows_dev)
+        top_idx = sub.topk(min(k, sub.shape[1]), dim=1).indices
+        top_mask = torch.zeros_like(sub, dtype=torch.bool).scatter_(1, top_idx, True)
+        keep[rows_dev] = keep.index_select(0, rows_dev) & top_mask
+    nz = keep.nonzero()  # [nnz, 2], row-major so each row's columns are ascending
+    values = weights[keep]  # [nnz], same order as nz
+    counts = keep.sum(1).tolist()  # one device->host sync for the whole batch
+    indices = nz[:, 1].to(torch.int32)
+    return [
+        SparseEmbedding(i, v)
+        for i, v in zip(
+            torch.split(indices, counts), torch.split(values.float(), counts), strict=True
+        )
+    ]
+
+
+class SpladePooler(Pooler):
+    """MLM head -> (relu, log1p) -> max or sum over a request's tokens -> sparse vector.
+
+    ``remove_token_ids``: rows whose token is one of these (e.g. CLS/SEP) are left out, as vLLM
+    does. The default keeps them, like the original SPLADE and sentence-transformers'
+    ``SparseEncoder``.
+    """
+
+    def __init__(
+        self,
+        mlm_head: nn.Module,
+        vocab_size: int,
+        *,
+        mode: Literal["max", "sum"] = "max",
+        remove_token_ids: Sequence[int] = (),
+        top_k: int | None = None,
+    ) -> None:
+        super().__init__()
+        if mode not in ("max", "sum"):
+            raise ValueError(f"SPLADE mode must be 'max' or 'sum', got {mode!r}")
+        self.mlm_head = mlm_head
+        self.vocab_size = vocab_size
+        self.mode = mode
+        self.remove_token_ids = tuple(sorted(int(t) for t in remove_token_ids))
+        self.top_k = top_k
+
+    def get_supported_tasks(self) -> frozenset[PoolingTask]:
+        return frozenset({"sparse"})
+
+    @property
+    def requires_token_ids(self) -> bool:
+        return bool(self.remove_token_ids)
+
+    def output_dim(self, task: PoolingTask) -> int | None:
+        return self.vocab_size
+
+    def check_params(self, params: PoolingParams) -> None:
+        super().check_params(params)
+
+    def _head_dtype(self) -> torch.dtype:
+        p = next(self.mlm_head.parameters(), None)
+        return p.dtype if p is not None else torch.float32
+
+    def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
+        cursor = metadata.cursor
+        if cursor.partial_prefill:
+            raise ValueError(
+                "SPLADE pooling needs whole prompts in one step, got a partial prefill"
+            )
+        n, vocab = len(cursor), self.vocab_size
+        if n == 0:
+            return []
+        fill = float("-inf") if self.mode == "max" else 0.0
+        acc = torch.full((n, vocab), fill, dtype=torch.float32, device=hidden.device)  # [n, V]
+        keep_dev = None
+        if self.remove_token_ids:
+            ids_cpu = torch.cat(metadata.step_token_ids_cpu())
+            keep_cpu = ~torch.isin(
+                ids_cpu, torch.tensor(self.remove_token_ids, dtype=ids_cpu.dtype)
+            )
+            keep_dev = keep_cpu.to(hidden.device, non_blocking=True)
+        starts = cursor.token_starts_cpu.tolist()
+        ends = (cursor.last_token_indices_cpu + 1).tolist()
+        rows_per_chunk = max(1, SPLADE_CHUNK_BYTES // (vocab * 4))
+        head_dtype = self._head_dtype()
+        req = 0
+        for lo in range(0, cursor.num_tokens, rows_per_chunk):
+            hi = min(lo + rows_per_chunk, cursor.num_tokens)
+            logits = self.mlm_head(hidden[lo:hi].to(head_dtype)).float()  # [t, V]
+            if keep_dev is not None:
+                masked = torch.full_like(logits, fill)
+                logits = torch.where(keep_dev[lo:hi].unsqueeze(1), logits, masked)
+            if self.mode == "sum":
+                logits = torch.log1p(torch.relu(logits))
+            while req < n and starts[req] < hi:  # requests overlapping [lo, hi)
+                a, b = max(starts[req], lo) - lo, min(ends[req], hi) - lo
+                part = logits[a:b]
+                if self.mode == "max":
+                    acc[req] = torch.maximum(acc[req], part.amax(0))
+                else:
+                    acc[req] += part.sum(0)
+                if ends[req] > hi:
+                    break  # continues in the next chunk
+                req += 1
+        weights = torch.log1p(torch.relu(acc)) if self.mode == "max" else acc  # [n, V]
+        top_k = [p.top_k if p.top_k is not None else self.top_k for p in metadata.pooling_params]
+        return list(sparsify(weights, top_k))
