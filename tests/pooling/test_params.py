@@ -54,9 +54,12 @@ def test_task_not_supported_by_model_is_named():
 
 
 def test_matryoshka_rules():
-    plain = EmbeddingHead(8)
-    with pytest.raises(ValueError, match="does not support Matryoshka"):
-        plain.check_params(PoolingParams("embed", dimensions=4))
+    EmbeddingHead(8).check_params(PoolingParams("embed", dimensions=4))  # undeclared: any 1..8
+    with pytest.raises(ValueError, match=r"dimensions=9 out of range; allowed: 1\.\.8"):
+        EmbeddingHead(8).check_params(PoolingParams("embed", dimensions=9))
+    refuses = EmbeddingHead(8, is_matryoshka=False)
+    with pytest.raises(ValueError, match="declares it does not support Matryoshka"):
+        refuses.check_params(PoolingParams("embed", dimensions=4))
     listed = EmbeddingHead(8, matryoshka_dims=[2, 4, 8])
     listed.check_params(PoolingParams("embed", dimensions=4))
     with pytest.raises(

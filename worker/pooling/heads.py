@@ -13,24 +13,21 @@ from worker.pooling.params import PoolingParams
 
 
 def _check_dimensions(
-    params: PoolingParams,
-    output_dim: int,
-    matryoshka_dims: Sequence[int] | None,
-    is_matryoshka: bool,
+    params: PoolingParams, output_dim: int, matryoshka_dims: Sequence[int] | None, is_matryoshka: bool | None
 ) -> None:
+    """A model that lists its Matryoshka dimensions allows only those; one that declares
+    ``is_matryoshka: false`` allows none; otherwise any width ``1..output_dim``."""
     d = params.dimensions
     if d is None:
         return
-    if not is_matryoshka:
-        raise ValueError(
-            f"dimensions={d}: this model does not support Matryoshka truncation; "
-            f"allowed: only the full dimension {output_dim} (omit dimensions)"
-        )
     if matryoshka_dims:
         if d not in matryoshka_dims:
-            raise ValueError(
-                f"dimensions={d} is not allowed by this model; allowed: {sorted(matryoshka_dims)}"
-            )
+            raise ValueError(f"dimensions={d} is not allowed by this model; allowed: {sorted(matryoshka_dims)}")
+    elif is_matryoshka is False:
+        raise ValueError(
+            f"dimensions={d}: this model declares it does not support Matryoshka truncation; "
+            f"allowed: only the full dimension {output_dim} (omit dimensions)"
+        )
     elif not 1 <= d <= output_dim:
         raise ValueError(f"dimensions={d} out of range; allowed: 1..{output_dim}")
 
@@ -45,7 +42,7 @@ class EmbeddingHead(nn.Module):
         projector: nn.Module | None = None,
         *,
         normalize: bool = True,
-        is_matryoshka: bool = False,
+        is_matryoshka: bool | None = None,
         matryoshka_dims: Sequence[int] | None = None,
         head_dtype: torch.dtype = torch.float32,
     ) -> None:
@@ -53,7 +50,7 @@ class EmbeddingHead(nn.Module):
         self.output_dim = output_dim
         self.projector = projector.to(head_dtype) if projector is not None else None
         self.normalize = normalize
-        self.is_matryoshka = is_matryoshka or bool(matryoshka_dims)
+        self.is_matryoshka = is_matryoshka
         self.matryoshka_dims = tuple(matryoshka_dims) if matryoshka_dims else None
         self.head_dtype = head_dtype
 

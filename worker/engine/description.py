@@ -1,0 +1,67 @@
+"""Frozen descriptions: what the user asks of a model (:class:`ModelConfig`) and what the
+checkpoint is (:class:`ModelDescription`, known without running the model)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from worker.pooling.tasks import PoolingTask
+
+ModelKind = Literal["encoder", "masked_lm", "colbert", "bge_m3", "classifier", "decoder"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Explicit choices; each ``None`` falls back to sentence-transformers metadata, then to the
+    architecture's default."""
+
+    model: str
+    pooling: Literal["CLS", "MEAN", "LAST"] | None = None
+    normalize: bool | None = None
+    max_length: int | None = None
+    dtype: Literal["float32", "bfloat16", "float16"] | None = None  # None: fp32 on CPU, bf16/fp16 on CUDA
+    device: str | None = None  # None: CUDA when present, else CPU
+    splade_mode: Literal["max", "sum"] = "max"
+    splade_remove_special: bool = False  # vLLM removes CLS/SEP; SPLADE and sentence-transformers keep them
+    token_embed_skip_special: bool = False  # drop CLS/SEP/PAD rows from multi-vectors
+    is_matryoshka: bool | None = None
+    matryoshka_dims: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    model_id: str
+    path: str
+    kind: ModelKind
+    architecture: str
+    model_type: str
+    hidden_size: int
+    vocab_size: int
+    max_length: int
+    pooling: str | None  # the embed task's method (CLS/MEAN/LAST), if the model embeds
+    normalize: bool
+    supported_tasks: tuple[PoolingTask, ...]
+    output_dims: tuple[tuple[PoolingTask, int], ...]
+    is_matryoshka: bool | None
+    matryoshka_dims: tuple[int, ...] | None
+    prompts: tuple[tuple[str, str], ...] = ()
+    default_prompt_name: str | None = None
+    native_encoder: bool = True
+
+    def output_dim(self, task: PoolingTask) -> int:
+        dims = dict(self.output_dims)
+        if task not in dims:
+            raise ValueError(f"model {self.model_id!r} has no task {task!r}; supported: {list(self.supported_tasks)}")
+        return dims[task]
+
+    def prompt(self, name: str | None) -> str:
+        """The text prefix for a prompt name (sentence-transformers ``prompts``); '' if none."""
+        prompts = dict(self.prompts)
+        if name is None:
+            name = self.default_prompt_name
+        if name is None:
+            return ""
+        if name not in prompts:
+            raise ValueError(f"model {self.model_id!r} has no prompt {name!r}; available: {sorted(prompts)}")
+        return prompts[name]

@@ -1,0 +1,228 @@
+"""The async engine: callers ``await`` pooled outputs; one model thread runs packed batches.
+
+- Tokenization runs in a small thread pool (the Rust tokenizer releases the GIL), overlapping
+  the forward pass of the batch in flight; the event loop never blocks.
+- The :class:`Scheduler` owns the queue. Requests that arrive while a batch runs join the next
+  one. ``priority`` puts queries ahead of bulk ingestion.
+- Backpressure: at most ``max_queued_tokens`` tokens wait in the queue; further callers wait
+  (a single submission larger than the bound is admitted alone into an empty queue).
+- Cancelling a caller's task cancels its futures; their queue places are freed at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from worker.engine.loader import PoolingModel
+from worker.engine.requests import EncodeRequest, EncodeResult
+from worker.engine.runner import ModelRunner
+from worker.engine.scheduler import Scheduler
+from worker.pooling import PoolingParams, PoolingTask
+from worker.pooling.params import PoolingParamsError
+
+log = logging.getLogger(__name__)
+
+
+class InputTooLongError(ValueError):
+    pass
+
+
+@dataclass
+class EngineStats:
+    batches: int = 0
+    texts: int = 0
+    tokens: int = 0
+    forward_s: float = 0.0
+    batch_sizes: list[int] | None = None  # texts per batch, for tests and benchmarks
+
+
+TaskSpec = str | PoolingParams
+
+
+def _as_params(tasks: Sequence[TaskSpec]) -> tuple[PoolingParams, ...]:
+    params = tuple(t if isinstance(t, PoolingParams) else PoolingParams(task=t) for t in tasks)  # type: ignore[arg-type]
+    seen = [p.task for p in params]
+    if len(set(seen)) != len(seen):
+        raise ValueError(f"each task may be asked once per text, got {seen}")
+    if not params:
+        raise ValueError("at least one task is required")
+    return params
+
+
+class AsyncEngine:
+    def __init__(
+        self,
+        model: PoolingModel,
+        *,
+        max_batch_tokens: int = 16384,
+        max_batch_requests: int = 512,
+        max_queued_tokens: int = 1 << 20,
+        tokenizer_threads: int = 1,
+        record_batches: bool = False,
+    ) -> None:
+        self.model = model
+        self.description = model.description
+        self.scheduler = Scheduler(max_batch_tokens, max_batch_requests)
+        self.max_queued_tokens = max_queued_tokens
+        self.runner = ModelRunner(model)
+        self.stats = EngineStats(batch_sizes=[] if record_batches else None)
+        self._tok_pool = ThreadPoolExecutor(tokenizer_threads, thread_name_prefix="poolq-tokenize")
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._space = asyncio.Condition()
+        self._running = False
+
+    # Lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> AsyncEngine:
+        if self._running:
+            return self
+        self._loop = asyncio.get_running_loop()
+        self._running = True
+        self._thread = threading.Thread(target=self._model_loop, name="poolq-model", daemon=True)
+        self._thread.start()
+        return self
+
+    async def stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        self.scheduler.close()
+        if self._thread is not None:
+            await asyncio.to_thread(self._thread.join)
+        for req in self.scheduler.drain():
+            if not req.future.done():
+                req.future.set_exception(RuntimeError("the engine stopped before this request ran"))
+        self._tok_pool.shutdown(wait=False)
+
+    async def __aenter__(self) -> AsyncEngine:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # API -------------------------------------------------------------------------------------
+    async def encode(
+        self,
+        texts: Sequence[str],
+        tasks: Sequence[TaskSpec] | Sequence[Sequence[TaskSpec]] = ("embed",),
+        *,
+        request_ids: Sequence[str] | None = None,
+        priority: int = 0,
+        truncate: bool = True,
+        prompt_name: str | None = None,
+    ) -> list[EncodeResult]:
+        """Encode ``texts``; ``tasks`` is one task list for all texts or one per text."""
+        if not self._running or self._loop is None:
+            raise RuntimeError("the engine is not started (use 'async with engine' or 'await engine.start()')")
+        n = len(texts)
+        if n == 0:
+            return []
+        ids = list(request_ids) if request_ids is not None else [f"#{i}" for i in range(n)]
+        if len(ids) != n:
+            raise ValueError(f"request_ids: expected {n} entries, got {len(ids)}")
+        per_text = tasks and not isinstance(tasks[0], str | PoolingParams)
+        if per_text and len(tasks) != n:
+            raise ValueError(f"tasks: expected one task list per text ({n}), got {len(tasks)}")
+        params = [_as_params(tasks[i]) for i in range(n)] if per_text else [_as_params(tasks)] * n  # type: ignore[arg-type]
+        for rid, ps in zip(ids, params, strict=True):
+            self.model.pooler.validate(ps, [rid] * len(ps))
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise PoolingParamsError(f"request {ids[i]!r}: text must be a string, got {type(t).__name__}")
+        prefix = self.description.prompt(prompt_name)
+        inputs = [prefix + t for t in texts] if prefix else list(texts)
+        tokenized = await self._loop.run_in_executor(self._tok_pool, self.model.tokenizer.encode_batch, inputs)
+        if not truncate:
+            for rid, tok in zip(ids, tokenized, strict=True):
+                if tok.truncated:
+                    raise InputTooLongError(
+                        f"request {rid!r}: input is longer than the model's max length "
+                        f"{self.description.max_length} tokens and truncate=False"
+                    )
+        futures = [self._loop.create_future() for _ in range(n)]
+        requests = [
+            EncodeRequest(rid, tok.ids, tok.truncated, ps, priority, k, fut)
+            for k, (rid, tok, ps, fut) in enumerate(zip(ids, tokenized, params, futures, strict=True))
+        ]
+        await self._admit(sum(r.num_tokens for r in requests))
+        for r in requests:
+            r.future.add_done_callback(self._cancel_callback(r))
+        self.scheduler.add(requests)
+        try:
+            return list(await asyncio.gather(*futures))
+        except BaseException:
+            for f in futures:
+                f.cancel()
+            raise
+
+    async def encode_one(self, text: str, tasks: Sequence[TaskSpec] = ("embed",), **kw: object) -> EncodeResult:
+        return (await self.encode([text], tasks, **kw))[0]  # type: ignore[arg-type]
+
+    @property
+    def supported_tasks(self) -> tuple[PoolingTask, ...]:
+        return self.description.supported_tasks
+
+    # Backpressure ----------------------------------------------------------------------------
+    async def _admit(self, tokens: int) -> None:
+        async with self._space:
+            await self._space.wait_for(
+                lambda: self.scheduler.queued_tokens == 0 or self.scheduler.queued_tokens + tokens <= self.max_queued_tokens
+            )
+
+    def _cancel_callback(self, req: EncodeRequest) -> Callable[[asyncio.Future[EncodeResult]], None]:
+        def on_done(fut: asyncio.Future[EncodeResult]) -> None:
+            if fut.cancelled() and self.scheduler.cancel(req):
+                self._notify_space()
+
+        return on_done
+
+    def _notify_space(self) -> None:
+        async def notify() -> None:
+            async with self._space:
+                self._space.notify_all()
+
+        if self._loop is not None and not self._loop.is_closed():
+            asyncio.run_coroutine_threadsafe(notify(), self._loop)
+
+    # Model thread ----------------------------------------------------------------------------
+    def _model_loop(self) -> None:
+        assert self._loop is not None
+        while True:
+            batch = self.scheduler.next_batch()
+            if batch is None:
+                return
+            self._notify_space()
+            t0 = time.perf_counter()
+            try:
+                results = self.runner.run(batch)
+            except Exception as exc:
+                log.exception("batch of %d texts failed", len(batch))
+                self._loop.call_soon_threadsafe(_fail, batch, exc)
+                continue
+            dt = time.perf_counter() - t0
+            s = self.stats
+            s.batches += 1
+            s.texts += len(batch)
+            s.tokens += sum(r.num_tokens for r in batch)
+            s.forward_s += dt
+            if s.batch_sizes is not None:
+                s.batch_sizes.append(len(batch))
+            self._loop.call_soon_threadsafe(_resolve, batch, results)
+
+
+def _resolve(batch: list[EncodeRequest], results: list[dict]) -> None:
+    for req, outputs in zip(batch, results, strict=True):
+        if not req.future.done():
+            req.future.set_result(EncodeResult(req.request_id, outputs, req.num_tokens, req.truncated))
+
+
+def _fail(batch: list[EncodeRequest], exc: Exception) -> None:
+    for req in batch:
+        if not req.future.done():
+            req.future.set_exception(exc)

@@ -1,0 +1,291 @@
+"""Load a pooling model: checkpoint folder or hub id -> description, tokenizer, encoder, pooler.
+
+Precedence for every choice: explicit :class:`ModelConfig` > sentence-transformers metadata
+(``modules.json``, Pooling, Dense, Normalize, ``max_seq_length``, prompts) > architecture default
+(BERT-likes CLS, causal LAST). ``trust_remote_code`` is never used.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from worker.engine.checkpoint import (
+    SentenceTransformersInfo,
+    load_dense_module,
+    load_weights,
+    read_config,
+    read_sentence_transformers,
+    resolve_model_path,
+    weight_shapes,
+)
+from worker.engine.checkpoint_heads import classifier_from_state, linear_from, mlm_head_from_state
+from worker.engine.description import ModelConfig, ModelDescription, ModelKind
+from worker.engine.device import resolve_device, resolve_dtype
+from worker.engine.tokenizer import TextTokenizer
+from worker.pooling import (
+    AllPool,
+    ClassifierHead,
+    DispatchPooler,
+    EmbeddingHead,
+    Pooler,
+    SequencePooler,
+    SpladePooler,
+    TokenEmbedHead,
+    TokenPooler,
+    multi_output_pooler,
+    sequence_method,
+)
+from worker.pooling.activations import activation_from_name, classification_activation
+from worker.pooling.tasks import PoolingTask
+
+NATIVE_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
+_ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
+_ST_POOLING = {"cls": "CLS", "mean": "MEAN", "lasttoken": "LAST"}
+
+
+@dataclass
+class _Checkpoint:
+    model_id: str
+    path: Path
+    config: dict[str, Any]
+    st: SentenceTransformersInfo | None
+    shapes: dict[str, tuple[int, ...]]
+
+
+def _open(name_or_path: str) -> _Checkpoint:
+    path = resolve_model_path(name_or_path)
+    return _Checkpoint(name_or_path, path, read_config(path), read_sentence_transformers(path), weight_shapes(path))
+
+
+def _kind(ck: _Checkpoint) -> ModelKind:
+    archs = [str(a) for a in ck.config.get("architectures") or []]
+    arch = archs[0] if archs else ""
+    if (ck.path / "colbert_linear.pt").is_file() or (ck.path / "sparse_linear.pt").is_file():
+        return "bge_m3"
+    if arch == "HF_ColBERT" or "linear.weight" in ck.shapes:
+        return "colbert"
+    if ck.st is not None and any("pylate" in t.lower() for t in ck.st.module_types):
+        return "colbert"
+    if arch.endswith("ForMaskedLM"):
+        return "masked_lm"
+    if arch.endswith("ForSequenceClassification"):
+        return "classifier"
+    if ck.config.get("model_type") not in NATIVE_MODEL_TYPES and (
+        ck.config.get("is_decoder") or (arch.endswith(("ForCausalLM", "Model")) and "causal" in arch.lower()) or _is_causal(ck)
+    ):
+        return "decoder"
+    return "encoder"
+
+
+def _is_causal(ck: _Checkpoint) -> bool:
+    archs = " ".join(str(a) for a in ck.config.get("architectures") or [])
+    return "CausalLM" in archs or ck.config.get("model_type") in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "phi3")
+
+
+def _max_length(ck: _Checkpoint, cfg: ModelConfig) -> int:
+    model_type = ck.config.get("model_type", "")
+    positions = int(ck.config.get("max_position_embeddings", 512))
+    if model_type in _ROBERTA_LIKE:
+        positions -= int(ck.config.get("pad_token_id", 1)) + 1  # positions start after the padding index
+    candidates = [cfg.max_length, ck.st.max_seq_length if ck.st else None]
+    tok_cfg = ck.path / "tokenizer_config.json"
+    if tok_cfg.is_file():
+        mml = json.loads(tok_cfg.read_text()).get("model_max_length")
+        candidates.append(int(mml) if isinstance(mml, int | float) and mml < 1_000_000 else None)
+    chosen = next((int(c) for c in candidates if c), positions)
+    if cfg.max_length and cfg.max_length > positions:
+        raise ValueError(f"max_length={cfg.max_length} exceeds the model's {positions} positions")
+    return min(chosen, positions)
+
+
+def _dense_chain(st: SentenceTransformersInfo | None) -> nn.Module | None:
+    if st is None or not st.dense:
+        return None
+    layers: list[nn.Module] = []
+    for d in st.dense:
+        w = load_dense_module(d)
+        layers += [linear_from(w["linear.weight"], w.get("linear.bias")), activation_from_name(d.activation)]
+    return nn.Sequential(*layers)
+
+
+def describe(ck: _Checkpoint, cfg: ModelConfig) -> ModelDescription:
+    kind = _kind(ck)
+    c = ck.config
+    model_type = str(c.get("model_type", ""))
+    hidden = int(c.get("hidden_size") or c.get("d_model") or 0)
+    vocab = int(c.get("vocab_size", 0))
+    st = ck.st
+    pooling: str | None = None
+    tasks: dict[PoolingTask, int] = {}
+    if kind in ("encoder", "decoder", "bge_m3"):
+        st_pooling = st.pooling_mode if st else None
+        if cfg.pooling is not None:
+            pooling = cfg.pooling
+        elif st_pooling is not None and kind != "bge_m3":
+            if st_pooling not in _ST_POOLING:
+                raise ValueError(
+                    f"model {ck.model_id!r}: sentence-transformers pooling mode {st_pooling!r} is not supported; "
+                    f"supported: {sorted(_ST_POOLING)} (override with pooling=CLS|MEAN|LAST)"
+                )
+            pooling = _ST_POOLING[st_pooling]
+        else:
+            pooling = "LAST" if kind == "decoder" else "CLS"
+        embed_dim = st.dense[-1].out_features if st and st.dense else hidden
+        tasks["embed"] = embed_dim
+        tasks["token_embed"] = hidden
+    if kind == "bge_m3":
+        tasks["sparse"] = vocab
+        if (ck.path / "colbert_linear.pt").is_file():
+            tasks["token_embed"] = int(
+                torch.load(ck.path / "colbert_linear.pt", map_location="cpu", weights_only=True)["weight"].shape[0]
+            )
+        else:
+            del tasks["token_embed"]
+    elif kind == "colbert":
+        if "linear.weight" in ck.shapes:
+            tasks["token_embed"] = ck.shapes["linear.weight"][0]
+        else:
+            tasks["token_embed"] = st.dense[-1].out_features if st and st.dense else hidden
+    elif kind == "masked_lm":
+        tasks["sparse"] = vocab
+    elif kind == "classifier":
+        tasks["classify"] = int(c.get("num_labels") or len(c.get("id2label") or {}) or 1)
+    normalize = cfg.normalize if cfg.normalize is not None else (st.normalize if st is not None and kind == "encoder" else True)
+    mdims = cfg.matryoshka_dims or c.get("matryoshka_dimensions")
+    is_m = cfg.is_matryoshka if cfg.is_matryoshka is not None else c.get("is_matryoshka")
+    return ModelDescription(
+        model_id=ck.model_id,
+        path=str(ck.path),
+        kind=kind,
+        architecture=str((c.get("architectures") or [model_type])[0]),
+        model_type=model_type,
+        hidden_size=hidden,
+        vocab_size=vocab,
+        max_length=_max_length(ck, cfg),
+        pooling=pooling,
+        normalize=bool(normalize),
+        supported_tasks=tuple(tasks),
+        output_dims=tuple(tasks.items()),
+        is_matryoshka=None if is_m is None else bool(is_m),
+        matryoshka_dims=tuple(int(d) for d in mdims) if mdims else None,
+        prompts=tuple((st.prompts if st else {}).items()),
+        default_prompt_name=st.default_prompt_name if st else None,
+        native_encoder=model_type in NATIVE_MODEL_TYPES and kind != "decoder",
+    )
+
+
+def describe_model(name_or_path: str, config: ModelConfig | None = None) -> ModelDescription:
+    """The model's description, from its files only (the model is not run or built)."""
+    cfg = config or ModelConfig(model=name_or_path)
+    return describe(_open(name_or_path), cfg)
+
+
+@dataclass
+class PoolingModel:
+    """Everything needed to turn token ids into pooled outputs for one checkpoint."""
+
+    description: ModelDescription
+    config: ModelConfig
+    tokenizer: TextTokenizer
+    encoder: nn.Module  # (input_ids [T], seq_lens) -> hidden [T, H]
+    pooler: DispatchPooler
+    device: torch.device
+    dtype: torch.dtype
+
+
+def _build_pooler(
+    ck: _Checkpoint, desc: ModelDescription, cfg: ModelConfig, state: dict[str, torch.Tensor], tok: TextTokenizer
+) -> DispatchPooler:
+    kind = desc.kind
+    special = sorted(tok.special_token_ids)
+    skip = special if cfg.token_embed_skip_special else []
+    poolers: dict[str, Pooler] = {}
+    if kind in ("encoder", "decoder"):
+        assert desc.pooling is not None
+        head = EmbeddingHead(
+            desc.output_dim("embed"),
+            _dense_chain(ck.st),
+            normalize=desc.normalize,
+            is_matryoshka=desc.is_matryoshka,
+            matryoshka_dims=desc.matryoshka_dims,
+        )
+        poolers["embed"] = SequencePooler(sequence_method(desc.pooling), head)
+        poolers["token_embed"] = TokenPooler(AllPool(), TokenEmbedHead(desc.hidden_size, skip_token_ids=skip))
+    elif kind == "colbert":
+        if "linear.weight" in state:
+            proj: nn.Module | None = linear_from(state["linear.weight"], state.get("linear.bias"))
+        else:
+            proj = _dense_chain(ck.st)
+        head_t = TokenEmbedHead(desc.output_dim("token_embed"), proj, skip_token_ids=skip)
+        poolers["token_embed"] = TokenPooler(AllPool(), head_t)
+    elif kind == "masked_lm":
+        mlm = mlm_head_from_state(
+            state, desc.model_type, str(ck.config.get("hidden_act", "gelu")), float(ck.config.get("layer_norm_eps", 1e-12))
+        )
+        remove = [t for t in (tok.token_id("[CLS]"), tok.token_id("[SEP]"), tok.token_id("<s>"), tok.token_id("</s>")) if t is not None]
+        poolers["sparse"] = SpladePooler(
+            mlm, desc.vocab_size, mode=cfg.splade_mode, remove_token_ids=remove if cfg.splade_remove_special else ()
+        )
+    elif kind == "classifier":
+        num_labels = desc.output_dim("classify")
+        act_name = (ck.st.activation_fn if ck.st else None) or (ck.config.get("sentence_transformers") or {}).get("activation_fn")
+        act = activation_from_name(act_name) if act_name else classification_activation(ck.config.get("problem_type"), num_labels)
+        head_c = ClassifierHead(classifier_from_state(state, desc.model_type), act, num_labels=num_labels)
+        poolers["classify"] = SequencePooler(sequence_method("CLS"), head_c)
+    elif kind == "bge_m3":
+        def load_linear(name: str) -> nn.Linear | None:
+            f = ck.path / name
+            if not f.is_file():
+                return None
+            w = torch.load(f, map_location="cpu", weights_only=True)
+            return linear_from(w["weight"], w.get("bias"))
+
+        return multi_output_pooler(
+            hidden_size=desc.hidden_size,
+            vocab_size=desc.vocab_size,
+            special_token_ids=special,
+            sparse_linear=load_linear("sparse_linear.pt"),
+            colbert_linear=load_linear("colbert_linear.pt"),
+        )
+    return DispatchPooler(poolers)
+
+
+def load_model(config: ModelConfig | str) -> PoolingModel:
+    cfg = ModelConfig(model=config) if isinstance(config, str) else config
+    ck = _open(cfg.model)
+    desc = describe(ck, cfg)
+    device = resolve_device(cfg.device)
+    dtype = resolve_dtype(cfg.dtype, device)
+    tok = TextTokenizer.from_folder(ck.path, desc.max_length)
+    encoder: nn.Module
+    state: dict[str, torch.Tensor] = {}
+    if desc.native_encoder:
+        from transformers import AutoConfig
+
+        from worker.engine.packed_encoder import PackedEncoder
+
+        hf_config = AutoConfig.for_model(**{k: v for k, v in ck.config.items() if k != "architectures"})
+        state = load_weights(ck.path)
+        encoder = PackedEncoder.from_config(hf_config)
+        encoder.load_hf_state_dict(state)
+    else:
+        from worker.engine.fallback import PaddedAutoModelRunner
+
+        pad = ck.config.get("pad_token_id")
+        encoder = PaddedAutoModelRunner(ck.path, int(pad) if pad is not None else 0, dtype)
+        if desc.kind in ("masked_lm", "classifier", "colbert"):
+            state = load_weights(ck.path)
+    pooler = _build_pooler(ck, desc, cfg, state, tok)
+    encoder = encoder.to(device=device, dtype=dtype).eval()
+    pooler = pooler.to(device).eval()
+    if desc.kind == "masked_lm":  # the vocabulary projection runs in the compute dtype, logits reduce in FP32
+        pooler.poolers_by_task["sparse"].to(dtype)
+    for p in list(encoder.parameters()) + list(pooler.parameters()):
+        p.requires_grad_(False)
+    return PoolingModel(desc, cfg, tok, encoder, pooler, device, dtype)

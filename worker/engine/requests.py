@@ -1,0 +1,52 @@
+"""What callers hand the engine and what they get back."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field
+
+from worker.pooling import PoolingParams, PoolingTask
+from worker.pooling.outputs import PoolerOutput
+
+_arrival = itertools.count()
+
+
+@dataclass(frozen=True)
+class EncodeResult:
+    """Per text: one output per requested task (dense ``float32[d]``, ``SparseEmbedding``,
+    multi-vector ``float32[n_tokens, d]``, class scores), all on the host."""
+
+    request_id: str
+    outputs: dict[PoolingTask, PoolerOutput]
+    num_tokens: int
+    truncated: bool
+
+    def __getitem__(self, task: PoolingTask) -> PoolerOutput:
+        return self.outputs[task]
+
+
+@dataclass(eq=False)
+class EncodeRequest:
+    """One text, tokenized, with every task it wants from one forward pass."""
+
+    request_id: str
+    token_ids: list[int]
+    truncated: bool
+    params: tuple[PoolingParams, ...]
+    priority: int
+    round: int  # position within its caller's submission: callers are served in turns
+    future: asyncio.Future[EncodeResult]
+    arrival: int = field(default_factory=lambda: next(_arrival))
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def task_key(self) -> tuple[str, ...]:
+        return tuple(sorted(p.task for p in self.params))
+
+    def order_key(self) -> tuple[int, int, int]:
+        """Higher priority first, then earlier turn, then arrival."""
+        return (-self.priority, self.round, self.arrival)

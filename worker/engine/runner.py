@@ -1,0 +1,86 @@
+"""Runs one batch: flat token ids -> one packed forward -> pooler -> host outputs.
+
+A text that wants several tasks is computed once: the pooling metadata lists one pooling request
+per (text, task), all pointing at the text's rows. Requests are laid out task by task (the
+scheduler sorted texts by task set), so each task's rows are one slice when possible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from worker.engine.loader import PoolingModel
+from worker.engine.requests import EncodeRequest
+from worker.pooling import PoolingCursor, PoolingMetadata, PoolingParams, SparseEmbedding
+from worker.pooling.outputs import PoolerOutput
+from worker.pooling.tasks import POOLING_TASKS, PoolingTask
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    num_texts: int
+    num_tokens: int
+
+
+def _to_host(out: PoolerOutput) -> PoolerOutput:
+    if isinstance(out, SparseEmbedding):
+        return out.cpu()
+    if isinstance(out, torch.Tensor):
+        return out.float().cpu()
+    return out
+
+
+class ModelRunner:
+    def __init__(self, model: PoolingModel) -> None:
+        self.model = model
+        self.device = model.device
+        self._pin = model.device.type == "cuda"
+
+    def run(self, batch: list[EncodeRequest]) -> list[dict[PoolingTask, PoolerOutput]]:
+        """Pooled outputs per text, in batch order, on the host."""
+        seq_lens = [r.num_tokens for r in batch]
+        starts: list[int] = []
+        pos = 0
+        for n in seq_lens:
+            starts.append(pos)
+            pos += n
+        ids_cpu = torch.tensor([t for r in batch for t in r.token_ids], dtype=torch.int64)  # [T]
+        if self._pin:
+            ids_cpu = ids_cpu.pin_memory()
+        ids_dev = ids_cpu.to(self.device, non_blocking=True)
+
+        pooler = self.model.pooler
+        params: list[PoolingParams] = []
+        counts: list[int] = []
+        token_starts: list[int] = []
+        token_ids: list[torch.Tensor] = []
+        owners: list[tuple[int, PoolingTask]] = []
+        need_ids = pooler.requires_token_ids
+        for task in POOLING_TASKS:  # task-major: each task's requests adjacent
+            for j, r in enumerate(batch):
+                for p in r.params:
+                    if p.task != task:
+                        continue
+                    params.append(p)
+                    counts.append(seq_lens[j])
+                    token_starts.append(starts[j])
+                    owners.append((j, task))
+                    if need_ids:
+                        token_ids.append(ids_cpu[starts[j] : starts[j] + seq_lens[j]])
+        cursor = PoolingCursor.build(counts, token_starts=token_starts, device=self.device)
+        metadata = PoolingMetadata(
+            tuple(params),
+            cursor,
+            tuple(token_ids) if need_ids else None,
+            None,
+            tuple(batch[j].request_id for j, _ in owners),
+        )
+        with torch.inference_mode():
+            hidden = self.model.encoder(ids_dev, seq_lens)  # [T, H]
+            outputs = pooler(hidden, metadata)
+        results: list[dict[PoolingTask, PoolerOutput]] = [{} for _ in batch]
+        for (j, task), out in zip(owners, outputs, strict=True):
+            results[j][task] = _to_host(out)
+        return results

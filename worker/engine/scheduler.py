@@ -1,0 +1,102 @@
+"""The scheduler owns the queue of tokenized requests and cuts batches from it.
+
+Ordering: higher ``priority`` first (queries ahead of bulk ingestion); within a priority callers
+take turns (a caller's k-th text is in turn k), so a request that arrives while a long backlog is
+being worked through joins the next batch instead of waiting behind the whole backlog; then
+arrival order. Each batch is filled up to ``max_batch_tokens`` and ``max_batch_requests``;
+cancelled requests are dropped before they are batched. Every method is thread-safe: the event
+loop adds, the model thread takes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+
+from worker.engine.requests import EncodeRequest
+from worker.pooling.tasks import POOLING_TASKS
+
+
+def task_sort_key(req: EncodeRequest) -> tuple[int, ...]:
+    """Sorts a batch so each task's requests are adjacent (one slice per task in the pooler)."""
+    return tuple(POOLING_TASKS.index(p.task) for p in sorted(req.params, key=lambda p: POOLING_TASKS.index(p.task)))
+
+
+class Scheduler:
+    def __init__(self, max_batch_tokens: int, max_batch_requests: int) -> None:
+        if max_batch_tokens < 1 or max_batch_requests < 1:
+            raise ValueError(f"batch limits must be >= 1, got tokens={max_batch_tokens} requests={max_batch_requests}")
+        self.max_batch_tokens = max_batch_tokens
+        self.max_batch_requests = max_batch_requests
+        self._heap: list[tuple[tuple[int, int, int], EncodeRequest]] = []
+        self._cv = threading.Condition()
+        self._closed = False
+        self._released: set[EncodeRequest] = set()  # cancelled, place freed, still in the heap
+        self.queued_tokens = 0
+        self.queued_requests = 0
+
+    def add(self, requests: list[EncodeRequest]) -> None:
+        with self._cv:
+            if self._closed:
+                raise RuntimeError("the engine is stopped")
+            for r in requests:
+                heapq.heappush(self._heap, (r.order_key(), r))
+                self.queued_tokens += r.num_tokens
+                self.queued_requests += 1
+            self._cv.notify()
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify_all()
+
+    def drain(self) -> list[EncodeRequest]:
+        """Remove and return everything still queued (on shutdown)."""
+        with self._cv:
+            left = [r for _, r in self._heap]
+            self._heap.clear()
+            self.queued_tokens = self.queued_requests = 0
+            return left
+
+    def next_batch(self, timeout_s: float | None = None) -> list[EncodeRequest] | None:
+        """Block until work is queued; ``None`` once closed and empty (or on timeout)."""
+        with self._cv:
+            while True:
+                batch = self._cut()
+                if batch:
+                    return sorted(batch, key=task_sort_key)  # stable: turns order kept per task
+                if self._closed or not self._cv.wait(timeout_s):
+                    return None
+
+    def _cut(self) -> list[EncodeRequest]:
+        batch: list[EncodeRequest] = []
+        tokens = 0
+        while self._heap and len(batch) < self.max_batch_requests:
+            req = self._heap[0][1]
+            if req.future.done():  # cancelled (or failed) before it was batched: drop it
+                heapq.heappop(self._heap)
+                if req not in self._released:
+                    self._release(req)
+                self._released.discard(req)
+                continue
+            if batch and tokens + req.num_tokens > self.max_batch_tokens:
+                break
+            heapq.heappop(self._heap)
+            self._release(req)
+            batch.append(req)
+            tokens += req.num_tokens
+        return batch
+
+    def cancel(self, req: EncodeRequest) -> bool:
+        """Free a cancelled request's place at once (it leaves the heap when next reached).
+        Returns False if it was already batched."""
+        with self._cv:
+            if req in self._released or not any(r is req for _, r in self._heap):
+                return False
+            self._release(req)
+            self._released.add(req)
+            return True
+
+    def _release(self, req: EncodeRequest) -> None:
+        self.queued_tokens -= req.num_tokens
+        self.queued_requests -= 1
