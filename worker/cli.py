@@ -31,7 +31,11 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def main(
     version_: bool = typer.Option(
-        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the version and exit.",
     ),
 ) -> None:
     """poolq: pooling models behind a Redis queue, writing to Qdrant."""

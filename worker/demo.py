@@ -34,5 +34,7 @@ def run_demo() -> None:
     params = [PoolingParams(t) for t in ("embed", "sparse", "token_embed")]
     hidden = torch.randn(sum(lens), hidden_size)  # one flat, padding-free batch
     for p, o in zip(params, pooler(hidden, PoolingMetadata.build(params, lens)), strict=True):
-        desc = f"{len(o)} non-zeros" if isinstance(o, SparseEmbedding) else f"shape {tuple(o.shape)}"
+        desc = (
+            f"{len(o)} non-zeros" if isinstance(o, SparseEmbedding) else f"shape {tuple(o.shape)}"
+        )
         print(f"{p.task:12s} -> {desc}")

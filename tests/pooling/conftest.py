@@ -1,8 +1,6 @@
 import pytest
 import torch
 
-torch.set_num_threads(1)
-
 
 @pytest.fixture(autouse=True)
 def _inference_mode():

@@ -37,7 +37,16 @@ def resolve_model_path(name_or_path: str | os.PathLike[str]) -> Path:
             snapshot_download(
                 name,
                 local_files_only=offline,
-                allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model", "*.pt", "1_*/*", "2_*/*", "3_*/*"],
+                allow_patterns=[
+                    "*.json",
+                    "*.safetensors",
+                    "*.txt",
+                    "*.model",
+                    "*.pt",
+                    "1_*/*",
+                    "2_*/*",
+                    "3_*/*",
+                ],
             )
         )
     except Exception as exc:
@@ -92,7 +101,9 @@ def _pooling_mode(cfg: dict[str, Any]) -> str:
     ]
     chosen = [name for name, key in modes if cfg.get(key)]
     if len(chosen) != 1:
-        raise ValueError(f"sentence-transformers Pooling config: expected exactly one pooling mode, got {chosen or 'none'}")
+        raise ValueError(
+            f"sentence-transformers Pooling config: expected exactly one pooling mode, got {chosen or 'none'}"
+        )
     return chosen[0]
 
 
@@ -139,7 +150,14 @@ def read_sentence_transformers(path: Path) -> SentenceTransformersInfo | None:
         default_prompt = st_cfg.get("default_prompt_name")
         activation_fn = st_cfg.get("activation_fn")
     return SentenceTransformersInfo(
-        tuple(types), pooling_mode, tuple(dense), normalize, max_len, prompts, default_prompt, activation_fn
+        tuple(types),
+        pooling_mode,
+        tuple(dense),
+        normalize,
+        max_len,
+        prompts,
+        default_prompt,
+        activation_fn,
     )
 
 
@@ -177,7 +195,12 @@ def weight_shapes(path: Path) -> dict[str, tuple[int, ...]]:
     if (path / "model.safetensors").is_file():
         files = [path / "model.safetensors"]
     elif (path / "model.safetensors.index.json").is_file():
-        files = [path / s for s in sorted(set(_read_json(path / "model.safetensors.index.json")["weight_map"].values()))]
+        files = [
+            path / s
+            for s in sorted(
+                set(_read_json(path / "model.safetensors.index.json")["weight_map"].values())
+            )
+        ]
     shapes: dict[str, tuple[int, ...]] = {}
     for f in files:
         with safe_open(str(f), "pt") as st:

@@ -40,12 +40,19 @@ class MLMHead(nn.Module):
         return self.decoder(self.norm(self.act(self.dense(hidden))))
 
 
-def mlm_head_from_state(state: Mapping[str, torch.Tensor], model_type: str, hidden_act: str, eps: float) -> MLMHead:
+def mlm_head_from_state(
+    state: Mapping[str, torch.Tensor], model_type: str, hidden_act: str, eps: float
+) -> MLMHead:
     if model_type == "bert":
         p = "cls.predictions."
         dense = linear_from(state[p + "transform.dense.weight"], state[p + "transform.dense.bias"])
         ln_w, ln_b = state[p + "transform.LayerNorm.weight"], state[p + "transform.LayerNorm.bias"]
-        dec_w = _take(state, p + "decoder.weight", "bert.embeddings.word_embeddings.weight", "embeddings.word_embeddings.weight")
+        dec_w = _take(
+            state,
+            p + "decoder.weight",
+            "bert.embeddings.word_embeddings.weight",
+            "embeddings.word_embeddings.weight",
+        )
         dec_b = _take(state, p + "bias", p + "decoder.bias")
         act = hidden_act
     elif model_type in ("roberta", "xlm-roberta"):
@@ -56,7 +63,9 @@ def mlm_head_from_state(state: Mapping[str, torch.Tensor], model_type: str, hidd
         dec_b = _take(state, p + "bias", p + "decoder.bias")
         act = "gelu"
     else:
-        raise ValueError(f"no MLM head layout for model_type {model_type!r}; expected bert, roberta or xlm-roberta")
+        raise ValueError(
+            f"no MLM head layout for model_type {model_type!r}; expected bert, roberta or xlm-roberta"
+        )
     norm = nn.LayerNorm(ln_w.shape[0], eps=eps)
     with torch.no_grad():
         norm.weight.copy_(ln_w)
@@ -69,10 +78,14 @@ def classifier_from_state(state: Mapping[str, torch.Tensor], model_type: str) ->
     if model_type == "bert":
         # BertForSequenceClassification: pooler (dense + tanh) -> classifier
         pooler = linear_from(state["bert.pooler.dense.weight"], state["bert.pooler.dense.bias"])
-        return nn.Sequential(pooler, nn.Tanh(), linear_from(state["classifier.weight"], state["classifier.bias"]))
+        return nn.Sequential(
+            pooler, nn.Tanh(), linear_from(state["classifier.weight"], state["classifier.bias"])
+        )
     if model_type in ("roberta", "xlm-roberta"):
         # RobertaClassificationHead: dense -> tanh -> out_proj
         dense = linear_from(state["classifier.dense.weight"], state["classifier.dense.bias"])
         out = linear_from(state["classifier.out_proj.weight"], state["classifier.out_proj.bias"])
         return nn.Sequential(dense, nn.Tanh(), out)
-    raise ValueError(f"no classifier layout for model_type {model_type!r}; expected bert, roberta or xlm-roberta")
+    raise ValueError(
+        f"no classifier layout for model_type {model_type!r}; expected bert, roberta or xlm-roberta"
+    )

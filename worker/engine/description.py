@@ -20,10 +20,14 @@ class ModelConfig:
     pooling: Literal["CLS", "MEAN", "LAST"] | None = None
     normalize: bool | None = None
     max_length: int | None = None
-    dtype: Literal["float32", "bfloat16", "float16"] | None = None  # None: fp32 on CPU, bf16/fp16 on CUDA
+    dtype: Literal["float32", "bfloat16", "float16"] | None = (
+        None  # None: fp32 on CPU, bf16/fp16 on CUDA
+    )
     device: str | None = None  # None: CUDA when present, else CPU
     splade_mode: Literal["max", "sum"] = "max"
-    splade_remove_special: bool = False  # vLLM removes CLS/SEP; SPLADE and sentence-transformers keep them
+    splade_remove_special: bool = (
+        False  # vLLM removes CLS/SEP; SPLADE and sentence-transformers keep them
+    )
     token_embed_skip_special: bool = False  # drop CLS/SEP/PAD rows from multi-vectors
     is_matryoshka: bool | None = None
     matryoshka_dims: tuple[int, ...] | None = None
@@ -52,7 +56,9 @@ class ModelDescription:
     def output_dim(self, task: PoolingTask) -> int:
         dims = dict(self.output_dims)
         if task not in dims:
-            raise ValueError(f"model {self.model_id!r} has no task {task!r}; supported: {list(self.supported_tasks)}")
+            raise ValueError(
+                f"model {self.model_id!r} has no task {task!r}; supported: {list(self.supported_tasks)}"
+            )
         return dims[task]
 
     def prompt(self, name: str | None) -> str:
@@ -63,5 +69,7 @@ class ModelDescription:
         if name is None:
             return ""
         if name not in prompts:
-            raise ValueError(f"model {self.model_id!r} has no prompt {name!r}; available: {sorted(prompts)}")
+            raise ValueError(
+                f"model {self.model_id!r} has no prompt {name!r}; available: {sorted(prompts)}"
+            )
         return prompts[name]

@@ -119,7 +119,9 @@ class AsyncEngine:
     ) -> list[EncodeResult]:
         """Encode ``texts``; ``tasks`` is one task list for all texts or one per text."""
         if not self._running or self._loop is None:
-            raise RuntimeError("the engine is not started (use 'async with engine' or 'await engine.start()')")
+            raise RuntimeError(
+                "the engine is not started (use 'async with engine' or 'await engine.start()')"
+            )
         n = len(texts)
         if n == 0:
             return []
@@ -134,10 +136,14 @@ class AsyncEngine:
             self.model.pooler.validate(ps, [rid] * len(ps))
         for i, t in enumerate(texts):
             if not isinstance(t, str):
-                raise PoolingParamsError(f"request {ids[i]!r}: text must be a string, got {type(t).__name__}")
+                raise PoolingParamsError(
+                    f"request {ids[i]!r}: text must be a string, got {type(t).__name__}"
+                )
         prefix = self.description.prompt(prompt_name)
         inputs = [prefix + t for t in texts] if prefix else list(texts)
-        tokenized = await self._loop.run_in_executor(self._tok_pool, self.model.tokenizer.encode_batch, inputs)
+        tokenized = await self._loop.run_in_executor(
+            self._tok_pool, self.model.tokenizer.encode_batch, inputs
+        )
         if not truncate:
             for rid, tok in zip(ids, tokenized, strict=True):
                 if tok.truncated:
@@ -148,7 +154,9 @@ class AsyncEngine:
         futures = [self._loop.create_future() for _ in range(n)]
         requests = [
             EncodeRequest(rid, tok.ids, tok.truncated, ps, priority, k, fut)
-            for k, (rid, tok, ps, fut) in enumerate(zip(ids, tokenized, params, futures, strict=True))
+            for k, (rid, tok, ps, fut) in enumerate(
+                zip(ids, tokenized, params, futures, strict=True)
+            )
         ]
         await self._admit(sum(r.num_tokens for r in requests))
         for r in requests:
@@ -161,7 +169,9 @@ class AsyncEngine:
                 f.cancel()
             raise
 
-    async def encode_one(self, text: str, tasks: Sequence[TaskSpec] = ("embed",), **kw: object) -> EncodeResult:
+    async def encode_one(
+        self, text: str, tasks: Sequence[TaskSpec] = ("embed",), **kw: object
+    ) -> EncodeResult:
         return (await self.encode([text], tasks, **kw))[0]  # type: ignore[arg-type]
 
     @property
@@ -172,10 +182,15 @@ class AsyncEngine:
     async def _admit(self, tokens: int) -> None:
         async with self._space:
             await self._space.wait_for(
-                lambda: self.scheduler.queued_tokens == 0 or self.scheduler.queued_tokens + tokens <= self.max_queued_tokens
+                lambda: (
+                    self.scheduler.queued_tokens == 0
+                    or self.scheduler.queued_tokens + tokens <= self.max_queued_tokens
+                )
             )
 
-    def _cancel_callback(self, req: EncodeRequest) -> Callable[[asyncio.Future[EncodeResult]], None]:
+    def _cancel_callback(
+        self, req: EncodeRequest
+    ) -> Callable[[asyncio.Future[EncodeResult]], None]:
         def on_done(fut: asyncio.Future[EncodeResult]) -> None:
             if fut.cancelled() and self.scheduler.cancel(req):
                 self._notify_space()
@@ -213,13 +228,15 @@ class AsyncEngine:
             s.forward_s += dt
             if s.batch_sizes is not None:
                 s.batch_sizes.append(len(batch))
-            self._loop.call_soon_threadsafe(_resolve, batch, results)
+            self._loop.call_soon_threadsafe(_resolve, batch, results, s.batches - 1)
 
 
-def _resolve(batch: list[EncodeRequest], results: list[dict]) -> None:
+def _resolve(batch: list[EncodeRequest], results: list[dict], batch_index: int) -> None:
     for req, outputs in zip(batch, results, strict=True):
         if not req.future.done():
-            req.future.set_result(EncodeResult(req.request_id, outputs, req.num_tokens, req.truncated))
+            req.future.set_result(
+                EncodeResult(req.request_id, outputs, req.num_tokens, req.truncated, batch_index)
+            )
 
 
 def _fail(batch: list[EncodeRequest], exc: Exception) -> None:

@@ -15,16 +15,24 @@ class PaddedAutoModelRunner(nn.Module):
         super().__init__()
         from transformers import AutoModel
 
-        self.model = AutoModel.from_pretrained(str(path), dtype=dtype, trust_remote_code=False).eval()
+        self.model = AutoModel.from_pretrained(
+            str(path), dtype=dtype, trust_remote_code=False
+        ).eval()
         self.pad_token_id = pad_token_id
 
     def forward(self, input_ids: torch.Tensor, seq_lens: list[int]) -> torch.Tensor:
         """``input_ids [T]`` flat -> hidden ``[T, H]`` (padding rows dropped)."""
         n, max_len = len(seq_lens), max(seq_lens, default=0)
         device = input_ids.device
-        padded = torch.full((n, max_len), self.pad_token_id, dtype=torch.long, device=device)  # [B, L]
-        mask_cpu = torch.arange(max_len).unsqueeze(0) < torch.tensor(seq_lens).unsqueeze(1)  # [B, L]
+        padded = torch.full(
+            (n, max_len), self.pad_token_id, dtype=torch.long, device=device
+        )  # [B, L]
+        mask_cpu = torch.arange(max_len).unsqueeze(0) < torch.tensor(seq_lens).unsqueeze(
+            1
+        )  # [B, L]
         mask = mask_cpu.to(device, non_blocking=True)
         padded[mask] = input_ids
-        out = self.model(input_ids=padded, attention_mask=mask.long()).last_hidden_state  # [B, L, H]
+        out = self.model(
+            input_ids=padded, attention_mask=mask.long()
+        ).last_hidden_state  # [B, L, H]
         return out[mask]  # [T, H], row-major: sequence by sequence

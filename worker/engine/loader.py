@@ -60,7 +60,9 @@ class _Checkpoint:
 
 def _open(name_or_path: str) -> _Checkpoint:
     path = resolve_model_path(name_or_path)
-    return _Checkpoint(name_or_path, path, read_config(path), read_sentence_transformers(path), weight_shapes(path))
+    return _Checkpoint(
+        name_or_path, path, read_config(path), read_sentence_transformers(path), weight_shapes(path)
+    )
 
 
 def _kind(ck: _Checkpoint) -> ModelKind:
@@ -77,7 +79,9 @@ def _kind(ck: _Checkpoint) -> ModelKind:
     if arch.endswith("ForSequenceClassification"):
         return "classifier"
     if ck.config.get("model_type") not in NATIVE_MODEL_TYPES and (
-        ck.config.get("is_decoder") or (arch.endswith(("ForCausalLM", "Model")) and "causal" in arch.lower()) or _is_causal(ck)
+        ck.config.get("is_decoder")
+        or (arch.endswith(("ForCausalLM", "Model")) and "causal" in arch.lower())
+        or _is_causal(ck)
     ):
         return "decoder"
     return "encoder"
@@ -85,14 +89,25 @@ def _kind(ck: _Checkpoint) -> ModelKind:
 
 def _is_causal(ck: _Checkpoint) -> bool:
     archs = " ".join(str(a) for a in ck.config.get("architectures") or [])
-    return "CausalLM" in archs or ck.config.get("model_type") in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gpt2", "phi3")
+    return "CausalLM" in archs or ck.config.get("model_type") in (
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "gemma",
+        "gemma2",
+        "gpt2",
+        "phi3",
+    )
 
 
 def _max_length(ck: _Checkpoint, cfg: ModelConfig) -> int:
     model_type = ck.config.get("model_type", "")
     positions = int(ck.config.get("max_position_embeddings", 512))
     if model_type in _ROBERTA_LIKE:
-        positions -= int(ck.config.get("pad_token_id", 1)) + 1  # positions start after the padding index
+        positions -= (
+            int(ck.config.get("pad_token_id", 1)) + 1
+        )  # positions start after the padding index
     candidates = [cfg.max_length, ck.st.max_seq_length if ck.st else None]
     tok_cfg = ck.path / "tokenizer_config.json"
     if tok_cfg.is_file():
@@ -110,7 +125,10 @@ def _dense_chain(st: SentenceTransformersInfo | None) -> nn.Module | None:
     layers: list[nn.Module] = []
     for d in st.dense:
         w = load_dense_module(d)
-        layers += [linear_from(w["linear.weight"], w.get("linear.bias")), activation_from_name(d.activation)]
+        layers += [
+            linear_from(w["linear.weight"], w.get("linear.bias")),
+            activation_from_name(d.activation),
+        ]
     return nn.Sequential(*layers)
 
 
@@ -143,7 +161,9 @@ def describe(ck: _Checkpoint, cfg: ModelConfig) -> ModelDescription:
         tasks["sparse"] = vocab
         if (ck.path / "colbert_linear.pt").is_file():
             tasks["token_embed"] = int(
-                torch.load(ck.path / "colbert_linear.pt", map_location="cpu", weights_only=True)["weight"].shape[0]
+                torch.load(ck.path / "colbert_linear.pt", map_location="cpu", weights_only=True)[
+                    "weight"
+                ].shape[0]
             )
         else:
             del tasks["token_embed"]
@@ -156,7 +176,11 @@ def describe(ck: _Checkpoint, cfg: ModelConfig) -> ModelDescription:
         tasks["sparse"] = vocab
     elif kind == "classifier":
         tasks["classify"] = int(c.get("num_labels") or len(c.get("id2label") or {}) or 1)
-    normalize = cfg.normalize if cfg.normalize is not None else (st.normalize if st is not None and kind == "encoder" else True)
+    normalize = (
+        cfg.normalize
+        if cfg.normalize is not None
+        else (st.normalize if st is not None and kind == "encoder" else True)
+    )
     mdims = cfg.matryoshka_dims or c.get("matryoshka_dimensions")
     is_m = cfg.is_matryoshka if cfg.is_matryoshka is not None else c.get("is_matryoshka")
     return ModelDescription(
@@ -200,7 +224,11 @@ class PoolingModel:
 
 
 def _build_pooler(
-    ck: _Checkpoint, desc: ModelDescription, cfg: ModelConfig, state: dict[str, torch.Tensor], tok: TextTokenizer
+    ck: _Checkpoint,
+    desc: ModelDescription,
+    cfg: ModelConfig,
+    state: dict[str, torch.Tensor],
+    tok: TextTokenizer,
 ) -> DispatchPooler:
     kind = desc.kind
     special = sorted(tok.special_token_ids)
@@ -216,7 +244,9 @@ def _build_pooler(
             matryoshka_dims=desc.matryoshka_dims,
         )
         poolers["embed"] = SequencePooler(sequence_method(desc.pooling), head)
-        poolers["token_embed"] = TokenPooler(AllPool(), TokenEmbedHead(desc.hidden_size, skip_token_ids=skip))
+        poolers["token_embed"] = TokenPooler(
+            AllPool(), TokenEmbedHead(desc.hidden_size, skip_token_ids=skip)
+        )
     elif kind == "colbert":
         if "linear.weight" in state:
             proj: nn.Module | None = linear_from(state["linear.weight"], state.get("linear.bias"))
@@ -226,19 +256,43 @@ def _build_pooler(
         poolers["token_embed"] = TokenPooler(AllPool(), head_t)
     elif kind == "masked_lm":
         mlm = mlm_head_from_state(
-            state, desc.model_type, str(ck.config.get("hidden_act", "gelu")), float(ck.config.get("layer_norm_eps", 1e-12))
+            state,
+            desc.model_type,
+            str(ck.config.get("hidden_act", "gelu")),
+            float(ck.config.get("layer_norm_eps", 1e-12)),
         )
-        remove = [t for t in (tok.token_id("[CLS]"), tok.token_id("[SEP]"), tok.token_id("<s>"), tok.token_id("</s>")) if t is not None]
+        remove = [
+            t
+            for t in (
+                tok.token_id("[CLS]"),
+                tok.token_id("[SEP]"),
+                tok.token_id("<s>"),
+                tok.token_id("</s>"),
+            )
+            if t is not None
+        ]
         poolers["sparse"] = SpladePooler(
-            mlm, desc.vocab_size, mode=cfg.splade_mode, remove_token_ids=remove if cfg.splade_remove_special else ()
+            mlm,
+            desc.vocab_size,
+            mode=cfg.splade_mode,
+            remove_token_ids=remove if cfg.splade_remove_special else (),
         )
     elif kind == "classifier":
         num_labels = desc.output_dim("classify")
-        act_name = (ck.st.activation_fn if ck.st else None) or (ck.config.get("sentence_transformers") or {}).get("activation_fn")
-        act = activation_from_name(act_name) if act_name else classification_activation(ck.config.get("problem_type"), num_labels)
-        head_c = ClassifierHead(classifier_from_state(state, desc.model_type), act, num_labels=num_labels)
+        act_name = (ck.st.activation_fn if ck.st else None) or (
+            ck.config.get("sentence_transformers") or {}
+        ).get("activation_fn")
+        act = (
+            activation_from_name(act_name)
+            if act_name
+            else classification_activation(ck.config.get("problem_type"), num_labels)
+        )
+        head_c = ClassifierHead(
+            classifier_from_state(state, desc.model_type), act, num_labels=num_labels
+        )
         poolers["classify"] = SequencePooler(sequence_method("CLS"), head_c)
     elif kind == "bge_m3":
+
         def load_linear(name: str) -> nn.Linear | None:
             f = ck.path / name
             if not f.is_file():
@@ -270,7 +324,9 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
 
         from worker.engine.packed_encoder import PackedEncoder
 
-        hf_config = AutoConfig.for_model(**{k: v for k, v in ck.config.items() if k != "architectures"})
+        hf_config = AutoConfig.for_model(
+            **{k: v for k, v in ck.config.items() if k != "architectures"}
+        )
         state = load_weights(ck.path)
         encoder = PackedEncoder.from_config(hf_config)
         encoder.load_hf_state_dict(state)
@@ -284,7 +340,9 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
     pooler = _build_pooler(ck, desc, cfg, state, tok)
     encoder = encoder.to(device=device, dtype=dtype).eval()
     pooler = pooler.to(device).eval()
-    if desc.kind == "masked_lm":  # the vocabulary projection runs in the compute dtype, logits reduce in FP32
+    if (
+        desc.kind == "masked_lm"
+    ):  # the vocabulary projection runs in the compute dtype, logits reduce in FP32
         pooler.poolers_by_task["sparse"].to(dtype)
     for p in list(encoder.parameters()) + list(pooler.parameters()):
         p.requires_grad_(False)

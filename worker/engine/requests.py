@@ -21,6 +21,7 @@ class EncodeResult:
     outputs: dict[PoolingTask, PoolerOutput]
     num_tokens: int
     truncated: bool
+    batch_index: int = -1  # which engine batch computed it (0-based)
 
     def __getitem__(self, task: PoolingTask) -> PoolerOutput:
         return self.outputs[task]

@@ -19,13 +19,18 @@ from worker.pooling.tasks import POOLING_TASKS
 
 def task_sort_key(req: EncodeRequest) -> tuple[int, ...]:
     """Sorts a batch so each task's requests are adjacent (one slice per task in the pooler)."""
-    return tuple(POOLING_TASKS.index(p.task) for p in sorted(req.params, key=lambda p: POOLING_TASKS.index(p.task)))
+    return tuple(
+        POOLING_TASKS.index(p.task)
+        for p in sorted(req.params, key=lambda p: POOLING_TASKS.index(p.task))
+    )
 
 
 class Scheduler:
     def __init__(self, max_batch_tokens: int, max_batch_requests: int) -> None:
         if max_batch_tokens < 1 or max_batch_requests < 1:
-            raise ValueError(f"batch limits must be >= 1, got tokens={max_batch_tokens} requests={max_batch_requests}")
+            raise ValueError(
+                f"batch limits must be >= 1, got tokens={max_batch_tokens} requests={max_batch_requests}"
+            )
         self.max_batch_tokens = max_batch_tokens
         self.max_batch_requests = max_batch_requests
         self._heap: list[tuple[tuple[int, int, int], EncodeRequest]] = []

@@ -40,7 +40,9 @@ class TextTokenizer:
         else:  # slow-tokenizer files only: let transformers convert them to a fast tokenizer
             from transformers import AutoTokenizer
 
-            tok = AutoTokenizer.from_pretrained(str(path), use_fast=True, trust_remote_code=False).backend_tokenizer
+            tok = AutoTokenizer.from_pretrained(
+                str(path), use_fast=True, trust_remote_code=False
+            ).backend_tokenizer
         return cls(tok, max_length)
 
     def token_id(self, token: str) -> int | None:

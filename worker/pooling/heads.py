@@ -13,7 +13,10 @@ from worker.pooling.params import PoolingParams
 
 
 def _check_dimensions(
-    params: PoolingParams, output_dim: int, matryoshka_dims: Sequence[int] | None, is_matryoshka: bool | None
+    params: PoolingParams,
+    output_dim: int,
+    matryoshka_dims: Sequence[int] | None,
+    is_matryoshka: bool | None,
 ) -> None:
     """A model that lists its Matryoshka dimensions allows only those; one that declares
     ``is_matryoshka: false`` allows none; otherwise any width ``1..output_dim``."""
@@ -22,7 +25,9 @@ def _check_dimensions(
         return
     if matryoshka_dims:
         if d not in matryoshka_dims:
-            raise ValueError(f"dimensions={d} is not allowed by this model; allowed: {sorted(matryoshka_dims)}")
+            raise ValueError(
+                f"dimensions={d} is not allowed by this model; allowed: {sorted(matryoshka_dims)}"
+            )
     elif is_matryoshka is False:
         raise ValueError(
             f"dimensions={d}: this model declares it does not support Matryoshka truncation; "

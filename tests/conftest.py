@@ -1,0 +1,36 @@
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+torch.set_num_threads(min(2, os.cpu_count() or 1))
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    from tests.models import minilm_path
+
+    return str(minilm_path())
+
+
+@pytest.fixture(scope="session")
+def splade():
+    from tests.models import splade_path
+
+    return str(splade_path())
+
+
+@pytest.fixture(scope="session")
+def colbert(tmp_path_factory):
+    from tests.models import build_colbert
+
+    return str(build_colbert(tmp_path_factory.mktemp("colbert")))
+
+
+@pytest.fixture(scope="session")
+def multi_head(tmp_path_factory):
+    from tests.models import build_multi_head
+
+    return str(build_multi_head(tmp_path_factory.mktemp("multi_head")))
