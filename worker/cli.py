@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 import typer
 
@@ -39,6 +40,72 @@ def main(
     ),
 ) -> None:
     """poolq: pooling models behind a Redis queue, writing to Qdrant."""
+
+
+@app.command()
+def encode(
+    input_path: Path = typer.Argument(
+        ..., metavar="INPUT.jsonl", help='Lines of {"id": ..., "text": ...}.'
+    ),
+    model: str = typer.Option(..., "--model", help="Model folder or hub id."),
+    task: list[str] = typer.Option(
+        ["embed"], "--task", help="embed, sparse, token_embed or classify; repeat for several."
+    ),
+    dimensions: int | None = typer.Option(
+        None, "--dimensions", help="Matryoshka truncation of embed vectors."
+    ),
+    no_normalize: bool = typer.Option(
+        False, "--no-normalize", help="Return raw (unnormalised) embed/token_embed vectors."
+    ),
+    dtype: str | None = typer.Option(
+        None, "--dtype", help="float32 or bfloat16 (default: float32 on CPU, bf16/fp16 on CUDA)."
+    ),
+    max_batch_tokens: int = typer.Option(
+        16384, "--max-batch-tokens", min=1, help="Token budget of one forward pass."
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="cpu, cuda, cuda:N (default: CUDA when present)."
+    ),
+    no_truncate: bool = typer.Option(
+        False, "--no-truncate", help="Over-long texts are errors instead of being truncated."
+    ),
+    prompt_name: str | None = typer.Option(
+        None, "--prompt-name", help="A prompt from the model's sentence-transformers config."
+    ),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", metavar="OUT.jsonl", help="Default: standard output."
+    ),
+) -> None:
+    """Encode a JSONL file offline: one output line per input line, in input order."""
+    from worker.encode import EncodeOptions, run_encode
+
+    if dtype not in (None, "float32", "bfloat16", "float16"):
+        raise typer.BadParameter(
+            f"expected float32 or bfloat16, got {dtype!r}", param_hint="--dtype"
+        )
+    opts = EncodeOptions(
+        tuple(dict.fromkeys(task)), dimensions, not no_normalize, not no_truncate, prompt_name
+    )
+    try:
+        summary = run_encode(
+            model,
+            input_path,
+            output,
+            opts,
+            dtype=dtype,
+            device=device,
+            max_batch_tokens=max_batch_tokens,
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        typer.echo(f"poolq encode: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"poolq encode: {summary.written} written, {summary.errors} skipped, {summary.truncated} truncated, "
+        f"{summary.tokens} tokens",
+        err=True,
+    )
+    if summary.errors:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from worker.engine.loader import PoolingModel
 from worker.engine.requests import EncodeRequest, EncodeResult
@@ -116,8 +117,14 @@ class AsyncEngine:
         priority: int = 0,
         truncate: bool = True,
         prompt_name: str | None = None,
+        return_exceptions: bool = False,
     ) -> list[EncodeResult]:
-        """Encode ``texts``; ``tasks`` is one task list for all texts or one per text."""
+        """Encode ``texts``; ``tasks`` is one task list for all texts or one per text.
+
+        A bad request (wrong type, unsupported task, over-long with ``truncate=False``) raises an
+        error naming it, and nothing is queued; with ``return_exceptions=True`` its place in the
+        result list holds the error instead and the other texts are encoded normally.
+        """
         if not self._running or self._loop is None:
             raise RuntimeError(
                 "the engine is not started (use 'async with engine' or 'await engine.start()')"
@@ -128,46 +135,64 @@ class AsyncEngine:
         ids = list(request_ids) if request_ids is not None else [f"#{i}" for i in range(n)]
         if len(ids) != n:
             raise ValueError(f"request_ids: expected {n} entries, got {len(ids)}")
-        per_text = tasks and not isinstance(tasks[0], str | PoolingParams)
+        per_text = bool(tasks) and not isinstance(tasks[0], str | PoolingParams)
         if per_text and len(tasks) != n:
             raise ValueError(f"tasks: expected one task list per text ({n}), got {len(tasks)}")
-        params = [_as_params(tasks[i]) for i in range(n)] if per_text else [_as_params(tasks)] * n  # type: ignore[arg-type]
-        for rid, ps in zip(ids, params, strict=True):
-            self.model.pooler.validate(ps, [rid] * len(ps))
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise PoolingParamsError(
-                    f"request {ids[i]!r}: text must be a string, got {type(t).__name__}"
+        shared = None if per_text else _as_params(tasks)  # type: ignore[arg-type]
+        errors: dict[int, Exception] = {}
+        params: list[tuple[PoolingParams, ...]] = []
+        for i in range(n):
+            try:
+                ps = shared if shared is not None else _as_params(tasks[i])  # type: ignore[arg-type]
+                params.append(ps)
+                self.model.pooler.validate(ps, [ids[i]] * len(ps))
+                if not isinstance(texts[i], str):
+                    raise PoolingParamsError(
+                        f"request {ids[i]!r}: text must be a string, got {type(texts[i]).__name__}"
+                    )
+            except ValueError as exc:
+                errors[i] = (
+                    exc
+                    if str(exc).startswith("request ")
+                    else PoolingParamsError(f"request {ids[i]!r}: {exc}")
                 )
+        if errors and not return_exceptions:
+            raise errors[min(errors)]
+        ok = [i for i in range(n) if i not in errors]
         prefix = self.description.prompt(prompt_name)
-        inputs = [prefix + t for t in texts] if prefix else list(texts)
+        inputs = [prefix + texts[i] for i in ok]
         tokenized = await self._loop.run_in_executor(
             self._tok_pool, self.model.tokenizer.encode_batch, inputs
         )
-        if not truncate:
-            for rid, tok in zip(ids, tokenized, strict=True):
-                if tok.truncated:
-                    raise InputTooLongError(
-                        f"request {rid!r}: input is longer than the model's max length "
-                        f"{self.description.max_length} tokens and truncate=False"
-                    )
-        futures = [self._loop.create_future() for _ in range(n)]
-        requests = [
-            EncodeRequest(rid, tok.ids, tok.truncated, ps, priority, k, fut)
-            for k, (rid, tok, ps, fut) in enumerate(
-                zip(ids, tokenized, params, futures, strict=True)
+        futures: dict[int, asyncio.Future[EncodeResult]] = {}
+        requests: list[EncodeRequest] = []
+        for k, (i, tok) in enumerate(zip(ok, tokenized, strict=True)):
+            if tok.truncated and not truncate:
+                errors[i] = InputTooLongError(
+                    f"request {ids[i]!r}: input is longer than the model's max length "
+                    f"{self.description.max_length} tokens and truncate=False"
+                )
+                continue
+            futures[i] = self._loop.create_future()
+            requests.append(
+                EncodeRequest(ids[i], tok.ids, tok.truncated, params[i], priority, k, futures[i])
             )
-        ]
-        await self._admit(sum(r.num_tokens for r in requests))
-        for r in requests:
-            r.future.add_done_callback(self._cancel_callback(r))
-        self.scheduler.add(requests)
+        if errors and not return_exceptions:
+            raise errors[min(errors)]
+        if requests:
+            await self._admit(sum(r.num_tokens for r in requests))
+            for r in requests:
+                r.future.add_done_callback(self._cancel_callback(r))
+            self.scheduler.add(requests)
         try:
-            return list(await asyncio.gather(*futures))
+            done = await asyncio.gather(*futures.values())
         except BaseException:
-            for f in futures:
+            for f in futures.values():
                 f.cancel()
             raise
+        by_index: dict[int, Any] = dict(zip(futures, done, strict=True))
+        by_index.update(errors)
+        return [by_index[i] for i in range(n)]
 
     async def encode_one(
         self, text: str, tasks: Sequence[TaskSpec] = ("embed",), **kw: object
