@@ -71,7 +71,7 @@ async def _run() -> None:
         )
         q_dense = await dense_engine.encode(QUERIES, ["embed", "token_embed"], priority=10)
         q_sparse = await sparse_engine.encode(QUERIES, ["sparse"], priority=10)
-    doc_matrix = torch.stack([r["embed"] for r in dense])  # type: ignore[misc]
+    doc_matrix = torch.stack([r.tensor("embed") for r in dense])
     for qi, q in enumerate(QUERIES):
         cos = doc_matrix @ q_dense[qi]["embed"]  # type: ignore[operator]
         sp = [_sparse_dot(q_sparse[qi]["sparse"], r["sparse"]) for r in sparse]  # type: ignore[arg-type]

@@ -6,7 +6,9 @@ import asyncio
 import itertools
 from dataclasses import dataclass, field
 
-from worker.pooling import PoolingParams, PoolingTask
+import torch
+
+from worker.pooling import PoolingParams, PoolingTask, SparseEmbedding
 from worker.pooling.outputs import PoolerOutput
 
 _arrival = itertools.count()
@@ -25,6 +27,21 @@ class EncodeResult:
 
     def __getitem__(self, task: PoolingTask) -> PoolerOutput:
         return self.outputs[task]
+
+    def tensor(self, task: PoolingTask) -> torch.Tensor:
+        """A dense output (``embed``, ``token_embed``, ``classify``), typed."""
+        out = self.outputs[task]
+        if not isinstance(out, torch.Tensor):
+            raise TypeError(f"output of task {task!r} is {type(out).__name__}, not a tensor")
+        return out
+
+    def sparse(self, task: PoolingTask = "sparse") -> SparseEmbedding:
+        out = self.outputs[task]
+        if not isinstance(out, SparseEmbedding):
+            raise TypeError(
+                f"output of task {task!r} is {type(out).__name__}, not a SparseEmbedding"
+            )
+        return out
 
 
 @dataclass(eq=False)
