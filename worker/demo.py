@@ -73,11 +73,10 @@ async def _run() -> None:
         q_sparse = await sparse_engine.encode(QUERIES, ["sparse"], priority=10)
     doc_matrix = torch.stack([r.tensor("embed") for r in dense])
     for qi, q in enumerate(QUERIES):
-        cos = doc_matrix @ q_dense[qi]["embed"]  # type: ignore[operator]
-        sp = [_sparse_dot(q_sparse[qi]["sparse"], r["sparse"]) for r in sparse]  # type: ignore[arg-type]
-        maxsim = [
-            float((q_dense[qi]["token_embed"] @ r["token_embed"].T).amax(1).sum()) for r in dense
-        ]  # type: ignore[union-attr]
+        cos = doc_matrix @ q_dense[qi].tensor("embed")
+        sp = [_sparse_dot(q_sparse[qi].sparse(), r.sparse()) for r in sparse]
+        q_multi = q_dense[qi].tensor("token_embed")
+        maxsim = [float((q_multi @ r.tensor("token_embed").T).amax(1).sum()) for r in dense]
         print(f"\nquery: {q!r}")
         print(f"  dense   -> {ids[int(cos.argmax())]:28s} cosine {float(cos.max()):.3f}")
         best = max(range(len(sp)), key=sp.__getitem__)
