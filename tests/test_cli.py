@@ -3,7 +3,9 @@ import sys
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "worker", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "worker", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_version_and_help():

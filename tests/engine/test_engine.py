@@ -144,14 +144,14 @@ async def test_cancelling_frees_the_queue_place(minilm_model):
     engine = AsyncEngine(minilm_model, max_queued_tokens=40, record_batches=True)
     gate = threading.Event()
     ran: list[str] = []
-    real_run = engine.runner.run
+    real_launch = engine.runner.launch
 
-    def gated_run(batch):
+    def gated_launch(batch):
         ran.extend(r.request_id for r in batch)
         gate.wait(10)
-        return real_run(batch)
+        return real_launch(batch)
 
-    engine.runner.run = gated_run  # type: ignore[method-assign]
+    engine.runner.launch = gated_launch  # type: ignore[method-assign]
     async with engine:
         first = asyncio.create_task(engine.encode(["first"], request_ids=["first"]))
         while not ran:  # the model thread holds the first batch

@@ -22,7 +22,7 @@ from typing import Any
 
 from worker.engine.loader import PoolingModel
 from worker.engine.requests import EncodeRequest, EncodeResult
-from worker.engine.runner import ModelRunner
+from worker.engine.runner import BatchOutputs, ModelRunner
 from worker.engine.scheduler import Scheduler
 from worker.pooling import PoolingParams, PoolingTask
 from worker.pooling.params import PoolingParamsError
@@ -232,28 +232,48 @@ class AsyncEngine:
 
     # Model thread ----------------------------------------------------------------------------
     def _model_loop(self) -> None:
+        """Cut a batch, launch it, then finish the previous one: on CUDA the previous batch's
+        device-to-host copies complete while this batch's kernels are queued."""
         assert self._loop is not None
+        in_flight: tuple[list[EncodeRequest], BatchOutputs, float] | None = None
         while True:
-            batch = self.scheduler.next_batch()
+            batch = self.scheduler.next_batch(timeout_s=0 if in_flight else None)
             if batch is None:
-                return
+                if in_flight is not None:
+                    self._finish(*in_flight)
+                    in_flight = None
+                    continue
+                if self.scheduler.closed:
+                    return
+                continue
             self._notify_space()
             t0 = time.perf_counter()
             try:
-                results = self.runner.run(batch)
+                launched = self.runner.launch(batch)
             except Exception as exc:
                 log.exception("batch of %d texts failed", len(batch))
                 self._loop.call_soon_threadsafe(_fail, batch, exc)
                 continue
-            dt = time.perf_counter() - t0
-            s = self.stats
-            s.batches += 1
-            s.texts += len(batch)
-            s.tokens += sum(r.num_tokens for r in batch)
-            s.forward_s += dt
-            if s.batch_sizes is not None:
-                s.batch_sizes.append(len(batch))
-            self._loop.call_soon_threadsafe(_resolve, batch, results, s.batches - 1)
+            if in_flight is not None:
+                self._finish(*in_flight)
+            in_flight = (batch, launched, t0)
+
+    def _finish(self, batch: list[EncodeRequest], launched: BatchOutputs, t0: float) -> None:
+        assert self._loop is not None
+        try:
+            results = launched.wait()
+        except Exception as exc:
+            log.exception("batch of %d texts failed", len(batch))
+            self._loop.call_soon_threadsafe(_fail, batch, exc)
+            return
+        s = self.stats
+        s.batches += 1
+        s.texts += len(batch)
+        s.tokens += sum(r.num_tokens for r in batch)
+        s.forward_s += time.perf_counter() - t0
+        if s.batch_sizes is not None:
+            s.batch_sizes.append(len(batch))
+        self._loop.call_soon_threadsafe(_resolve, batch, results, s.batches - 1)
 
 
 def _resolve(batch: list[EncodeRequest], results: list[dict], batch_index: int) -> None:

@@ -18,18 +18,37 @@ from worker.pooling.outputs import PoolerOutput
 from worker.pooling.tasks import POOLING_TASKS, PoolingTask
 
 
-@dataclass(frozen=True)
-class BatchStats:
-    num_texts: int
-    num_tokens: int
+def _copy_to_host(t: torch.Tensor, pinned: bool) -> torch.Tensor:
+    if t.device.type == "cpu":
+        return t.float() if t.dtype in (torch.bfloat16, torch.float16) else t
+    if not pinned:
+        return t.cpu()
+    host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+    return host.copy_(t, non_blocking=True)  # complete once the batch's event has fired
 
 
-def _to_host(out: PoolerOutput) -> PoolerOutput:
+def _to_host(out: PoolerOutput, pinned: bool) -> PoolerOutput:
     if isinstance(out, SparseEmbedding):
-        return out.cpu()
+        return SparseEmbedding(
+            _copy_to_host(out.indices, pinned), _copy_to_host(out.values, pinned)
+        )
     if isinstance(out, torch.Tensor):
-        return out.float().cpu()
+        return _copy_to_host(out.float(), pinned)
     return out
+
+
+@dataclass
+class BatchOutputs:
+    """Host outputs per text. On CUDA the device-to-host copies are asynchronous: call
+    :meth:`wait` (after launching the next batch) before reading them."""
+
+    results: list[dict[PoolingTask, PoolerOutput]]
+    event: torch.cuda.Event | None = None
+
+    def wait(self) -> list[dict[PoolingTask, PoolerOutput]]:
+        if self.event is not None:
+            self.event.synchronize()
+        return self.results
 
 
 class ModelRunner:
@@ -37,9 +56,14 @@ class ModelRunner:
         self.model = model
         self.device = model.device
         self._pin = model.device.type == "cuda"
+        self._autocast = model.dtype in (torch.bfloat16, torch.float16)
 
     def run(self, batch: list[EncodeRequest]) -> list[dict[PoolingTask, PoolerOutput]]:
-        """Pooled outputs per text, in batch order, on the host."""
+        """Pooled outputs per text, in batch order, on the host (synchronous)."""
+        return self.launch(batch).wait()
+
+    def launch(self, batch: list[EncodeRequest]) -> BatchOutputs:
+        """Run the batch; on CUDA the outputs' copies to the host may still be in flight."""
         seq_lens = [r.num_tokens for r in batch]
         starts: list[int] = []
         pos = 0
@@ -78,9 +102,14 @@ class ModelRunner:
             tuple(batch[j].request_id for j, _ in owners),
         )
         with torch.inference_mode():
-            hidden = self.model.encoder(ids_dev, seq_lens)  # [T, H]
+            with torch.autocast(self.device.type, dtype=self.model.dtype, enabled=self._autocast):
+                hidden = self.model.encoder(ids_dev, seq_lens)  # [T, H]
             outputs = pooler(hidden, metadata)
         results: list[dict[PoolingTask, PoolerOutput]] = [{} for _ in batch]
         for (j, task), out in zip(owners, outputs, strict=True):
-            results[j][task] = _to_host(out)
-        return results
+            results[j][task] = _to_host(out, self._pin)
+        event = None
+        if self._pin:
+            event = torch.cuda.Event()
+            event.record()
+        return BatchOutputs(results, event)

@@ -50,6 +50,10 @@ class Scheduler:
                 self.queued_requests += 1
             self._cv.notify()
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         with self._cv:
             self._closed = True
@@ -70,7 +74,7 @@ class Scheduler:
                 batch = self._cut()
                 if batch:
                     return sorted(batch, key=task_sort_key)  # stable: turns order kept per task
-                if self._closed or not self._cv.wait(timeout_s):
+                if self._closed or timeout_s == 0 or not self._cv.wait(timeout_s):
                     return None
 
     def _cut(self) -> list[EncodeRequest]:

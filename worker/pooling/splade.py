@@ -73,6 +73,8 @@ class SpladePooler(Pooler):
         self.mode = mode
         self.remove_token_ids = tuple(sorted(int(t) for t in remove_token_ids))
         self.top_k = top_k
+        # bf16/fp16 runs the (large) vocabulary projection in that dtype; reductions stay FP32.
+        self.compute_dtype: torch.dtype | None = None
 
     def get_supported_tasks(self) -> frozenset[PoolingTask]:
         return frozenset({"sparse"})
@@ -87,9 +89,12 @@ class SpladePooler(Pooler):
     def check_params(self, params: PoolingParams) -> None:
         super().check_params(params)
 
-    def _head_dtype(self) -> torch.dtype:
-        p = next(self.mlm_head.parameters(), None)
-        return p.dtype if p is not None else torch.float32
+    def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``[t, H]`` -> FP32 ``[t, V]``; the vocabulary projection runs in ``compute_dtype``."""
+        if self.compute_dtype in (torch.bfloat16, torch.float16):
+            with torch.autocast(hidden.device.type, dtype=self.compute_dtype):
+                return self.mlm_head(hidden).float()
+        return self.mlm_head(hidden.float()).float()
 
     def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
         cursor = metadata.cursor
@@ -112,11 +117,10 @@ class SpladePooler(Pooler):
         starts = cursor.token_starts_cpu.tolist()
         ends = (cursor.last_token_indices_cpu + 1).tolist()
         rows_per_chunk = max(1, SPLADE_CHUNK_BYTES // (vocab * 4))
-        head_dtype = self._head_dtype()
         req = 0
         for lo in range(0, cursor.num_tokens, rows_per_chunk):
             hi = min(lo + rows_per_chunk, cursor.num_tokens)
-            logits = self.mlm_head(hidden[lo:hi].to(head_dtype)).float()  # [t, V]
+            logits = self._logits(hidden[lo:hi])  # [t, V]
             if keep_dev is not None:
                 masked = torch.full_like(logits, fill)
                 logits = torch.where(keep_dev[lo:hi].unsqueeze(1), logits, masked)
