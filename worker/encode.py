@@ -127,7 +127,7 @@ async def encode_file(
     pending: deque[tuple[list[tuple[int, Any, str]], asyncio.Task[list[Any]]]] = deque()
 
     def submit(chunk: list[tuple[int, Any, str]]) -> None:
-        task = asyncio.ensure_future(
+        task = asyncio.create_task(  # noqa: RUF006 - kept in `pending`
             engine.encode(
                 [t for _, _, t in chunk],
                 params,
