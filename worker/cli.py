@@ -60,8 +60,11 @@ def encode(
     dtype: str | None = typer.Option(
         None, "--dtype", help="float32 or bfloat16 (default: float32 on CPU, bf16/fp16 on CUDA)."
     ),
-    max_batch_tokens: int = typer.Option(
-        16384, "--max-batch-tokens", min=1, help="Token budget of one forward pass."
+    max_batch_tokens: int | None = typer.Option(
+        None,
+        "--max-batch-tokens",
+        min=1,
+        help="Token budget of one forward pass (default: 2048 on CPU, 16384 on CUDA).",
     ),
     device: str | None = typer.Option(
         None, "--device", help="cpu, cuda, cuda:N (default: CUDA when present)."

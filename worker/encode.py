@@ -172,7 +172,7 @@ def run_encode(
     *,
     dtype: str | None = None,
     device: str | None = None,
-    max_batch_tokens: int = 16384,
+    max_batch_tokens: int | None = None,
 ) -> EncodeSummary:
     cfg = ModelConfig(model=model, dtype=dtype, device=device)  # type: ignore[arg-type]
     pooling_model = load_model(cfg)

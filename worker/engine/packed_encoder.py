@@ -306,7 +306,10 @@ class PackedEncoder(nn.Module):
         x = self.emb_norm(x)
 
         cu_seqlens: Tensor | None = None
-        if _flash_varlen is not None and x.is_cuda and x.dtype in (torch.float16, torch.bfloat16):
+        low_precision = x.dtype in (torch.float16, torch.bfloat16) or (
+            x.is_cuda and torch.is_autocast_enabled("cuda")  # autocast: fp32 residual, bf16 q/k/v
+        )
+        if _flash_varlen is not None and x.is_cuda and low_precision:
             cu_seqlens = plan.cu_seqlens_cpu.to(device, non_blocking=True)  # [B + 1] int32
 
         for layer in self.layers:
