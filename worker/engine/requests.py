@@ -53,8 +53,9 @@ class EncodeRequest:
     truncated: bool
     params: tuple[PoolingParams, ...]
     priority: int
-    round: int  # position within its caller's submission: callers are served in turns
+    round: int  # the caller's turn this request belongs to (about one batch per turn)
     future: asyncio.Future[EncodeResult]
+    group: str | None = None  # who asked (a job id): batches mixing groups are counted
     arrival: int = field(default_factory=lambda: next(_arrival))
 
     @property

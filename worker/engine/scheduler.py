@@ -1,9 +1,9 @@
 """The scheduler owns the queue of tokenized requests and cuts batches from it.
 
 Ordering: higher ``priority`` first (queries ahead of bulk ingestion); within a priority callers
-take turns (a caller's k-th text is in turn k), so a request that arrives while a long backlog is
-being worked through joins the next batch instead of waiting behind the whole backlog; then
-arrival order. Each batch is filled up to ``max_batch_tokens`` and ``max_batch_requests``;
+take turns of about one batch each (the engine numbers a caller's turns), so a request that arrives
+while a long backlog is being worked through joins the next batch instead of waiting behind the
+whole backlog; then arrival order (small callers are served first come, first served). Each batch is filled up to ``max_batch_tokens`` and ``max_batch_requests``;
 cancelled requests are dropped before they are batched. Every method is thread-safe: the event
 loop adds, the model thread takes.
 """

@@ -45,6 +45,11 @@ class TextTokenizer:
             ).backend_tokenizer
         return cls(tok, max_length)
 
+    @property
+    def backend(self) -> Tokenizer:
+        """The underlying ``tokenizers.Tokenizer`` (configured with truncation)."""
+        return self._tok
+
     def token_id(self, token: str) -> int | None:
         return self._tok.token_to_id(token)
 

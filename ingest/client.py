@@ -1,0 +1,189 @@
+"""Enqueueing documents from application code: an async client and a small sync wrapper.
+
+    async with PoolqClient("redis://localhost:6379/0") as client:
+        job_ids = await client.enqueue("docs", documents, job_size=32)
+        results = await client.wait(job_ids)
+
+Jobs are serialized with msgpack, never pickle. Job ids are recorded in a Redis set so
+``poolq status`` can count queued, running, done and failed jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from arq.connections import ArqRedis, create_pool
+from arq.jobs import Job, JobStatus
+
+from worker import constants
+from worker.app import redis_settings
+from worker.serialization import deserialize, error_info, serialize
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    job_id: str
+    status: str  # queued | deferred | running | done | failed | not_found
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class PoolqClient:
+    def __init__(self, redis_url: str = "redis://localhost:6379/0") -> None:
+        self.redis_url = redis_url
+        self._redis: ArqRedis | None = None
+
+    async def connect(self) -> PoolqClient:
+        if self._redis is None:
+            self._redis = await create_pool(
+                redis_settings(self.redis_url),
+                job_serializer=serialize,
+                job_deserializer=deserialize,
+                default_queue_name=constants.INGEST_QUEUE,
+            )
+        return self
+
+    async def close(self) -> None:
+        if self._redis is not None:
+            await self._redis.aclose()
+            self._redis = None
+
+    async def __aenter__(self) -> PoolqClient:
+        return await self.connect()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def redis(self) -> ArqRedis:
+        if self._redis is None:
+            raise RuntimeError(
+                "client not connected: use 'async with PoolqClient(...)' or 'await client.connect()'"
+            )
+        return self._redis
+
+    async def enqueue(
+        self, collection: str, documents: Iterable[dict[str, Any]], *, job_size: int = 32
+    ) -> list[str]:
+        """Split ``documents`` into jobs of ``job_size`` and enqueue them; returns the job ids."""
+        if job_size < 1:
+            raise ValueError(f"job_size must be >= 1, got {job_size}")
+        ids: list[str] = []
+        batch: list[dict[str, Any]] = []
+        for doc in documents:
+            batch.append(doc)
+            if len(batch) >= job_size:
+                ids.append(await self._enqueue_one(collection, batch))
+                batch = []
+        if batch:
+            ids.append(await self._enqueue_one(collection, batch))
+        return ids
+
+    async def _enqueue_one(self, collection: str, docs: list[dict[str, Any]]) -> str:
+        job_id = uuid.uuid4().hex
+        job = await self.redis.enqueue_job(constants.INGEST_JOB, collection, docs, _job_id=job_id)
+        if job is None:  # pragma: no cover - only when the id already exists
+            raise RuntimeError(f"job {job_id} already exists")
+        await self.redis.sadd(constants.JOB_INDEX_KEY, job_id)  # type: ignore[misc]
+        return job_id
+
+    def _job(self, job_id: str) -> Job:
+        return Job(
+            job_id, self.redis, _queue_name=constants.INGEST_QUEUE, _deserializer=deserialize
+        )
+
+    async def outcome(self, job_id: str) -> JobOutcome:
+        job = self._job(job_id)
+        status = await job.status()
+        if status == JobStatus.complete:
+            info = await job.result_info()
+            if info is None:  # pragma: no cover - expired between the two calls
+                return JobOutcome(job_id, "not_found")
+            if info.success:
+                return JobOutcome(job_id, "done", info.result)
+            return JobOutcome(job_id, "failed", None, error_info(info.result) or str(info.result))
+        mapping = {
+            JobStatus.queued: "queued",
+            JobStatus.deferred: "deferred",
+            JobStatus.in_progress: "running",
+            JobStatus.not_found: "not_found",
+        }
+        return JobOutcome(job_id, mapping.get(status, str(status)))
+
+    async def wait(
+        self,
+        job_ids: Sequence[str],
+        *,
+        timeout_s: float | None = None,
+        poll_s: float = 0.1,
+        progress: Callable[[JobOutcome], None] | None = None,
+    ) -> list[JobOutcome]:
+        """Wait until every job is done or failed; ``progress`` is called once per finished job."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        pending = dict.fromkeys(job_ids)
+        finished: dict[str, JobOutcome] = {}
+        while pending:
+            outcomes = await asyncio.gather(*(self.outcome(j) for j in pending))
+            for o in outcomes:
+                if o.status in ("done", "failed"):
+                    finished[o.job_id] = o
+                    pending.pop(o.job_id)
+                    if progress is not None:
+                        progress(o)
+            if not pending:
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{len(pending)} of {len(job_ids)} jobs not finished after {timeout_s}s"
+                )
+            await asyncio.sleep(poll_s)
+        return [finished[j] for j in job_ids]
+
+    async def status(self, job_ids: Sequence[str] | None = None) -> dict[str, Any]:
+        """Counts of queued/running/done/failed jobs (all known jobs, or the given ones)."""
+        members = await self.redis.smembers(constants.JOB_INDEX_KEY)  # type: ignore[misc]
+        ids = list(job_ids) if job_ids else [x.decode() for x in members]
+        outcomes = await asyncio.gather(*(self.outcome(j) for j in ids))
+        counts = {"queued": 0, "running": 0, "done": 0, "failed": 0, "not_found": 0, "deferred": 0}
+        for o in outcomes:
+            counts[o.status] = counts.get(o.status, 0) + 1
+        return {"counts": counts, "jobs": outcomes, "workers": await self.workers()}
+
+    async def workers(self) -> list[dict[str, Any]]:
+        out = []
+        async for key in self.redis.scan_iter(match=constants.HEARTBEAT_PATTERN):
+            raw = await self.redis.get(key)
+            if raw:
+                out.append(deserialize(raw))
+        return sorted(out, key=lambda w: str(w.get("worker_id")))
+
+
+class SyncPoolqClient:
+    """Blocking wrapper for scripts: each call runs the async client on a private loop."""
+
+    def __init__(self, redis_url: str = "redis://localhost:6379/0") -> None:
+        self._loop = asyncio.new_event_loop()
+        self._client = PoolqClient(redis_url)
+        self._loop.run_until_complete(self._client.connect())
+
+    def enqueue(
+        self, collection: str, documents: Iterable[dict[str, Any]], *, job_size: int = 32
+    ) -> list[str]:
+        return self._loop.run_until_complete(
+            self._client.enqueue(collection, documents, job_size=job_size)
+        )
+
+    def wait(self, job_ids: Sequence[str], *, timeout_s: float | None = None) -> list[JobOutcome]:
+        return self._loop.run_until_complete(self._client.wait(job_ids, timeout_s=timeout_s))
+
+    def status(self, job_ids: Sequence[str] | None = None) -> dict[str, Any]:
+        return self._loop.run_until_complete(self._client.status(job_ids))
+
+    def close(self) -> None:
+        self._loop.run_until_complete(self._client.close())
+        self._loop.close()

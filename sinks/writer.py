@@ -1,0 +1,420 @@
+"""The Qdrant writer: one owner task, one client thread, retries for transient failures.
+
+An embedded (``path=``) Qdrant client is not thread-safe and locks its folder to one process, so
+a single asyncio task owns the client. Every operation is queued to it (a bounded queue gives
+backpressure) and runs to completion before the next one starts; the owner performs each client
+call in one dedicated thread, so the event loop never blocks and only that thread touches the
+client (which is also created and closed there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import ValidationError
+from qdrant_client import QdrantClient, models
+from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from sinks.points import PointRecord, to_point_struct
+from sinks.schema import CollectionSchema
+from sinks.schema import ensure_collection as _ensure_collection
+
+try:  # grpcio comes with qdrant-client; guarded all the same
+    import grpc
+
+    _GRPC_TRANSIENT = {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.ABORTED,
+    }
+except ImportError:  # pragma: no cover
+    grpc = None
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class SinkUnavailableError(RuntimeError):
+    """Qdrant kept failing with transient errors until the retries ran out."""
+
+    def __init__(self, what: str, attempts: int, last: BaseException) -> None:
+        self.attempts = attempts
+        self.last_error = last
+        super().__init__(
+            f"Qdrant unavailable: {what} failed {attempts} times "
+            f"(1 attempt + {attempts - 1} retries); last error: {describe_error(last)}"
+        )
+
+
+def describe_error(e: BaseException) -> str:
+    """``Type: message`` of an error, unwrapping qdrant-client's ResponseHandlingException."""
+    if isinstance(e, ResponseHandlingException):
+        src = e.source
+        return f"ResponseHandlingException({type(src).__name__}: {src})"
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def is_transient(e: BaseException) -> bool:
+    """Whether retrying may help: connection problems, timeouts, 5xx and 429 responses."""
+    if isinstance(e, ResponseHandlingException):
+        # it wraps transport errors, and also responses this client can't parse (permanent)
+        return not isinstance(e.source, ValidationError)
+    if isinstance(e, UnexpectedResponse):
+        return e.status_code is None or e.status_code == 429 or e.status_code >= 500
+    if isinstance(e, ResourceExhaustedResponse | ConnectionError | TimeoutError):
+        return True
+    if isinstance(e, httpx.TransportError):
+        return True
+    if grpc is not None and isinstance(e, grpc.RpcError):
+        code = getattr(e, "code", None)
+        return callable(code) and code() in _GRPC_TRANSIENT
+    return False
+
+
+def stale_chunks_filter(doc_id: str, n_chunks: int) -> models.Filter:
+    """Points of ``doc_id`` whose ``chunk_index`` is ``n_chunks`` or more."""
+    return models.Filter(
+        must=[
+            models.FieldCondition(key="doc_id", match=models.MatchValue(value=doc_id)),
+            models.FieldCondition(key="chunk_index", range=models.Range(gte=n_chunks)),
+        ]
+    )
+
+
+def documents_filter(doc_ids: Sequence[str]) -> models.Filter:
+    """Points of any of ``doc_ids``."""
+    return models.Filter(
+        must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(doc_ids)))]
+    )
+
+
+@dataclass
+class _Job:
+    run: Callable[[], Awaitable[Any]]
+    future: asyncio.Future[Any]
+
+
+class QdrantWriter:
+    """Writes points to Qdrant through one owner task; see the module docstring."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        path: str | None = None,
+        api_key: str | None = None,
+        *,
+        batch_points: int = 128,
+        max_retries: int = 6,
+        backoff_s: float = 0.2,
+        max_backoff_s: float = 5.0,
+        queue_size: int = 64,
+        client_factory: Callable[[], QdrantClient] | None = None,
+    ) -> None:
+        self._factory, self._target = _client_factory(url, path, api_key, client_factory)
+        for name, value, low in [
+            ("batch_points", batch_points, 1),
+            ("max_retries", max_retries, 0),
+            ("queue_size", queue_size, 1),
+        ]:
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name}: expected an integer >= {low}, got {value!r}")
+        if not 0 <= backoff_s <= max_backoff_s:
+            raise ValueError(
+                f"expected 0 <= backoff_s <= max_backoff_s, got {backoff_s} and {max_backoff_s}"
+            )
+        self.batch_points = batch_points
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.queue_size = queue_size
+        # metrics
+        self.points_written = 0
+        self.retries = 0
+        self.batches_written = 0
+
+        self._rng = random.Random()
+        self._client: QdrantClient | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._queue: asyncio.Queue[_Job] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._inflight: set[asyncio.Future[Any]] = set()
+        self._stopping = False
+        self._stopper: asyncio.Future[None] | None = None
+
+    def __repr__(self) -> str:  # never shows the api key
+        return f"QdrantWriter({self._target})"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._stopping
+
+    async def start(self) -> None:
+        """Create the client (in the client thread) and start the owner task."""
+        if self._task is not None:
+            raise RuntimeError(f"{self!r} is already started")
+        loop = asyncio.get_running_loop()
+        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-qdrant")
+        try:
+            self._client = await loop.run_in_executor(executor, self._factory)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        self._executor = executor
+        self._queue = asyncio.Queue(self.queue_size)
+        self._stopping = False
+        self._task = asyncio.create_task(self._own(), name="poolq-qdrant-writer")
+
+    async def stop(self) -> None:
+        """Finish the queued work, then close the client and stop the task and thread."""
+        if self._task is None:
+            return
+        if self._stopper is None:
+            self._stopping = True  # no new work from here on
+            self._stopper = asyncio.ensure_future(self._shutdown())
+        # shielded: a cancelled caller (or a second stop()) does not leave the client open
+        await asyncio.shield(self._stopper)
+
+    async def _shutdown(self) -> None:
+        assert self._task is not None and self._executor is not None
+        try:
+            while self._inflight:
+                await asyncio.wait(set(self._inflight))
+            self._task.cancel()  # idle now, waiting for work
+            await asyncio.wait([self._task])
+            # queued behind any call still running in the thread (e.g. of a cancelled caller)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._executor, _close, self._client)
+        finally:
+            self._executor.shutdown(wait=False)
+            self._task = self._queue = self._executor = self._client = self._stopper = None
+
+    async def __aenter__(self) -> QdrantWriter:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- operations --------------------------------------------------------------------------
+
+    async def ensure_collection(self, schema: CollectionSchema) -> bool:
+        """Create the collection or check it matches (see :func:`sinks.schema.ensure_collection`)."""
+        fn = partial(_ensure_collection, schema=schema)
+        return await self._submit(partial(self._retrying, f"ensure_collection {schema.name!r}", fn))
+
+    async def write(
+        self,
+        collection: str,
+        points: Sequence[PointRecord],
+        *,
+        replace_docs: dict[str, int] | None = None,
+    ) -> int:
+        """Upsert ``points`` in batches, then delete stale chunks of ``replace_docs``.
+
+        ``replace_docs`` maps a document id to its new number of chunks; its points with a
+        ``chunk_index`` at or above it are deleted. Returns the number of points once all of it
+        is durable (``wait=True``). Batches written before a failure stay written; writing again
+        is safe, since point ids are deterministic.
+        """
+        points = list(points)
+        replace = dict(replace_docs or {})
+        for doc_id, n in replace.items():
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ValueError(f"replace_docs[{doc_id!r}]: expected an integer >= 0, got {n!r}")
+        return await self._submit(partial(self._write, collection, points, replace))
+
+    async def delete_documents(self, collection: str, doc_ids: Sequence[str]) -> None:
+        """Delete every point of ``doc_ids``."""
+        if not doc_ids:
+            return
+        selector = models.FilterSelector(filter=documents_filter(doc_ids))
+        fn = partial(_delete, collection=collection, selector=selector)
+        what = f"delete of {len(doc_ids)} documents from {collection!r}"
+        await self._submit(partial(self._retrying, what, fn))
+
+    async def count(self, collection: str, doc_id: str | None = None) -> int:
+        """Exact number of points, of one document if ``doc_id`` is given."""
+        flt = None if doc_id is None else documents_filter([doc_id])
+        fn = partial(_count, collection=collection, flt=flt)
+        return await self._submit(partial(self._retrying, f"count of {collection!r}", fn))
+
+    async def retrieve(
+        self, collection: str, ids: Iterable[str], with_vectors: bool = True
+    ) -> list[models.Record]:
+        """The points with these ids (those that exist), with payloads and vectors."""
+        fn = partial(_retrieve, collection=collection, ids=list(ids), with_vectors=with_vectors)
+        return await self._submit(partial(self._retrying, f"retrieve from {collection!r}", fn))
+
+    async def call(self, fn: Callable[[QdrantClient], T], *, retry: bool = False) -> T:
+        """Run ``fn(client)`` in the client thread; ``retry=True`` retries transient errors
+        (only for idempotent functions)."""
+        if retry:
+            return await self._submit(partial(self._retrying, getattr(fn, "__name__", "call"), fn))
+        return await self._submit(partial(self._run, fn))
+
+    # -- the owner ---------------------------------------------------------------------------
+
+    async def _submit(self, run: Callable[[], Awaitable[T]]) -> T:
+        if self._task is None or self._queue is None or self._stopping or self._task.done():
+            raise RuntimeError(f"{self!r} is not running: call start() or use `async with`")
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._inflight.add(future)
+        future.add_done_callback(self._inflight.discard)
+        try:
+            await self._queue.put(_Job(run, future))  # waits while the queue is full
+        except BaseException:  # cancelled while waiting: stop() must not wait for it
+            future.cancel()
+            raise
+        return await future
+
+    async def _own(self) -> None:
+        queue = self._queue
+        assert queue is not None
+        try:
+            while True:
+                job = await queue.get()
+                if job.future.done():  # its caller gave up while it waited
+                    continue
+                try:
+                    result = await job.run()
+                except Exception as e:
+                    if not job.future.done():
+                        job.future.set_exception(e)
+                else:
+                    if not job.future.done():
+                        job.future.set_result(result)
+        finally:  # only cancellation ends the owner; fail whatever is still queued
+            while not queue.empty():
+                job = queue.get_nowait()
+                if not job.future.done():
+                    job.future.set_exception(RuntimeError(f"{self!r} stopped"))
+
+    async def _run(self, fn: Callable[[QdrantClient], T]) -> T:
+        """Run ``fn(client)`` in the client thread (only ever called by the owner)."""
+        assert self._executor is not None and self._client is not None
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, self._client)
+
+    async def _retrying(self, what: str, fn: Callable[[QdrantClient], T]) -> T:
+        attempt = 0
+        while True:
+            try:
+                return await self._run(fn)
+            except Exception as e:
+                if not is_transient(e):
+                    raise
+                if attempt >= self.max_retries:
+                    raise SinkUnavailableError(what, attempt + 1, e) from e
+                delay = self._backoff(attempt, e)
+                attempt += 1
+                self.retries += 1
+                log.warning(
+                    "qdrant %s failed (attempt %d of %d), retrying in %.2fs: %s",
+                    what,
+                    attempt,
+                    self.max_retries + 1,
+                    delay,
+                    describe_error(e),
+                )
+                await asyncio.sleep(delay)
+
+    def _backoff(self, attempt: int, e: BaseException) -> float:
+        """Exponential backoff with full jitter; at least what a 429's Retry-After asks."""
+        delay = self._rng.uniform(0, min(self.max_backoff_s, self.backoff_s * 2**attempt))
+        if isinstance(e, ResourceExhaustedResponse):
+            delay = max(delay, float(e.retry_after_s))
+        return delay
+
+    async def _write(
+        self, collection: str, points: list[PointRecord], replace: dict[str, int]
+    ) -> int:
+        for start in range(0, len(points), self.batch_points):
+            batch = points[start : start + self.batch_points]
+            structs = await self._run(partial(_convert, batch))
+            what = f"upsert of {len(batch)} points into {collection!r}"
+            await self._retrying(what, partial(_upsert, collection=collection, points=structs))
+            self.points_written += len(batch)
+            self.batches_written += 1
+        for doc_id, n_chunks in replace.items():
+            selector = models.FilterSelector(filter=stale_chunks_filter(doc_id, n_chunks))
+            what = f"delete of stale chunks of {doc_id!r} from {collection!r}"
+            await self._retrying(what, partial(_delete, collection=collection, selector=selector))
+        return len(points)
+
+
+# client calls, as functions of the client (partials of these run in the client thread)
+
+
+def _close(client: QdrantClient | None) -> None:
+    if client is not None:
+        client.close()
+
+
+def _convert(batch: list[PointRecord], _client: QdrantClient) -> list[models.PointStruct]:
+    return [to_point_struct(r) for r in batch]
+
+
+def _upsert(client: QdrantClient, *, collection: str, points: list[models.PointStruct]) -> None:
+    client.upsert(collection, points=points, wait=True)
+
+
+def _delete(client: QdrantClient, *, collection: str, selector: models.FilterSelector) -> None:
+    client.delete(collection, points_selector=selector, wait=True)
+
+
+def _count(client: QdrantClient, *, collection: str, flt: models.Filter | None) -> int:
+    return client.count(collection, count_filter=flt, exact=True).count
+
+
+def _retrieve(
+    client: QdrantClient, *, collection: str, ids: list[str], with_vectors: bool
+) -> list[models.Record]:
+    return client.retrieve(collection, ids=ids, with_payload=True, with_vectors=with_vectors)
+
+
+def _client_factory(
+    url: str | None,
+    path: str | None,
+    api_key: str | None,
+    factory: Callable[[], QdrantClient] | None,
+) -> tuple[Callable[[], QdrantClient], str]:
+    """The function that creates the client, and a description of it without secrets."""
+    if factory is not None:
+        if url is not None or path is not None or api_key is not None:
+            raise ValueError(
+                "QdrantWriter: pass either client_factory or url/path/api_key, not both"
+            )
+        return factory, "client_factory"
+    if (url is None) == (path is None):
+        raise ValueError(
+            "QdrantWriter needs exactly one of url= (a Qdrant server) or path= (an embedded "
+            f"local folder), got {'both' if url is not None else 'neither'}"
+        )
+    if path is not None:
+        if api_key is not None:
+            raise ValueError("QdrantWriter: api_key is for a Qdrant server url, not a local path")
+        if path == ":memory:":
+            return partial(QdrantClient, location=":memory:"), "location=':memory:'"
+        return partial(QdrantClient, path=path), f"path={path!r}"
+    assert url is not None
+    parts = urlsplit(url)
+    shown = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+
+    def make() -> QdrantClient:  # a closure: unlike a partial, its repr shows no api key
+        return QdrantClient(url=url, api_key=api_key)
+
+    return make, f"url={shown!r}"

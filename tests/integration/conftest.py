@@ -1,0 +1,10 @@
+import pytest
+
+from worker.local_redis import LocalRedis
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    server = LocalRedis(tmp_path / "redis").start()
+    yield server
+    server.stop()

@@ -1,0 +1,392 @@
+"""QdrantWriter against embedded Qdrant, with fault injection around the real client."""
+
+import asyncio
+import threading
+import time
+import zlib
+
+import httpx
+import numpy as np
+import pytest
+from pydantic import BaseModel, ValidationError
+from qdrant_client import QdrantClient, models
+from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from sinks.points import PointRecord, SparseValues, point_id, to_point_struct
+from sinks.schema import CollectionSchema, VectorSpec
+from sinks.writer import QdrantWriter, SinkUnavailableError, is_transient
+
+SCHEMA = CollectionSchema(
+    "docs",
+    (
+        VectorSpec("dense", "dense", 384, "minilm"),
+        VectorSpec("splade", "sparse", None, "splade-tiny"),
+        VectorSpec("colbert", "multi", 128, "colbert-tiny"),
+    ),
+)
+FAST = {"backoff_s": 0.001, "max_backoff_s": 0.005}
+
+
+def chunk(doc_id, i, seed=0):
+    rng = np.random.default_rng(zlib.crc32(f"{doc_id}/{i}/{seed}".encode()))
+    n_tokens = 3 + i % 6
+    indices = sorted(rng.choice(30000, size=5 + i % 4, replace=False).tolist())
+    return PointRecord(
+        id=point_id(doc_id, i),
+        vectors={
+            "dense": rng.standard_normal(384).tolist(),
+            "splade": SparseValues(indices, rng.random(len(indices)).tolist()),
+            "colbert": rng.standard_normal((n_tokens, 128)).tolist(),
+        },
+        payload={"doc_id": doc_id, "chunk_index": i, "seed": seed},
+    )
+
+
+def doc(doc_id, n_chunks, seed=0):
+    return [chunk(doc_id, i, seed) for i in range(n_chunks)]
+
+
+def unit(x):
+    x = np.asarray(x, dtype=np.float64)
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+class Proxy:
+    """Wraps a real local client: records the threads that call it, holds upserts while
+    ``gate`` is clear, and makes the first ``fail`` upserts raise ``error()`` (all if None)."""
+
+    def __init__(self, path, fail=0, error=lambda: ResponseHandlingException(Exception("boom"))):
+        self.path, self.fail, self.error = path, fail, error
+        self.upserts = 0
+        self.threads = set()
+        self.gate = threading.Event()  # upserts wait while it is clear
+        self.gate.set()
+
+    def connect(self):
+        self.threads.add(threading.get_ident())
+        self.inner = QdrantClient(path=self.path)
+        return self
+
+    def __getattr__(self, name):
+        attr = getattr(self.inner, name)
+        if not callable(attr):
+            return attr
+
+        def call(*a, **kw):
+            self.threads.add(threading.get_ident())
+            return attr(*a, **kw)
+
+        return call
+
+    def upsert(self, *a, **kw):
+        self.threads.add(threading.get_ident())
+        self.upserts += 1
+        assert self.gate.wait(timeout=30)
+        if self.fail is None or self.upserts <= self.fail:
+            raise self.error()
+        return self.inner.upsert(*a, **kw)
+
+
+@pytest.fixture
+def qpath(tmp_path):
+    return str(tmp_path / "qdrant")
+
+
+@pytest.fixture
+async def writer(qpath):
+    async with QdrantWriter(path=qpath, batch_points=64, **FAST) as w:
+        await w.ensure_collection(SCHEMA)
+        yield w
+
+
+async def test_write_roundtrip_and_idempotent(writer):
+    points = [p for d in range(30) for p in doc(f"doc-{d}", 10)]
+    assert await writer.write("docs", points) == 300
+    assert await writer.count("docs") == 300
+    assert await writer.count("docs", doc_id="doc-7") == 10
+    assert (writer.points_written, writer.batches_written, writer.retries) == (300, 5, 0)
+
+    want = points[123]
+    [got] = await writer.retrieve("docs", [want.id])
+    assert got.payload == want.payload
+    np.testing.assert_allclose(got.vector["dense"], unit(want.vectors["dense"]), atol=1e-6)
+    sparse = got.vector["splade"]
+    assert sparse.indices == want.vectors["splade"].indices
+    np.testing.assert_allclose(sparse.values, want.vectors["splade"].values, rtol=1e-6)
+    multi = np.asarray(got.vector["colbert"])
+    assert multi.shape == (len(want.vectors["colbert"]), 128)
+    np.testing.assert_allclose(multi, unit(want.vectors["colbert"]), atol=1e-6)
+
+    assert await writer.write("docs", points) == 300  # same ids: overwritten, not added
+    assert await writer.count("docs") == 300
+    assert writer.points_written == 600
+
+
+async def test_replace_docs_removes_stale_chunks(writer):
+    await writer.write("docs", doc("a", 5) + doc("b", 4))
+    await writer.write("docs", doc("a", 3, seed=1), replace_docs={"a": 3})
+    assert await writer.count("docs", doc_id="a") == 3
+    assert await writer.count("docs", doc_id="b") == 4
+    stale = await writer.retrieve("docs", [point_id("a", 3), point_id("a", 4)])
+    assert stale == []
+    kept = await writer.retrieve("docs", [point_id("a", i) for i in range(3)], with_vectors=False)
+    assert sorted(r.payload["chunk_index"] for r in kept) == [0, 1, 2]
+    assert {r.payload["seed"] for r in kept} == {1}
+    assert all(r.vector is None for r in kept)
+
+    await writer.write("docs", [], replace_docs={"b": 0})  # a document with no chunks left
+    assert await writer.count("docs") == 3
+    with pytest.raises(ValueError, match=r"replace_docs\['a'\]: expected an integer >= 0"):
+        await writer.write("docs", [], replace_docs={"a": -1})
+
+
+async def test_delete_documents(writer):
+    await writer.write("docs", doc("a", 2) + doc("b", 3) + doc("c", 1))
+    await writer.delete_documents("docs", ["a", "c", "missing"])
+    await writer.delete_documents("docs", [])
+    assert await writer.count("docs") == 3 == await writer.count("docs", doc_id="b")
+
+
+async def test_maxsim_query_finds_the_query_point(writer):
+    points = [p for d in range(8) for p in doc(f"d{d}", 5)]
+    await writer.write("docs", points)
+    target = points[17]
+    res = await writer.call(
+        lambda c: c.query_points("docs", query=target.vectors["colbert"], using="colbert", limit=3)
+    )
+    assert res.points[0].id == target.id
+    assert res.points[0].score == pytest.approx(len(target.vectors["colbert"]), rel=1e-5)
+    assert res.points[0].score > res.points[1].score
+
+
+async def test_transient_failures_are_retried(qpath):
+    proxy = Proxy(qpath, fail=3)
+    async with QdrantWriter(client_factory=proxy.connect, batch_points=10, **FAST) as w:
+        await w.ensure_collection(SCHEMA)
+        assert await w.write("docs", doc("a", 25)) == 25
+        assert w.retries == 3 and w.batches_written == 3
+        assert proxy.upserts == 6  # batch 1 took 4 attempts
+        assert await w.count("docs") == 25
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        lambda: UnexpectedResponse(503, "Service Unavailable", b"", httpx.Headers()),
+        lambda: UnexpectedResponse(429, "Too Many Requests", b"", httpx.Headers()),
+        lambda: httpx.ConnectError("connection refused"),
+        lambda: TimeoutError("timed out"),
+    ],
+)
+async def test_other_transient_errors(qpath, error):
+    proxy = Proxy(qpath, fail=1, error=error)
+    async with QdrantWriter(client_factory=proxy.connect, **FAST) as w:
+        await w.ensure_collection(SCHEMA)
+        assert await w.write("docs", doc("a", 2)) == 2
+        assert w.retries == 1
+
+
+async def test_gives_up_after_max_retries(qpath):
+    proxy = Proxy(qpath, fail=None)
+    async with QdrantWriter(client_factory=proxy.connect, max_retries=4, **FAST) as w:
+        await w.ensure_collection(SCHEMA)
+        with pytest.raises(SinkUnavailableError) as err:
+            await w.write("docs", doc("a", 3))
+        assert err.value.attempts == 5 and proxy.upserts == 5 and w.retries == 4
+        msg = str(err.value)
+        assert "failed 5 times (1 attempt + 4 retries)" in msg
+        assert "ResponseHandlingException(Exception: boom)" in msg
+        assert w.points_written == 0
+        assert await w.count("docs") == 0  # the writer still works afterwards
+
+
+async def test_non_transient_errors_are_raised_at_once(qpath):
+    bad = UnexpectedResponse(400, "Bad Request", b'{"status":{"error":"bad"}}', httpx.Headers())
+    proxy = Proxy(qpath, fail=None, error=lambda: bad)
+    async with QdrantWriter(client_factory=proxy.connect, **FAST) as w:
+        await w.ensure_collection(SCHEMA)
+        with pytest.raises(UnexpectedResponse) as err:
+            await w.write("docs", doc("a", 3))
+        assert err.value is bad and proxy.upserts == 1 and w.retries == 0
+
+    async with QdrantWriter(path=qpath, **FAST) as w:  # real local-mode errors: ValueError
+        wrong = PointRecord(point_id("x", 0), {"dense": [1.0, 2.0]}, {"doc_id": "x"})
+        with pytest.raises(ValueError, match="dim"):
+            await w.write("docs", [wrong])
+        with pytest.raises(ValueError, match="not found"):
+            await w.count("nope")
+        assert w.retries == 0
+
+
+class _M(BaseModel):
+    x: int
+
+
+def _validation_error():
+    try:
+        _M(x="no")
+    except ValidationError as e:
+        return e
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (ResponseHandlingException(Exception("boom")), True),
+        (ResponseHandlingException(httpx.ReadTimeout("slow")), True),
+        (ResponseHandlingException(_validation_error()), False),  # a response it can't parse
+        (UnexpectedResponse(500, "", b"", httpx.Headers()), True),
+        (UnexpectedResponse(502, "", b"", httpx.Headers()), True),
+        (UnexpectedResponse(429, "", b"", httpx.Headers()), True),
+        (UnexpectedResponse(None, "", b"", httpx.Headers()), True),
+        (UnexpectedResponse(400, "", b"", httpx.Headers()), False),
+        (UnexpectedResponse(404, "", b"", httpx.Headers()), False),
+        (UnexpectedResponse(409, "", b"", httpx.Headers()), False),
+        (ResourceExhaustedResponse("slow down", 1), True),
+        (ConnectionResetError(), True),
+        (TimeoutError(), True),
+        (httpx.ConnectTimeout("t"), True),
+        (ValueError("Collection docs not found"), False),
+        (RuntimeError("QdrantLocal instance is closed"), False),
+    ],
+)
+def test_is_transient(error, transient):
+    assert is_transient(error) is transient
+
+
+async def test_concurrent_writers_share_one_owner(qpath):
+    proxy = Proxy(qpath)
+    async with QdrantWriter(client_factory=proxy.connect, batch_points=16, queue_size=2) as w:
+        await w.ensure_collection(SCHEMA)
+        results = await asyncio.gather(*(w.write("docs", doc(f"d{t}", 30)) for t in range(10)))
+        assert results == [30] * 10
+        assert await w.count("docs") == 300
+        assert w.batches_written == 10 * 2
+    # creation, every call and close ran in one thread, never the event loop's
+    assert len(proxy.threads) == 1 and threading.get_ident() not in proxy.threads
+
+
+async def until(cond):
+    for _ in range(3000):
+        if cond():
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("condition not reached")
+
+
+async def test_event_loop_is_not_blocked(qpath):
+    proxy = Proxy(qpath)
+    async with QdrantWriter(client_factory=proxy.connect) as w:
+        await w.ensure_collection(SCHEMA)
+        proxy.gate.clear()  # a server that does not answer
+        write = asyncio.create_task(w.write("docs", doc("a", 3)))
+        await until(lambda: proxy.upserts == 1)
+        start = time.perf_counter()
+        await asyncio.sleep(0.05)  # the loop keeps running while the upsert hangs
+        assert time.perf_counter() - start < 1.0 and not write.done()
+        proxy.gate.set()
+        assert await write == 3
+
+
+async def test_stop_finishes_queued_work_and_releases_the_folder(qpath):
+    w = QdrantWriter(path=qpath, batch_points=7, queue_size=1)
+    await w.start()
+    await w.ensure_collection(SCHEMA)
+    tasks = [asyncio.create_task(w.write("docs", doc(f"d{i}", 10))) for i in range(5)]
+    await asyncio.sleep(0)  # let them queue up (the queue holds one, the rest wait)
+    await w.stop()
+    assert [t.result() for t in tasks] == [10] * 5
+    with pytest.raises(RuntimeError, match="not running"):
+        await w.write("docs", doc("late", 1))
+    await w.stop()  # idempotent
+    await w.start()  # and restartable
+    await asyncio.gather(w.stop(), w.stop())  # concurrent stops share one shutdown
+
+    client = QdrantClient(path=qpath)  # the lock was released, the data is on disk
+    assert client.count("docs", exact=True).count == 50
+    client.close()
+
+
+async def test_cancelled_callers_do_not_break_the_writer(qpath):
+    proxy = Proxy(qpath)
+    w = QdrantWriter(client_factory=proxy.connect, queue_size=1)
+    await w.start()
+    await w.ensure_collection(SCHEMA)
+    proxy.gate.clear()
+    running = asyncio.create_task(w.write("docs", doc("a", 2)))
+    await until(lambda: proxy.upserts == 1)
+    queued = asyncio.create_task(w.write("docs", doc("b", 2)))
+    waiting = asyncio.create_task(w.write("docs", doc("c", 2)))  # the queue is full
+    await asyncio.sleep(0.01)
+    waiting.cancel()  # blocked on the full queue
+    queued.cancel()  # queued: skipped
+    running.cancel()  # already running: finishes in the client thread
+    proxy.gate.set()
+    assert await w.write("docs", doc("d", 3)) == 3
+    assert await w.count("docs", doc_id="d") == 3
+    assert await w.count("docs", doc_id="a") == 2
+    assert await w.count("docs", doc_id="b") == 0
+    assert await w.count("docs", doc_id="c") == 0
+    await asyncio.wait_for(w.stop(), timeout=5)
+
+
+def test_constructor_checks():
+    with pytest.raises(ValueError, match=r"exactly one of url= .* got both"):
+        QdrantWriter(url="http://localhost:6333", path="/tmp/x")
+    with pytest.raises(ValueError, match="got neither"):
+        QdrantWriter()
+    with pytest.raises(ValueError, match="not both"):
+        QdrantWriter(url="http://q", client_factory=lambda: None)
+    with pytest.raises(ValueError, match="api_key is for a Qdrant server"):
+        QdrantWriter(path="/tmp/x", api_key="k")
+    with pytest.raises(ValueError, match="batch_points: expected an integer >= 1, got 0"):
+        QdrantWriter(path="/tmp/x", batch_points=0)
+    with pytest.raises(ValueError, match="backoff_s <= max_backoff_s"):
+        QdrantWriter(path="/tmp/x", backoff_s=2, max_backoff_s=1)
+
+
+async def test_url_and_api_key_reach_the_client_but_never_the_repr(monkeypatch, caplog):
+    seen = {}
+
+    class FakeClient:
+        def __init__(self, **kw):
+            seen.update(kw)
+
+        def close(self):
+            seen["closed"] = True
+
+    monkeypatch.setattr("sinks.writer.QdrantClient", FakeClient)
+    w = QdrantWriter(url="https://user:pw@qdrant.example.com:6333", api_key="s3cret-key")
+    assert "s3cret" not in repr(w) and "pw" not in repr(w)
+    assert repr(w) == "QdrantWriter(url='https://qdrant.example.com:6333')"
+    async with w:
+        pass
+    assert seen == {
+        "url": "https://user:pw@qdrant.example.com:6333",
+        "api_key": "s3cret-key",
+        "closed": True,
+    }
+    assert "s3cret" not in caplog.text
+
+
+def test_points():
+    assert point_id("doc", 3) == point_id("doc", 3)
+    assert len({point_id("doc", 1), point_id("doc", 2), point_id("doc1", 1)}) == 3
+    assert point_id("a,1", 2) != point_id("a", 12) != point_id("a,", 12)
+    with pytest.raises(ValueError, match="chunk_index"):
+        point_id("doc", -1)
+    with pytest.raises(ValueError, match="expected a UUID string, got 'nope'"):
+        PointRecord("nope", {}, {})
+    with pytest.raises(ValueError, match="as many values as indices"):
+        SparseValues([1, 2], [0.5])
+    with pytest.raises(ValueError, match="unique"):
+        SparseValues([1, 1], [0.5, 0.5])
+    rec = PointRecord(
+        point_id("d", 0),
+        {"s": SparseValues([4, 9], [0.1, 0.2]), "v": np.ones(3, dtype=np.float32)},
+        {"doc_id": "d"},
+    )
+    ps = to_point_struct(rec)
+    assert ps.vector["s"] == models.SparseVector(indices=[4, 9], values=[0.1, 0.2])
+    assert ps.vector["v"] == [1.0, 1.0, 1.0]

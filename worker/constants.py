@@ -1,0 +1,26 @@
+"""Every Redis key and queue name poolq uses, in one place."""
+
+from __future__ import annotations
+
+from typing import Final
+
+KEY_PREFIX: Final = "poolq:"
+
+# arq queues (sorted sets of job ids). Searches have their own queue, ahead of ingestion.
+INGEST_QUEUE: Final = KEY_PREFIX + "queue:ingest"
+SEARCH_QUEUE: Final = KEY_PREFIX + "queue:search"
+
+# Job function names (arq looks jobs up by these).
+INGEST_JOB: Final = "ingest"
+
+# Per-worker heartbeat hash (msgpack-encoded stats), refreshed every HEARTBEAT_INTERVAL_S.
+HEARTBEAT_KEY: Final = KEY_PREFIX + "worker:{worker_id}"
+HEARTBEAT_PATTERN: Final = KEY_PREFIX + "worker:*"
+HEARTBEAT_INTERVAL_S: Final = 2.0
+HEARTBEAT_TTL_S: Final = 30
+
+# Job ids enqueued by clients, so `poolq status` can count queued/running/done/failed.
+JOB_INDEX_KEY: Final = KEY_PREFIX + "jobs"
+
+# Dead-letter list (jobs that failed their last try).
+DEAD_LETTER_KEY: Final = KEY_PREFIX + "dlq"

@@ -1,0 +1,70 @@
+"""What a worker process holds open for its jobs: settings, the vectorizer (models + engines),
+and the single Qdrant writer. Built in arq's ``on_startup`` and closed in ``on_shutdown``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sinks.schema import CollectionSchema
+from sinks.writer import QdrantWriter
+from worker.settings import Settings
+from worker.vectorizer import Vectorizer
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    vectorizer: Vectorizer
+    writer: QdrantWriter
+    worker_id: str = field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    )
+    started_at: float = field(default_factory=time.time)
+    jobs_done: int = 0
+    _collections: set[str] = field(default_factory=set)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @classmethod
+    async def open(cls, settings: Settings) -> Runtime:
+        vectorizer = await Vectorizer.start(
+            settings.profile, device=settings.device, max_batch_tokens=settings.max_batch_tokens
+        )
+        if settings.qdrant_url:
+            writer = QdrantWriter(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+        else:
+            os.makedirs(settings.qdrant_path, exist_ok=True)
+            writer = QdrantWriter(path=settings.qdrant_path)
+        await writer.start()
+        return cls(settings, vectorizer, writer)
+
+    async def close(self) -> None:
+        await self.vectorizer.stop()
+        await self.writer.stop()
+
+    async def ensure_collection(self, name: str) -> None:
+        if name in self._collections:
+            return
+        async with self._lock:
+            if name not in self._collections:
+                await self.writer.ensure_collection(
+                    CollectionSchema(name, tuple(self.vectorizer.vector_specs()))
+                )
+                self._collections.add(name)
+
+    def heartbeat(self) -> dict[str, Any]:
+        return {
+            "worker_id": self.worker_id,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": self.started_at,
+            "seen_at": time.time(),
+            "jobs_done": self.jobs_done,
+            "points_written": getattr(self.writer, "points_written", 0),
+            "engines": {m: e.stats_snapshot() for m, e in self.vectorizer.engines.items()},
+        }

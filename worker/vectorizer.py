@@ -1,0 +1,120 @@
+"""Turns chunk texts into a profile's named vectors: one engine per model, every vector that
+names the model served by the same forward pass of each chunk."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ingest.chunking import Chunk, Chunker, TokenCounter
+from ingest.profile import Profile
+from sinks.points import SparseValues
+from sinks.schema import VectorSpec
+from worker.engine.engine import AsyncEngine
+from worker.engine.loader import load_model
+from worker.pooling import SparseEmbedding
+
+VectorValue = list[float] | SparseValues | list[list[float]]
+
+
+@dataclass
+class Vectorizer:
+    profile: Profile
+    engines: dict[str, AsyncEngine]  # profile model name -> engine
+    chunker: Chunker
+
+    @classmethod
+    async def start(
+        cls, profile: Profile, *, device: str | None = None, max_batch_tokens: int | None = None
+    ) -> Vectorizer:
+        engines: dict[str, AsyncEngine] = {}
+        for model in profile.models:
+            cfg = profile.model_config(model)
+            if device is not None and cfg.device is None:
+                from dataclasses import replace
+
+                cfg = replace(cfg, device=device)
+            pooling_model = await asyncio.to_thread(load_model, cfg)
+            for v in profile.vectors_of(model):
+                try:
+                    pooling_model.pooler.validate([v.params()], [f"vector {v.name!r}"])
+                except ValueError as exc:
+                    raise ValueError(f"profile: model {model!r}: {exc}") from None
+            engines[model] = await AsyncEngine(
+                pooling_model, max_batch_tokens=max_batch_tokens
+            ).start()
+        counters = [
+            TokenCounter(e.model.tokenizer.backend, e.description.max_length)
+            for e in engines.values()
+        ]
+        chunker = Chunker(
+            counters,
+            max_tokens=profile.chunk_max_tokens,
+            overlap_tokens=profile.chunk_overlap_tokens,
+        )
+        return cls(profile, engines, chunker)
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(e.stop() for e in self.engines.values()))
+
+    def vector_specs(self) -> list[VectorSpec]:
+        specs = []
+        for v in self.profile.vectors:
+            desc = self.engines[v.model].description
+            size = None if v.task == "sparse" else (v.dimensions or desc.output_dim(v.task))
+            specs.append(VectorSpec(v.name, v.kind, size, desc.model_id))  # type: ignore[arg-type]
+        return specs
+
+    def model_ids(self) -> dict[str, str]:
+        return {v.name: v.model for v in self.profile.vectors}
+
+    def chunk(self, text: str) -> list[Chunk]:
+        return self.chunker.chunk(text)
+
+    async def encode(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str],
+        *,
+        group: str | None = None,
+        priority: int = 0,
+    ) -> list[dict[str, VectorValue] | Exception]:
+        """Per text, every vector of the profile (or the error that kept it from being encoded)."""
+        models = self.profile.models
+        per_model = await asyncio.gather(
+            *(
+                self.engines[m].encode(
+                    texts,
+                    [v.params() for v in self.profile.vectors_of(m)],
+                    request_ids=ids,
+                    group=group,
+                    priority=priority,
+                    return_exceptions=True,
+                )
+                for m in models
+            )
+        )
+        out: list[dict[str, VectorValue] | Exception] = []
+        for i in range(len(texts)):
+            vectors: dict[str, VectorValue] = {}
+            error: Exception | None = None
+            for m, results in zip(models, per_model, strict=True):
+                res: Any = results[i]
+                if isinstance(res, Exception):
+                    error = res
+                    break
+                for v in self.profile.vectors_of(m):
+                    vectors[v.name] = to_qdrant_value(res[v.task])
+            out.append(error if error is not None else vectors)
+        return out
+
+
+def to_qdrant_value(output: object) -> VectorValue:
+    if isinstance(output, SparseEmbedding):
+        return SparseValues(output.indices.tolist(), output.values.tolist())
+    tolist = getattr(output, "tolist", None)
+    if tolist is None:
+        raise TypeError(f"unexpected pooled output {type(output).__name__}")
+    return tolist()
