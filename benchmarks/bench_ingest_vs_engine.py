@@ -1,0 +1,84 @@
+"""Documents/s from enqueue to durable write (Redis -> `poolq worker` -> embedded Qdrant)
+against the engine alone (chunk + encode with the same profile, in process, nothing written),
+on the same documents in the same run.
+
+    python benchmarks/bench_ingest_vs_engine.py [--docs N] [--job-size N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ingest.client import PoolqClient
+from ingest.sample_corpus import passages
+from tests.integration.procs import WorkerProcess
+from worker.local_redis import LocalRedis
+from worker.settings import Settings
+from worker.vectorizer import Vectorizer
+
+
+def documents(n: int) -> list[dict]:
+    return [{"id": f"doc-{i}", "text": t, "metadata": {"i": i}} for i, t in enumerate(passages(n))]
+
+
+async def engine_alone(docs: list[dict]) -> float:
+    vec = await Vectorizer.start(Settings().profile)
+    try:
+        warm = [c.text for c in vec.chunk(docs[0]["text"])]
+        await vec.encode(warm, ["w"] * len(warm))
+        t0 = time.perf_counter()
+
+        async def one(doc: dict) -> None:  # the same per-document work the job does
+            chunks = await asyncio.to_thread(vec.chunk, doc["text"])
+            await vec.encode([c.text for c in chunks], [f"{doc['id']}#{c.index}" for c in chunks])
+
+        await asyncio.gather(*(one(d) for d in docs))
+        return time.perf_counter() - t0
+    finally:
+        await vec.stop()
+
+
+async def through_queue(redis_url: str, docs: list[dict], job_size: int) -> float:
+    async with PoolqClient(redis_url) as client:
+        warm = await client.enqueue("warmup", docs[:job_size], job_size=job_size)
+        await client.wait(warm)
+        t0 = time.perf_counter()
+        ids = await client.enqueue("bench", docs, job_size=job_size)
+        outcomes = await client.wait(ids, poll_s=0.05)
+        dt = time.perf_counter() - t0
+    bad = [o for o in outcomes if o.status != "done" or (o.result or {}).get("errors")]
+    if bad:
+        raise SystemExit(f"{len(bad)} jobs failed or reported errors: {bad[:2]}")
+    return dt
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=1000)
+    ap.add_argument("--job-size", type=int, default=32)
+    args = ap.parse_args()
+    docs = documents(args.docs)
+    t_engine = asyncio.run(engine_alone(docs))
+    tmp = Path(tempfile.mkdtemp(prefix="poolq-bench-"))
+    with LocalRedis(tmp / "redis") as redis_server, WorkerProcess(redis_server.url, tmp / "qdrant"):
+        t_queue = asyncio.run(through_queue(redis_server.url, docs, args.job_size))
+    n = len(docs)
+    print(f"{n} documents, jobs of {args.job_size}, default profile (dense + colbert + sparse)")
+    print(f"engine alone:                {n / t_engine:8.1f} documents/s ({t_engine:.2f}s)")
+    print(f"enqueue -> durable write:    {n / t_queue:8.1f} documents/s ({t_queue:.2f}s)")
+    ratio = t_engine / t_queue
+    print(f"ratio queue/engine: {ratio:.2f} (target >= 0.85) {'ok' if ratio >= 0.85 else 'MISS'}")
+
+
+if __name__ == "__main__":
+    main()

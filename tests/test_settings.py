@@ -1,0 +1,76 @@
+import pickle
+
+import pytest
+
+from ingest.profile import DEFAULT_PROFILE, Profile
+from worker.serialization import deserialize, error_info, serialize
+from worker.settings import load_settings
+
+
+def test_precedence_file_then_env_then_flags(tmp_path):
+    cfg = tmp_path / "poolq.toml"
+    cfg.write_text(
+        '[worker]\nredis_url = "redis://file:1/0"\nmax_jobs = 7\nqdrant_path = "/from/file"\n'
+        '[vectors]\ndense = { model = "bundled:all-minilm-l6-v2", task = "embed", dimensions = 128 }\n'
+        "[chunking]\noverlap_tokens = 8\n"
+    )
+    s = load_settings(cfg, environ={})
+    assert (s.redis_url, s.max_jobs, s.qdrant_path) == ("redis://file:1/0", 7, "/from/file")
+    assert [v.name for v in s.profile.vectors] == ["dense"] and s.profile.vectors[
+        0
+    ].dimensions == 128
+    assert s.profile.chunk_overlap_tokens == 8
+    env = {
+        "POOLQ_REDIS_URL": "redis://env:2/0",
+        "POOLQ_MAX_JOBS": "9",
+        "POOLQ_QDRANT_URL": "http://q:6333",
+    }
+    s = load_settings(cfg, environ=env)
+    assert (s.redis_url, s.max_jobs, s.qdrant_url) == ("redis://env:2/0", 9, "http://q:6333")
+    s = load_settings(cfg, {"redis_url": "redis://flag:3/0", "max_jobs": None}, environ=env)
+    assert (s.redis_url, s.max_jobs) == ("redis://flag:3/0", 9)
+    s = load_settings(None, environ={"POOLQ_CONFIG": str(cfg)})
+    assert s.max_jobs == 7
+
+
+def test_bad_settings_are_named(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        load_settings(tmp_path / "missing.toml", environ={})
+    cfg = tmp_path / "bad.toml"
+    cfg.write_text("[worker]\nnope = 1\n")
+    with pytest.raises(ValueError, match=r"unknown keys \['nope'\]"):
+        load_settings(cfg, environ={})
+    with pytest.raises(ValueError, match="max_jobs: expected an integer"):
+        load_settings(None, environ={"POOLQ_MAX_JOBS": "many"})
+    with pytest.raises(ValueError, match="redis_url must start with"):
+        load_settings(None, {"redis_url": "http://x"}, environ={})
+
+
+def test_profile_defaults_and_errors():
+    assert [(v.name, v.task) for v in DEFAULT_PROFILE.vectors] == [
+        ("dense", "embed"),
+        ("colbert", "token_embed"),
+        ("sparse", "sparse"),
+    ]
+    assert DEFAULT_PROFILE.models == ["bundled:all-minilm-l6-v2", "bundled:splade-tiny"]
+    p = Profile.from_dict({"vectors": {"s": {"task": "sparse"}}})
+    assert p.vectors[0].model == "bundled:splade-tiny"
+    with pytest.raises(ValueError, match="vector 'x': unknown task 'score'"):
+        Profile.from_dict({"vectors": {"x": {"task": "score"}}})
+    with pytest.raises(ValueError, match="unknown keys"):
+        Profile.from_dict({"vectors": {"x": {"task": "embed", "size": 3}}})
+
+
+def test_msgpack_round_trip_and_pickle_refused():
+    job = {
+        "t": 1,
+        "f": "ingest",
+        "a": ["c", [{"id": "a", "text": "x", "metadata": {"k": [1, 2]}}]],
+        "k": {},
+        "et": 123,
+    }
+    assert deserialize(serialize(job)) == job
+    err = deserialize(serialize({"r": ValueError("bad input")}))["r"]
+    assert error_info(err) == "ValueError: bad input"
+    with pytest.raises(Exception):  # noqa: B017 - any decoding error; never an unpickle
+        deserialize(pickle.dumps(job))
