@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+import numpy as np
 from qdrant_client import models
 
 # fixed forever: changing it changes every point id, and re-ingestion would duplicate points
@@ -32,7 +33,9 @@ class SparseValues:
             raise ValueError("sparse vector: expected indices >= 0, got a negative one")
 
 
-VectorValue: TypeAlias = list[float] | SparseValues | list[list[float]]
+# Dense and multi-vectors may also be float32 numpy arrays (``[d]``, ``[n, d]``): embedded Qdrant
+# stores them without a round trip through Python lists; for a server they become lists.
+VectorValue: TypeAlias = list[float] | SparseValues | list[list[float]] | np.ndarray
 
 
 @dataclass(frozen=True)
@@ -58,15 +61,24 @@ def point_id(doc_id: str, chunk_index: int) -> str:
     return str(uuid.uuid5(POOLQ_NAMESPACE, json.dumps([doc_id, chunk_index])))
 
 
-def _vector(value: Any) -> Any:
+def to_point_struct(rec: PointRecord, *, arrays_ok: bool = False) -> models.PointStruct:
+    """The Qdrant point of a record (sparse vectors become ``models.SparseVector``).
+
+    Built with ``model_construct``: the record's types are already right, and pydantic's
+    validation of tens of thousands of floats per multi-vector cost more than the upsert itself.
+    ``arrays_ok`` keeps numpy arrays as they are (embedded Qdrant converts with ``np.asarray``).
+    """
+    vectors = {name: _vector(v, arrays_ok) for name, v in rec.vectors.items()}
+    return models.PointStruct.model_construct(id=rec.id, vector=vectors, payload=rec.payload)
+
+
+def _vector(value: Any, arrays_ok: bool) -> Any:
     if isinstance(value, SparseValues):
-        return models.SparseVector(indices=list(value.indices), values=list(value.values))
+        return models.SparseVector.model_construct(
+            indices=list(value.indices), values=list(value.values)
+        )
+    if isinstance(value, np.ndarray) and arrays_ok:
+        return value
     if hasattr(value, "tolist"):  # numpy arrays and torch tensors
         return value.tolist()
     return value
-
-
-def to_point_struct(rec: PointRecord) -> models.PointStruct:
-    """The Qdrant point of a record (sparse vectors become ``models.SparseVector``)."""
-    vectors = {name: _vector(v) for name, v in rec.vectors.items()}
-    return models.PointStruct(id=rec.id, vector=vectors, payload=rec.payload)

@@ -25,8 +25,8 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from sinks.points import PointRecord, to_point_struct
-from sinks.schema import CollectionSchema
+from sinks.points import PointRecord, point_id, to_point_struct
+from sinks.schema import CollectionSchema, is_local
 from sinks.schema import ensure_collection as _ensure_collection
 
 try:  # grpcio comes with qdrant-client; guarded all the same
@@ -349,11 +349,38 @@ class QdrantWriter:
             await self._retrying(what, partial(_upsert, collection=collection, points=structs))
             self.points_written += len(batch)
             self.batches_written += 1
-        for doc_id, n_chunks in replace.items():
-            selector = models.FilterSelector(filter=stale_chunks_filter(doc_id, n_chunks))
-            what = f"delete of stale chunks of {doc_id!r} from {collection!r}"
-            await self._retrying(what, partial(_delete, collection=collection, selector=selector))
+        if replace:
+            await self._delete_stale(collection, replace)
         return len(points)
+
+    async def _delete_stale(self, collection: str, replace: dict[str, int]) -> None:
+        """Delete chunks past each document's new count. Chunk ids are deterministic and
+        contiguous, so one lookup by id of every document's first stale chunk finds the documents
+        that shrank (its ``chunk_count`` says how many chunks they had): no payload scan per
+        document, which embedded Qdrant would do in Python over the whole collection."""
+        probe = {point_id(doc_id, n): doc_id for doc_id, n in replace.items()}
+        fn = partial(_retrieve, collection=collection, ids=list(probe), with_vectors=False)
+        found = await self._retrying(f"lookup of stale chunks in {collection!r}", fn)
+        stale_ids: list[str] = []
+        for rec in found:
+            doc_id = probe[str(rec.id)]
+            old_count = (rec.payload or {}).get("chunk_count")
+            if isinstance(old_count, int) and old_count > replace[doc_id]:
+                stale_ids += [point_id(doc_id, i) for i in range(replace[doc_id], old_count)]
+            else:  # no usable count: fall back to the filter
+                selector = models.FilterSelector(
+                    filter=stale_chunks_filter(doc_id, replace[doc_id])
+                )
+                what = f"delete of stale chunks of {doc_id!r} from {collection!r}"
+                await self._retrying(
+                    what, partial(_delete, collection=collection, selector=selector)
+                )
+        if stale_ids:
+            ids_selector = models.PointIdsList(points=list(stale_ids))
+            what = f"delete of {len(stale_ids)} stale chunks from {collection!r}"
+            await self._retrying(
+                what, partial(_delete, collection=collection, selector=ids_selector)
+            )
 
 
 # client calls, as functions of the client (partials of these run in the client thread)
@@ -364,15 +391,18 @@ def _close(client: QdrantClient | None) -> None:
         client.close()
 
 
-def _convert(batch: list[PointRecord], _client: QdrantClient) -> list[models.PointStruct]:
-    return [to_point_struct(r) for r in batch]
+def _convert(batch: list[PointRecord], client: QdrantClient) -> list[models.PointStruct]:
+    arrays_ok = is_local(client)
+    return [to_point_struct(r, arrays_ok=arrays_ok) for r in batch]
 
 
 def _upsert(client: QdrantClient, *, collection: str, points: list[models.PointStruct]) -> None:
     client.upsert(collection, points=points, wait=True)
 
 
-def _delete(client: QdrantClient, *, collection: str, selector: models.FilterSelector) -> None:
+def _delete(
+    client: QdrantClient, *, collection: str, selector: models.FilterSelector | models.PointIdsList
+) -> None:
     client.delete(collection, points_selector=selector, wait=True)
 
 

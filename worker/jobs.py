@@ -53,7 +53,8 @@ async def ingest(ctx: dict[str, Any], collection: str, documents: list[Any]) -> 
     chunked = await asyncio.to_thread(lambda: [rt.vectorizer.chunk(d.text) for d in docs])
     texts = [c.text for chunks in chunked for c in chunks]
     ids = [f"{d.id}#{c.index}" for d, chunks in zip(docs, chunked, strict=True) for c in chunks]
-    encoded = await rt.vectorizer.encode(texts, ids, group=job_id)
+    # a job is one turn: jobs finish in order, so each one's write overlaps later jobs' forwards
+    encoded = await rt.vectorizer.encode(texts, ids, group=job_id, whole_turn=True)
 
     now = datetime.now(UTC).isoformat()
     models = rt.vectorizer.model_ids()

@@ -8,15 +8,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from ingest.chunking import Chunk, Chunker, TokenCounter
 from ingest.profile import Profile
-from sinks.points import SparseValues
+from sinks.points import SparseValues, VectorValue
 from sinks.schema import VectorSpec
 from worker.engine.engine import AsyncEngine
 from worker.engine.loader import load_model
 from worker.pooling import SparseEmbedding
-
-VectorValue = list[float] | SparseValues | list[list[float]]
 
 
 @dataclass
@@ -80,6 +80,7 @@ class Vectorizer:
         *,
         group: str | None = None,
         priority: int = 0,
+        whole_turn: bool = False,
     ) -> list[dict[str, VectorValue] | Exception]:
         """Per text, every vector of the profile (or the error that kept it from being encoded)."""
         models = self.profile.models
@@ -92,6 +93,7 @@ class Vectorizer:
                     group=group,
                     priority=priority,
                     return_exceptions=True,
+                    whole_turn=whole_turn,
                 )
                 for m in models
             )
@@ -112,9 +114,10 @@ class Vectorizer:
 
 
 def to_qdrant_value(output: object) -> VectorValue:
+    """Sparse -> ``SparseValues``; dense/multi -> float32 numpy arrays (no Python float lists on
+    the event loop; the writer turns them into lists only for a Qdrant server)."""
     if isinstance(output, SparseEmbedding):
         return SparseValues(output.indices.tolist(), output.values.tolist())
-    tolist = getattr(output, "tolist", None)
-    if tolist is None:
-        raise TypeError(f"unexpected pooled output {type(output).__name__}")
-    return tolist()
+    if isinstance(output, torch.Tensor):
+        return output.numpy()
+    raise TypeError(f"unexpected pooled output {type(output).__name__}")

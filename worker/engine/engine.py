@@ -130,12 +130,17 @@ class AsyncEngine:
         prompt_name: str | None = None,
         return_exceptions: bool = False,
         group: str | None = None,
+        whole_turn: bool = False,
     ) -> list[EncodeResult]:
         """Encode ``texts``; ``tasks`` is one task list for all texts or one per text.
 
         A bad request (wrong type, unsupported task, over-long with ``truncate=False``) raises an
         error naming it, and nothing is queued; with ``return_exceptions=True`` its place in the
         result list holds the error instead and the other texts are encoded normally.
+
+        Callers take turns of about one batch each. ``whole_turn=True`` puts the whole call in one
+        turn (bounded ingestion jobs: they then finish first come, first served, so their writes
+        overlap with the next jobs' forward passes).
         """
         if not self._running or self._loop is None:
             raise RuntimeError(
@@ -183,7 +188,11 @@ class AsyncEngine:
         sched = self.scheduler
         tokens_so_far = 0
         for k, (i, tok) in enumerate(zip(ok, tokenized, strict=True)):
-            turn = max(tokens_so_far // sched.max_batch_tokens, k // sched.max_batch_requests)
+            turn = (
+                0
+                if whole_turn
+                else max(tokens_so_far // sched.max_batch_tokens, k // sched.max_batch_requests)
+            )
             tokens_so_far += len(tok.ids)
             if tok.truncated and not truncate:
                 errors[i] = InputTooLongError(
