@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from arq.connections import ArqRedis, create_pool
-from arq.jobs import Job, JobStatus
+from arq.constants import result_key_prefix
+from arq.jobs import Job, JobStatus, deserialize_result
 
 from worker import constants
 from worker.app import redis_settings
@@ -115,33 +116,57 @@ class PoolqClient:
         }
         return JobOutcome(job_id, mapping.get(status, str(status)))
 
+    async def finished(self, job_ids: Sequence[str]) -> dict[str, JobOutcome]:
+        """The jobs among ``job_ids`` that are done or failed: one MGET of their result keys."""
+        if not job_ids:
+            return {}
+        raws = await self.redis.mget([result_key_prefix + j for j in job_ids])
+        out: dict[str, JobOutcome] = {}
+        for job_id, raw in zip(job_ids, raws, strict=True):
+            if raw is None:
+                continue
+            info = deserialize_result(raw, deserializer=deserialize)
+            if info.success:
+                out[job_id] = JobOutcome(job_id, "done", info.result)
+            else:
+                out[job_id] = JobOutcome(
+                    job_id, "failed", None, error_info(info.result) or str(info.result)
+                )
+        return out
+
     async def wait(
         self,
         job_ids: Sequence[str],
         *,
         timeout_s: float | None = None,
         poll_s: float = 0.1,
+        max_poll_s: float = 0.5,
         progress: Callable[[JobOutcome], None] | None = None,
     ) -> list[JobOutcome]:
-        """Wait until every job is done or failed; ``progress`` is called once per finished job."""
+        """Wait until every job is done or failed; ``progress`` is called once per finished job.
+
+        Each poll is one Redis round trip; the interval grows from ``poll_s`` to ``max_poll_s``
+        while nothing finishes, so waiting on many jobs costs the worker's Redis next to nothing.
+        """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        pending = dict.fromkeys(job_ids)
+        pending = list(dict.fromkeys(job_ids))
         finished: dict[str, JobOutcome] = {}
+        interval = poll_s
         while pending:
-            outcomes = await asyncio.gather(*(self.outcome(j) for j in pending))
-            for o in outcomes:
-                if o.status in ("done", "failed"):
-                    finished[o.job_id] = o
-                    pending.pop(o.job_id)
-                    if progress is not None:
-                        progress(o)
+            done = await self.finished(pending)
+            for job_id, o in done.items():
+                finished[job_id] = o
+                if progress is not None:
+                    progress(o)
+            pending = [j for j in pending if j not in done]
             if not pending:
                 break
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError(
                     f"{len(pending)} of {len(job_ids)} jobs not finished after {timeout_s}s"
                 )
-            await asyncio.sleep(poll_s)
+            interval = poll_s if done else min(max_poll_s, interval * 1.5)
+            await asyncio.sleep(interval)
         return [finished[j] for j in job_ids]
 
     async def status(self, job_ids: Sequence[str] | None = None) -> dict[str, Any]:

@@ -175,7 +175,13 @@ def describe(ck: _Checkpoint, cfg: ModelConfig) -> ModelDescription:
     elif kind == "masked_lm":
         tasks["sparse"] = vocab
     elif kind == "classifier":
-        tasks["classify"] = int(c.get("num_labels") or len(c.get("id2label") or {}) or 1)
+        # the classifier's weight is the truth (transformers 5 omits the default num_labels=2)
+        out_w = ck.shapes.get("classifier.out_proj.weight") or ck.shapes.get("classifier.weight")
+        tasks["classify"] = (
+            int(out_w[0])
+            if out_w
+            else int(c.get("num_labels") or len(c.get("id2label") or {}) or 2)
+        )
     normalize = (
         cfg.normalize
         if cfg.normalize is not None
