@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ingest.client import PoolqClient
 from ingest.sample_corpus import passages
-from tests.integration.procs import WorkerProcess
 from worker.local_redis import LocalRedis
+from worker.local_worker import WorkerProcess
 from worker.settings import Settings
 from worker.vectorizer import Vectorizer
 

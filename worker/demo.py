@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from worker.local_redis import LocalRedis
+from worker.local_worker import WorkerProcess
 
 QUERIES = ["parse a JSON document", "wrap long lines of text", "random sample from a population"]
 COLLECTION = "demo"
@@ -40,25 +37,6 @@ def _sample_corpus(path: Path, n: int = 400) -> int:
                 + "\n"
             )
     return n
-
-
-def _wait_ready(redis_url: str, proc: subprocess.Popen[bytes], timeout_s: float = 180) -> None:
-    import redis
-
-    from worker import constants
-
-    r = redis.Redis.from_url(redis_url)
-    deadline = time.monotonic() + timeout_s
-    try:
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise SystemExit(f"the worker exited with code {proc.returncode}")
-            if any(True for _ in r.scan_iter(match=constants.HEARTBEAT_PATTERN)):
-                return
-            time.sleep(0.2)
-    finally:
-        r.close()
-    raise SystemExit("the worker did not start in time")
 
 
 def _report(qdrant_path: Path) -> None:
@@ -138,29 +116,11 @@ def run_demo(workdir: Path | None = None) -> None:
     n = _sample_corpus(corpus)
     with LocalRedis(Path(tempfile.mkdtemp(prefix="poolq-redis-"))) as redis_server:
         print(f"redis-server on {redis_server.url}")
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-        cmd = [
-            sys.executable,
-            "-m",
-            "worker",
-            "worker",
-            "--redis-url",
-            redis_server.url,
-            "--qdrant-path",
-            str(qdrant_path),
-        ]
-        log = (work / "worker.log").open("wb")
-        worker = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            _wait_ready(redis_server.url, worker)
+        with WorkerProcess(redis_server.url, qdrant_path, log=work / "worker.log"):
             print(f"worker started (log: {work / 'worker.log'}); enqueueing {n} documents")
             from worker.enqueue_cli import run_enqueue
 
             rc = run_enqueue(corpus, COLLECTION, True, 16, redis_server.url, 1800)
             if rc not in (0, 1):
                 raise SystemExit(rc)
-        finally:
-            worker.terminate()
-            worker.wait(120)
-            log.close()
     _report(qdrant_path)

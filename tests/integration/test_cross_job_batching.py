@@ -6,7 +6,7 @@ import time
 import pytest
 
 from ingest.client import PoolqClient
-from tests.integration.procs import WorkerProcess
+from worker.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 MINILM = "bundled:all-minilm-l6-v2"

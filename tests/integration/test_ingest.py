@@ -11,9 +11,9 @@ from qdrant_client import QdrantClient
 
 from ingest.client import PoolqClient
 from ingest.sample_corpus import passages
-from tests.integration.procs import WorkerProcess
 from tests.models import minilm_path
 from worker import constants
+from worker.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 PAYLOAD_FIELDS = {

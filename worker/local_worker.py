@@ -1,4 +1,5 @@
-"""Real processes for integration tests: a worker started as a user would (``poolq worker``)."""
+"""A ``poolq worker`` child process, started as a user would start it (the demo, the
+integration tests and the benchmarks use it); ready once its heartbeat is in Redis."""
 
 from __future__ import annotations
 
@@ -8,13 +9,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import redis
 
 from worker import constants
 from worker.serialization import deserialize
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class WorkerProcess:
@@ -52,19 +52,16 @@ class WorkerProcess:
         ]
         self._log_f = self.log.open("ab")
         self.proc = subprocess.Popen(
-            cmd, cwd=ROOT, env=self.env, stdout=self._log_f, stderr=subprocess.STDOUT
+            cmd, env=self.env, stdout=self._log_f, stderr=subprocess.STDOUT
         )
         self.wait_ready(ready_timeout_s)
         return self
 
-    def heartbeats(self) -> list[dict]:
+    def heartbeats(self) -> list[dict[str, Any]]:
         r = redis.Redis.from_url(self.redis_url)
         try:
-            return [
-                deserialize(r.get(k))
-                for k in r.scan_iter(match=constants.HEARTBEAT_PATTERN)
-                if r.get(k)
-            ]
+            raws = [r.get(k) for k in r.scan_iter(match=constants.HEARTBEAT_PATTERN)]
+            return [deserialize(raw) for raw in raws if isinstance(raw, bytes)]
         finally:
             r.close()
 
