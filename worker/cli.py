@@ -121,6 +121,9 @@ def worker(
     qdrant_path: Path | None = typer.Option(
         None, "--qdrant-path", help="Embedded Qdrant folder (env POOLQ_QDRANT_PATH)."
     ),
+    qdrant_api_key: str | None = typer.Option(
+        None, "--qdrant-api-key", help="API key of a Qdrant server (env POOLQ_QDRANT_API_KEY)."
+    ),
     device: str | None = typer.Option(
         None, "--device", help="cpu, cuda or cuda:N (default: CUDA when present)."
     ),
@@ -147,6 +150,7 @@ def worker(
                 "redis_url": redis_url,
                 "qdrant_url": qdrant_url,
                 "qdrant_path": str(qdrant_path) if qdrant_path else None,
+                "qdrant_api_key": qdrant_api_key,
                 "device": device,
                 "max_jobs": max_jobs,
             },

@@ -1,0 +1,66 @@
+"""`poolq enqueue` and `poolq status` as a user runs them, against a real worker."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from worker.local_worker import WorkerProcess
+
+pytestmark = pytest.mark.slow
+
+
+def poolq(*args, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "worker", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_enqueue_folder_wait_then_status(redis_server, tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "sub").mkdir(parents=True)
+    (docs / "a.txt").write_text("Redis queues feed the pooling engine.")
+    (docs / "sub" / "b.md").write_text("# Title\n\nQdrant stores dense, sparse and multi-vectors.")
+    (docs / "empty.txt").write_text("   ")
+    (docs / "ignored.bin").write_bytes(b"\x00")
+    with WorkerProcess(redis_server.url, tmp_path / "qdrant"):
+        r = poolq(
+            "enqueue", str(docs), "--collection", "files", "--wait", "--redis-url", redis_server.url
+        )
+        assert r.returncode == 1, r.stderr  # one document was bad
+        assert "2 documents, 2 points, 1 errors, 0 failed jobs" in r.stdout
+        assert "document 'empty.txt': text: empty" in r.stderr
+        jsonl = tmp_path / "more.jsonl"
+        jsonl.write_text(json.dumps({"id": "x", "text": "one more"}) + "\n")
+        r = poolq("enqueue", str(jsonl), "--collection", "files", "--redis-url", redis_server.url)
+        assert r.returncode == 0, r.stderr
+        job_id = json.loads(r.stdout)["jobs"][0]
+        r = poolq(
+            "enqueue",
+            str(jsonl),
+            "--collection",
+            "files",
+            "--wait",
+            "--redis-url",
+            redis_server.url,
+        )
+        assert r.returncode == 0 and "1 documents, 1 points, 0 errors" in r.stdout
+        st = poolq("status", job_id, "--json", "--redis-url", redis_server.url)
+        assert st.returncode == 0, st.stderr
+        data = json.loads(st.stdout)
+        assert data["jobs"][0]["job_id"] == job_id and data["jobs"][0]["status"] == "done"
+        assert data["jobs"][0]["result"]["points"] == 1
+        assert data["counts"]["done"] >= 1
+        assert len(data["workers"]) == 1 and data["workers"][0]["jobs_done"] >= 2
+        plain = poolq("status", "--redis-url", redis_server.url)
+        assert plain.returncode == 0 and "3 done" in plain.stdout and "worker " in plain.stdout
+    missing = poolq(
+        "enqueue",
+        str(tmp_path / "nope.jsonl"),
+        "--collection",
+        "c",
+        "--redis-url",
+        redis_server.url,
+    )
+    assert missing.returncode == 2 and "neither a JSONL file nor a folder" in missing.stderr
