@@ -110,3 +110,22 @@ def validate_document(
             doc_id, "metadata", problem.removeprefix("metadata").lstrip(".") or problem
         )
     return Document(doc_id, text, metadata)
+
+
+def validate_documents(
+    raw_documents: list[Any], *, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+) -> tuple[list[Document], list[DocumentError]]:
+    """Every valid document, and an error for each invalid or repeated one (input order)."""
+    docs: list[Document] = []
+    errors: list[DocumentError] = []
+    seen: set[str] = set()
+    for pos, raw in enumerate(raw_documents):
+        doc = validate_document(raw, pos, max_bytes=max_bytes)
+        if isinstance(doc, Document) and doc.id in seen:
+            doc = DocumentError(doc.id, "id", "appears more than once in this job")
+        if isinstance(doc, DocumentError):
+            errors.append(doc)
+        else:
+            seen.add(doc.id)
+            docs.append(doc)
+    return docs, errors

@@ -12,8 +12,9 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from ingest.documents import Document, DocumentError, validate_document
-from sinks.points import PointRecord, point_id
+from ingest.documents import DocumentError, validate_documents
+from ingest.points import document_points
+from sinks.points import PointRecord
 from worker.runtime import Runtime
 
 
@@ -35,18 +36,7 @@ async def ingest(ctx: dict[str, Any], collection: str, documents: list[Any]) -> 
             f"documents: {len(documents)} in one job exceeds the limit of {limit}; split the job"
         )
 
-    errors: list[DocumentError] = []
-    docs: list[Document] = []
-    seen: set[str] = set()
-    for pos, raw in enumerate(documents):
-        doc = validate_document(raw, pos, max_bytes=rt.settings.max_document_bytes)
-        if isinstance(doc, Document) and doc.id in seen:
-            doc = DocumentError(doc.id, "id", "appears more than once in this job")
-        if isinstance(doc, DocumentError):
-            errors.append(doc)
-        else:
-            seen.add(doc.id)
-            docs.append(doc)
+    docs, errors = validate_documents(documents, max_bytes=rt.settings.max_document_bytes)
 
     await rt.ensure_collection(collection)
     # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
@@ -69,22 +59,8 @@ async def ingest(ctx: dict[str, Any], collection: str, documents: list[Any]) -> 
             errors.append(DocumentError(doc.id, "text", f"could not be encoded: {failed}"))
             continue
         replace_docs[doc.id] = len(chunks)
-        for chunk, vec in zip(chunks, vectors, strict=True):
-            assert not isinstance(vec, Exception)
-            payload = {
-                "doc_id": doc.id,
-                "chunk_index": chunk.index,
-                "chunk_count": len(chunks),
-                "text": chunk.text,
-                "char_start": chunk.start,
-                "char_end": chunk.end,
-                "chunk_hash": chunk.content_hash,
-                "doc_hash": doc.content_hash,
-                "metadata": doc.metadata,
-                "models": models,
-                "ingested_at": now,
-            }
-            points.append(PointRecord(point_id(doc.id, chunk.index), vec, payload))
+        ok = [v for v in vectors if not isinstance(v, Exception)]
+        points += document_points(doc, chunks, ok, models=models, ingested_at=now)
     written = await rt.writer.write(collection, points, replace_docs=replace_docs)
     rt.jobs_done += 1
     return {

@@ -65,6 +65,6 @@ class Runtime:
             "started_at": self.started_at,
             "seen_at": time.time(),
             "jobs_done": self.jobs_done,
-            "points_written": getattr(self.writer, "points_written", 0),
+            "points_written": self.writer.points_written,
             "engines": {m: e.stats_snapshot() for m, e in self.vectorizer.engines.items()},
         }
