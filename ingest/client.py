@@ -21,9 +21,15 @@ from arq.connections import ArqRedis, create_pool
 from arq.constants import result_key_prefix
 from arq.jobs import Job, JobStatus, deserialize_result
 
+from sinks.search import Fusion, SearchError, SearchMode, SearchRequest, SearchResult
 from worker import constants
 from worker.app import redis_settings
 from worker.serialization import deserialize, error_info, serialize
+
+# errors in the request itself (raised as SearchError); anything else is the worker's failure
+_REQUEST_ERRORS = frozenset(
+    {"SearchError", "ValueError", "SchemaMismatchError", "PoolingParamsError", "InputTooLongError"}
+)
 
 
 @dataclass(frozen=True)
@@ -179,6 +185,58 @@ class PoolqClient:
             counts[o.status] = counts.get(o.status, 0) + 1
         return {"counts": counts, "jobs": outcomes, "workers": await self.workers()}
 
+    async def search(
+        self,
+        query: str,
+        collection: str,
+        *,
+        mode: SearchMode | None = None,
+        limit: int = 10,
+        filters: Sequence[str] = (),
+        score_threshold: float | None = None,
+        fusion: Fusion = "rrf",
+        candidates: int | None = None,
+        timeout_s: float = 30.0,
+    ) -> SearchResult:
+        """Search ``collection`` through a running worker (which encodes the query with the
+        collection's profile, ahead of ingestion, and queries Qdrant). ``filters`` are
+        ``key=value`` / ``key>=n`` expressions (see :func:`sinks.search.parse_filters`).
+
+        Raises :class:`SearchError` for a request the worker refuses (unknown collection, bad
+        filter, mode the collection cannot run) and ``TimeoutError`` when no worker answers."""
+        request = SearchRequest(
+            collection, mode, limit, tuple(filters), score_threshold, fusion, candidates
+        )
+        if not isinstance(query, str) or not query.strip():
+            raise SearchError(f"query: expected a non-empty string, got {query!r}")
+        rid = uuid.uuid4().hex
+        reply_to = constants.SEARCH_REPLY_PREFIX + rid
+        msg = {
+            "id": rid,
+            "query": query,
+            "request": request.to_dict(),
+            "reply_to": reply_to,
+            "deadline": time.time() + timeout_s,
+        }
+        raw = serialize(msg)
+        await self.redis.rpush(constants.SEARCH_QUEUE, raw)  # type: ignore[misc]
+        item = await self.redis.blpop([reply_to], timeout=timeout_s)  # type: ignore[misc,arg-type]
+        if item is None:
+            await self.redis.lrem(constants.SEARCH_QUEUE, 1, raw)  # type: ignore[misc,arg-type]
+            raise TimeoutError(
+                f"no worker answered the search within {timeout_s}s: is a `poolq worker` "
+                f"running on this Redis ({self.redis_url})?"
+            )
+        reply = deserialize(item[1])
+        if "error" in reply:
+            err = reply["error"]
+            if err.get("type") in _REQUEST_ERRORS:
+                raise SearchError(err.get("message", "search refused"))
+            raise RuntimeError(
+                f"search failed in the worker: {err.get('type')}: {err.get('message')}"
+            )
+        return SearchResult.from_dict(reply["result"])
+
     async def workers(self) -> list[dict[str, Any]]:
         out = []
         async for key in self.redis.scan_iter(match=constants.HEARTBEAT_PATTERN):
@@ -208,6 +266,10 @@ class SyncPoolqClient:
 
     def status(self, job_ids: Sequence[str] | None = None) -> dict[str, Any]:
         return self._loop.run_until_complete(self._client.status(job_ids))
+
+    def search(self, query: str, collection: str, **kwargs: Any) -> SearchResult:
+        """See :meth:`PoolqClient.search`."""
+        return self._loop.run_until_complete(self._client.search(query, collection, **kwargs))
 
     def close(self) -> None:
         self._loop.run_until_complete(self._client.close())

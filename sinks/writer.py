@@ -5,6 +5,9 @@ a single asyncio task owns the client. Every operation is queued to it (a bounde
 backpressure) and runs to completion before the next one starts; the owner performs each client
 call in one dedicated thread, so the event loop never blocks and only that thread touches the
 client (which is also created and closed there).
+
+Searches are the exception to the queue: :meth:`QdrantWriter.read` sends a read straight to the
+client thread, so a query waits for one write batch at most, never for the queued writes.
 """
 
 from __future__ import annotations
@@ -266,6 +269,14 @@ class QdrantWriter:
             return await self._submit(partial(self._retrying, getattr(fn, "__name__", "call"), fn))
         return await self._submit(partial(self._run, fn))
 
+    async def read(self, fn: Callable[[QdrantClient], T], *, what: str = "read") -> T:
+        """Run a read-only ``fn(client)`` (a search) ahead of queued writes: it goes straight to
+        the client thread, where it waits for at most the one operation already running there
+        (writes are cut into batches of ``batch_points``). Transient errors are retried."""
+        if self._task is None or self._stopping or self._task.done():
+            raise RuntimeError(f"{self!r} is not running: call start() or use `async with`")
+        return await self._retrying(what, fn)
+
     # -- the owner ---------------------------------------------------------------------------
 
     async def _submit(self, run: Callable[[], Awaitable[T]]) -> T:
@@ -304,7 +315,7 @@ class QdrantWriter:
                     job.future.set_exception(RuntimeError(f"{self!r} stopped"))
 
     async def _run(self, fn: Callable[[QdrantClient], T]) -> T:
-        """Run ``fn(client)`` in the client thread (only ever called by the owner)."""
+        """Run ``fn(client)`` in the client thread (the owner, and :meth:`read`, call it)."""
         assert self._executor is not None and self._client is not None
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, fn, self._client)

@@ -19,6 +19,7 @@ from arq.worker import Worker, func
 from worker import constants
 from worker.jobs import ingest
 from worker.runtime import Runtime
+from worker.search_service import SearchService
 from worker.serialization import deserialize as deserialize_job
 from worker.serialization import serialize
 from worker.settings import Settings, load_settings
@@ -45,6 +46,8 @@ async def startup(ctx: dict[str, Any]) -> None:
     rt = await Runtime.open(settings)
     ctx["runtime"] = rt
     ctx["heartbeat_task"] = asyncio.create_task(_heartbeat_loop(ctx))
+    rt.search_service = SearchService(settings.redis_url, rt.queries)
+    rt.search_service.start()
     log.info("worker %s ready: models %s", rt.worker_id, ", ".join(settings.profile.models))
 
 
@@ -57,6 +60,8 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     rt: Runtime | None = ctx.get("runtime")
     if rt is None:
         return
+    if rt.search_service is not None:
+        await rt.search_service.stop()
     with contextlib.suppress(Exception):
         key = constants.HEARTBEAT_KEY.format(worker_id=rt.worker_id)
         final = rt.heartbeat() | {"stopped": True}

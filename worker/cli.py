@@ -195,6 +195,73 @@ def status(
 
 
 @app.command()
+def search(
+    query: str = typer.Argument(..., metavar="QUERY", help="What to search for."),
+    collection: str = typer.Option(..., "--collection", help="Collection (or alias) to search."),
+    mode: str | None = typer.Option(
+        None,
+        "--mode",
+        help="dense, sparse, hybrid or rerank (default: rerank when the collection has a "
+        "multi-vector, else hybrid).",
+    ),
+    limit: int = typer.Option(10, "--limit", min=1, max=1000, help="Number of hits."),
+    filters: list[str] = typer.Option(
+        [],
+        "--filter",
+        help="KEY=VALUE, KEY!=VALUE, KEY>N, KEY>=N, KEY<N, KEY<=N on payload fields or "
+        "document metadata; repeat to require several.",
+    ),
+    score_threshold: float | None = typer.Option(
+        None, "--score-threshold", help="Drop hits scoring below this."
+    ),
+    fusion: str = typer.Option("rrf", "--fusion", help="rrf or dbsf (hybrid and rerank)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON line per hit."),
+    direct: bool = typer.Option(
+        False,
+        "--direct",
+        help="Encode here and query Qdrant directly (a Qdrant server, or an embedded folder "
+        "no worker holds) instead of asking a worker.",
+    ),
+    config: Path | None = typer.Option(None, "--config", help="TOML config (env POOLQ_CONFIG)."),
+    redis_url: str | None = typer.Option(None, "--redis-url", help="env POOLQ_REDIS_URL"),
+    qdrant_url: str | None = typer.Option(
+        None, "--qdrant-url", help="With --direct: Qdrant server (env POOLQ_QDRANT_URL)."
+    ),
+    qdrant_path: Path | None = typer.Option(
+        None, "--qdrant-path", help="With --direct: embedded folder (env POOLQ_QDRANT_PATH)."
+    ),
+    qdrant_api_key: str | None = typer.Option(
+        None, "--qdrant-api-key", help="env POOLQ_QDRANT_API_KEY"
+    ),
+    timeout_s: float = typer.Option(
+        30.0, "--timeout", help="Seconds to wait for a worker's answer."
+    ),
+) -> None:
+    """Search a collection: a table of hits, or JSON lines with --json."""
+    from worker.search_cli import run_search
+
+    raise typer.Exit(
+        run_search(
+            query,
+            collection,
+            mode=mode,
+            limit=limit,
+            filters=filters,
+            score_threshold=score_threshold,
+            fusion=fusion,
+            as_json=as_json,
+            direct=direct,
+            config=config,
+            redis_url=redis_url,
+            qdrant_url=qdrant_url,
+            qdrant_path=qdrant_path,
+            qdrant_api_key=qdrant_api_key,
+            timeout_s=timeout_s,
+        )
+    )
+
+
+@app.command()
 def demo() -> None:
     """Run the end-to-end demo on the bundled models."""
     from worker.demo import run_demo

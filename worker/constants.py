@@ -6,9 +6,14 @@ from typing import Final
 
 KEY_PREFIX: Final = "poolq:"
 
-# arq queues (sorted sets of job ids). Searches have their own queue, ahead of ingestion.
+# arq queue (a sorted set of job ids) of ingestion jobs.
 INGEST_QUEUE: Final = KEY_PREFIX + "queue:ingest"
+
+# Searches have their own queue, ahead of ingestion: a list of msgpack requests that workers
+# BLPOP; each reply is pushed onto a per-request list under SEARCH_REPLY_PREFIX that expires.
 SEARCH_QUEUE: Final = KEY_PREFIX + "queue:search"
+SEARCH_REPLY_PREFIX: Final = KEY_PREFIX + "search:reply:"
+SEARCH_REPLY_TTL_S: Final = 60
 
 # Job function names (arq looks jobs up by these).
 INGEST_JOB: Final = "ingest"

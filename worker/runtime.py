@@ -9,12 +9,16 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sinks.schema import CollectionSchema
 from sinks.writer import QdrantWriter
+from worker.query import QueryService
 from worker.settings import Settings
 from worker.vectorizer import Vectorizer
+
+if TYPE_CHECKING:
+    from worker.search_service import SearchService
 
 
 @dataclass
@@ -27,6 +31,8 @@ class Runtime:
     )
     started_at: float = field(default_factory=time.time)
     jobs_done: int = 0
+    search_service: SearchService | None = None
+    _queries: QueryService | None = None
     _collections: set[str] = field(default_factory=set)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -57,6 +63,12 @@ class Runtime:
                 )
                 self._collections.add(name)
 
+    @property
+    def queries(self) -> QueryService:
+        if self._queries is None:
+            self._queries = QueryService(self.vectorizer, self.writer, self.worker_id)
+        return self._queries
+
     def heartbeat(self) -> dict[str, Any]:
         return {
             "worker_id": self.worker_id,
@@ -66,5 +78,6 @@ class Runtime:
             "seen_at": time.time(),
             "jobs_done": self.jobs_done,
             "points_written": self.writer.points_written,
+            "searches": self._queries.searches if self._queries else 0,
             "engines": {m: e.stats_snapshot() for m, e in self.vectorizer.engines.items()},
         }

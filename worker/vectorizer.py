@@ -4,6 +4,7 @@ names the model served by the same forward pass of each chunk."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -14,6 +15,7 @@ from ingest.chunking import Chunk, Chunker, TokenCounter
 from ingest.profile import Profile
 from sinks.points import SparseValues, VectorValue
 from sinks.schema import VectorSpec
+from worker.engine.description import ModelDescription
 from worker.engine.engine import AsyncEngine
 from worker.engine.loader import load_model
 from worker.pooling import SparseEmbedding
@@ -111,6 +113,50 @@ class Vectorizer:
                     vectors[v.name] = to_qdrant_value(res[v.task])
             out.append(error if error is not None else vectors)
         return out
+
+    async def encode_query(
+        self, text: str, vector_names: Sequence[str] | None = None, *, request_id: str = "query"
+    ) -> dict[str, VectorValue]:
+        """The query's vectors (all of the profile's, or only ``vector_names``), encoded the way
+        queries are: ahead of ingestion, with the model's ``query`` prompt and its query input
+        form where it defines them. Raises the encoding error, naming ``request_id``."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"query: expected a non-empty string, got {text!r}")
+        wanted = [v for v in self.profile.vectors if vector_names is None or v.name in vector_names]
+        unknown = set(vector_names or ()) - {v.name for v in wanted}
+        if unknown:
+            raise ValueError(
+                f"query: unknown vectors {sorted(unknown)}; the profile has "
+                f"{[v.name for v in self.profile.vectors]}"
+            )
+        models = list(dict.fromkeys(v.model for v in wanted))
+
+        async def one(model: str) -> tuple[str, Any]:
+            engine = self.engines[model]
+            kwargs: dict[str, Any] = {}
+            if "input_form" in inspect.signature(engine.encode).parameters:
+                kwargs["input_form"] = "query"
+            res = await engine.encode_one(
+                text,
+                [v.params() for v in wanted if v.model == model],
+                request_ids=[request_id],
+                priority=QUERY_PRIORITY,
+                prompt_name=query_prompt_name(engine.description),
+                **kwargs,
+            )
+            return model, res
+
+        results = dict(await asyncio.gather(*(one(m) for m in models)))
+        return {v.name: to_qdrant_value(results[v.model][v.task]) for v in wanted}
+
+
+QUERY_PRIORITY = 100  # ahead of ingestion (priority 0) in every engine
+
+
+def query_prompt_name(description: ModelDescription) -> str | None:
+    """The sentence-transformers prompt for queries, when the model defines one."""
+    names = dict(description.prompts)
+    return "query" if "query" in names else None
 
 
 def to_qdrant_value(output: object) -> VectorValue:

@@ -1,0 +1,235 @@
+"""Search requests against an in-memory Qdrant, checked with hand-written formulas: cosine,
+sparse dot product, reciprocal rank fusion, MaxSim, and filters as Python predicates."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from qdrant_client import QdrantClient, models
+
+from sinks.points import PointRecord, SparseValues, point_id, to_point_struct
+from sinks.schema import CollectionSchema, VectorSpec, ensure_collection
+from sinks.search import (
+    Hit,
+    SearchError,
+    SearchRequest,
+    build_query,
+    maxsim,
+    parse_filters,
+    resolve_mode,
+    search_points,
+)
+
+DIM, N = 8, 60
+SCHEMA = CollectionSchema(
+    "t",
+    (
+        VectorSpec("dense", "dense", DIM, "m"),
+        VectorSpec("colbert", "multi", DIM, "m"),
+        VectorSpec("sparse", "sparse", None, "s"),
+    ),
+)
+
+
+def _unit(x):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def store():
+    rng = np.random.default_rng(7)
+    client = QdrantClient(location=":memory:")
+    ensure_collection(client, SCHEMA)
+    rows = []
+    for i in range(N):
+        dense = rng.normal(size=DIM).astype(np.float32)
+        multi = rng.normal(size=(int(rng.integers(1, 6)), DIM)).astype(np.float32)
+        idx = sorted(rng.choice(50, size=int(rng.integers(1, 8)), replace=False).tolist())
+        sparse = SparseValues(idx, rng.uniform(0.1, 2.0, size=len(idx)).round(3).tolist())
+        meta = {"n": i, "lang": ["en", "de", "fr"][i % 3], "flag": i % 4 == 0, "w": i / 7}
+        payload = {"doc_id": f"d{i}", "chunk_index": 0, "text": f"t{i}", "metadata": meta}
+        rec = PointRecord(
+            point_id(f"d{i}", 0), {"dense": dense, "colbert": multi, "sparse": sparse}, payload
+        )
+        rows.append((rec, dense, multi, sparse, meta))
+        client.upsert("t", [to_point_struct(rec, arrays_ok=True)])
+    yield client, rows
+    client.close()
+
+
+def _query(seed=3):
+    rng = np.random.default_rng(seed)
+    return {
+        "dense": rng.normal(size=DIM).astype(np.float32),
+        "colbert": rng.normal(size=(4, DIM)).astype(np.float32),
+        "sparse": SparseValues([1, 5, 9, 17, 33], [1.0, 0.7, 0.4, 1.3, 0.2]),
+    }
+
+
+def _sparse_dot(q, d):
+    qd = dict(zip(q.indices, q.values, strict=True))
+    return sum(qd.get(i, 0.0) * v for i, v in zip(d.indices, d.values, strict=True))
+
+
+def _ranked(scores, limit):
+    return [i for _, i in sorted(((-s, i) for i, s in scores.items() if s is not None))][:limit]
+
+
+def test_dense_is_cosine_by_hand(store):
+    client, rows = store
+    q = _query()
+    hits = search_points(client, SCHEMA, SearchRequest("t", "dense", 10), q)
+    by_hand = {f"d{i}": float(_unit(q["dense"]) @ _unit(r[1])) for i, r in enumerate(rows)}
+    assert [h.doc_id for h in hits] == _ranked(by_hand, 10)
+    for h in hits:
+        assert h.score == pytest.approx(by_hand[h.doc_id], abs=1e-5)
+
+
+def test_sparse_is_dot_product_by_hand(store):
+    client, rows = store
+    q = _query()
+    hits = search_points(client, SCHEMA, SearchRequest("t", "sparse", 10), q)
+    by_hand = {f"d{i}": _sparse_dot(q["sparse"], r[3]) for i, r in enumerate(rows)}
+    matching = {k: v for k, v in by_hand.items() if v > 0}
+    assert {h.doc_id for h in hits} <= set(matching)
+    for h in hits:
+        assert h.score == pytest.approx(by_hand[h.doc_id], abs=1e-5)
+    assert [h.score for h in hits] == pytest.approx(sorted(matching.values(), reverse=True)[:10])
+
+
+def test_hybrid_rrf_is_reciprocal_rank_fusion_by_hand(store):
+    """Qdrant's RRF: score = sum over the prefetch lists of 1 / (k + rank), rank from 0, k = 2."""
+    client, rows = store
+    q = _query(11)
+    req = SearchRequest("t", "hybrid", 10, candidates=20)
+    hits = search_points(client, SCHEMA, req, q)
+    dense = _ranked(
+        {f"d{i}": float(_unit(q["dense"]) @ _unit(r[1])) for i, r in enumerate(rows)}, 20
+    )
+    sp = {f"d{i}": _sparse_dot(q["sparse"], r[3]) for i, r in enumerate(rows)}
+    sparse = _ranked({k: v for k, v in sp.items() if v > 0}, 20)
+    fused: dict[str, float] = {}
+    for ranking in (dense, sparse):
+        for rank, doc in enumerate(ranking):
+            fused[doc] = fused.get(doc, 0.0) + 1.0 / (2 + rank)
+    for h in hits:
+        assert h.score == pytest.approx(fused[h.doc_id], abs=1e-6)
+    assert [h.score for h in hits] == pytest.approx(sorted(fused.values(), reverse=True)[:10])
+
+
+def test_rerank_is_maxsim_over_the_fused_candidates(store):
+    client, rows = store
+    q = _query(5)
+    cands = search_points(client, SCHEMA, SearchRequest("t", "hybrid", 15, candidates=15), q)
+    hits = search_points(client, SCHEMA, SearchRequest("t", "rerank", 5, candidates=15), q)
+    multi = {f"d{i}": r[2] for i, r in enumerate(rows)}
+    by_hand = {h.doc_id: maxsim(q["colbert"], multi[h.doc_id]) for h in cands}
+    assert [h.doc_id for h in hits] == _ranked(by_hand, 5)
+    for h in hits:
+        assert h.score == pytest.approx(by_hand[h.doc_id], abs=1e-4)
+
+
+def test_dbsf_fusion_runs_and_differs_in_scale(store):
+    client, _ = store
+    q = _query(5)
+    rrf = search_points(client, SCHEMA, SearchRequest("t", "hybrid", 5), q)
+    dbsf = search_points(client, SCHEMA, SearchRequest("t", "hybrid", 5, fusion="dbsf"), q)
+    assert len(dbsf) == 5 and [h.score for h in dbsf] != [h.score for h in rrf]
+
+
+FILTERS = [
+    (["lang=en"], lambda m: m["lang"] == "en"),
+    (["lang!=en"], lambda m: m["lang"] != "en"),
+    (["n>=10", "n<20"], lambda m: 10 <= m["n"] < 20),
+    (["n>50"], lambda m: m["n"] > 50),
+    (["n<=3"], lambda m: m["n"] <= 3),
+    (["flag=true"], lambda m: m["flag"]),
+    (["n=7"], lambda m: m["n"] == 7),
+    (["w=1.0"], lambda m: m["w"] == 1.0),
+    (["metadata.lang=fr", "flag=false"], lambda m: m["lang"] == "fr" and not m["flag"]),
+]
+
+
+@pytest.mark.parametrize(("exprs", "pred"), FILTERS, ids=[" ".join(f[0]) for f in FILTERS])
+@pytest.mark.parametrize("mode", ["dense", "sparse", "hybrid", "rerank"])
+def test_filters_equal_python_predicates(store, exprs, pred, mode):
+    client, rows = store
+    q = _query(2)
+    hits = search_points(client, SCHEMA, SearchRequest("t", mode, N, tuple(exprs), candidates=N), q)
+    allowed = {f"d{i}" for i, r in enumerate(rows) if pred(r[4])}
+    assert {h.doc_id for h in hits} <= allowed
+    if mode in ("dense", "hybrid", "rerank"):  # dense reaches every point
+        assert {h.doc_id for h in hits} == allowed
+
+
+def test_top_level_fields_and_quoted_strings():
+    f = parse_filters(["doc_id=d1", "chunk_index>=2", "code='007'"])
+    assert f is not None and f.must is not None
+    keys = [c.key for c in f.must]  # type: ignore[union-attr]
+    assert keys == ["doc_id", "chunk_index", "metadata.code"]
+    assert f.must[2].match == models.MatchValue(value="007")  # type: ignore[union-attr]
+    assert parse_filters([]) is None
+
+
+@pytest.mark.parametrize(
+    ("expr", "msg"),
+    [
+        ("lang", "expected KEY=VALUE"),
+        ("n>abc", "a range needs a number"),
+        ("n>=nan", "a range needs a number"),
+        ("lang=", "expected a value"),
+        ("=x", "expected KEY=VALUE"),
+    ],
+)
+def test_bad_filters_name_the_expression(expr, msg):
+    with pytest.raises(SearchError, match=msg) as e:
+        SearchRequest("t", filters=(expr,))
+    assert repr(expr) in str(e.value)
+
+
+@given(st.text(max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_any_filter_text_parses_or_raises_search_error(expr):
+    """Never a crash (pydantic, TypeError, ...): a Filter, or a SearchError naming the text."""
+    try:
+        assert isinstance(parse_filters([expr]), models.Filter)
+    except SearchError as e:
+        assert repr(expr) in str(e)
+
+
+def test_request_validation():
+    with pytest.raises(SearchError, match="limit"):
+        SearchRequest("t", limit=0)
+    with pytest.raises(SearchError, match="mode"):
+        SearchRequest("t", mode="fuzzy")  # type: ignore[arg-type]
+    with pytest.raises(SearchError, match="fusion"):
+        SearchRequest("t", fusion="max")  # type: ignore[arg-type]
+    with pytest.raises(SearchError, match="score_threshold"):
+        SearchRequest("t", score_threshold=float("nan"))
+    with pytest.raises(SearchError, match="unknown keys"):
+        SearchRequest.from_dict({"collection": "t", "evil": 1})
+    r = SearchRequest("t", "hybrid", 7, ("a=1",), 0.5, "dbsf", 30)
+    assert SearchRequest.from_dict(r.to_dict()) == r
+    h = Hit("id", 1.5, "d", 0, "x", {"a": 1})
+    assert Hit.from_dict(h.to_dict()) == h
+
+
+def test_mode_resolution():
+    dense_only = CollectionSchema("c", (VectorSpec("d", "dense", 4, "m"),))
+    assert resolve_mode(SCHEMA, None) == "rerank"
+    assert resolve_mode(dense_only, None) == "dense"
+    with pytest.raises(SearchError, match=r"needs a sparse vector.*has d \(dense\)"):
+        resolve_mode(dense_only, "hybrid")
+    no_multi = CollectionSchema("c", SCHEMA.vectors[::2])
+    assert resolve_mode(no_multi, None) == "hybrid"
+    with pytest.raises(SearchError, match="a multi-vector"):
+        resolve_mode(no_multi, "rerank")
+
+
+def test_filter_applies_inside_every_prefetch():
+    kw = build_query(SCHEMA, SearchRequest("t", "rerank", 5, ("lang=en",)), _query())
+    outer = kw["prefetch"]
+    assert outer.filter == kw["query_filter"]
+    assert all(p.filter == kw["query_filter"] for p in outer.prefetch)
+    with pytest.raises(SearchError, match="were not given"):
+        build_query(SCHEMA, SearchRequest("t", "rerank"), {"dense": [0.0] * DIM})
