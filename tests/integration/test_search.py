@@ -112,7 +112,9 @@ def test_every_mode_finds_the_named_document_first(env, mode):
         assert top.text == TARGETS[name][0]
         assert top.metadata["kind"] == "target"
         assert top.chunk_index == 0
-        assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+        assert [h.score for h in result.hits] == sorted(
+            (h.score for h in result.hits), reverse=True
+        )
 
 
 def test_default_mode_is_rerank_and_dbsf_fusion_works(env):
