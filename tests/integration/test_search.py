@@ -248,3 +248,33 @@ def test_rerank_order_is_maxsim_recomputed_from_stored_vectors(env):
     assert [h.id for h in rerank.hits] == [i for _, i in by_hand[:limit]]
     for h, (score, _) in zip(rerank.hits, by_hand, strict=False):
         assert h.score == pytest.approx(score, abs=1e-3)
+
+
+def test_direct_search_on_a_folder_no_worker_holds(env, capsys):
+    """`--direct` encodes in this process and opens the folder itself (the worker is stopped)."""
+    from worker.search_cli import run_search
+
+    _, worker, qpath = env
+    worker.stop()
+    rc = run_search(
+        TARGETS["volcano"][1],
+        COLLECTION,
+        mode=None,
+        limit=3,
+        filters=["kind=target"],
+        score_threshold=None,
+        fusion="rrf",
+        as_json=True,
+        direct=True,
+        config=None,
+        redis_url=None,
+        qdrant_url=None,
+        qdrant_path=qpath,
+        qdrant_api_key=None,
+        timeout_s=5,
+    )
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    hits = [json.loads(x) for x in out.out.splitlines()]
+    assert hits[0]["doc_id"] == "target-volcano" and len(hits) == 3
+    assert "mode rerank" in out.err
