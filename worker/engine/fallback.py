@@ -20,8 +20,17 @@ class PaddedAutoModelRunner(nn.Module):
         ).eval()
         self.pad_token_id = pad_token_id
 
-    def forward(self, input_ids: torch.Tensor, seq_lens: list[int]) -> torch.Tensor:
-        """``input_ids [T]`` flat -> hidden ``[T, H]`` (padding rows dropped)."""
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        seq_lens: list[int],
+        key_mask_cpu: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``input_ids [T]`` flat -> hidden ``[T, H]`` (padding rows dropped).
+
+        ``key_mask_cpu``: optional host bool ``[T]``, False for tokens no token attends to
+        (ColBERT query expansion); their rows are still computed and returned.
+        """
         n, max_len = len(seq_lens), max(seq_lens, default=0)
         device = input_ids.device
         padded = torch.full(
@@ -32,7 +41,16 @@ class PaddedAutoModelRunner(nn.Module):
         )  # [B, L]
         mask = mask_cpu.to(device, non_blocking=True)
         padded[mask] = input_ids
+        attention = mask
+        if key_mask_cpu is not None:
+            if key_mask_cpu.shape != input_ids.shape:
+                raise ValueError(
+                    f"key_mask_cpu: expected shape {tuple(input_ids.shape)}, got {tuple(key_mask_cpu.shape)}"
+                )
+            attention_cpu = torch.zeros((n, max_len), dtype=torch.bool)  # [B, L]
+            attention_cpu[mask_cpu] = key_mask_cpu.to(torch.bool)
+            attention = attention_cpu.to(device, non_blocking=True)
         out = self.model(
-            input_ids=padded, attention_mask=mask.long()
+            input_ids=padded, attention_mask=attention.long()
         ).last_hidden_state  # [B, L, H]
         return out[mask]  # [T, H], row-major: sequence by sequence

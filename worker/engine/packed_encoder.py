@@ -8,13 +8,19 @@ attention is computed per sequence:
   of consecutive equal-length sequences, ``[n, heads, L, head_dim]``, no mask.
 * CUDA in fp16/bf16 with ``flash_attn`` installed: a single ``flash_attn_varlen_func`` call.
 
+Key masks: ``forward(..., key_mask_cpu=)`` marks tokens that no token attends to (ColBERT query
+expansion ``[MASK]`` tokens); their own rows are still computed. A run holding such a token gets
+a bool ``attn_mask [n, 1, 1, L]`` in its SDPA call; with flash-attn, those runs are recomputed
+with masked SDPA after the varlen call (flash varlen takes no key mask). Without a key mask
+nothing changes.
+
 The output rows equal HF ``last_hidden_state`` rows of the non-padding tokens, in flat order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Any
 
@@ -105,6 +111,30 @@ class _AttnPlan:
     groups: list[tuple[int, int, int]]
     cu_seqlens_cpu: Tensor  # [B + 1] int32, prefix sums of seq_lens
     max_seqlen: int
+    # Per group: None, or bool [n, 1, 1, L] on the device (True: the key is attended to).
+    key_masks: tuple[Tensor | None, ...] = ()
+
+    @property
+    def has_key_masks(self) -> bool:
+        return any(m is not None for m in self.key_masks)
+
+
+def _group_key_masks(
+    groups: list[tuple[int, int, int]], key_mask_cpu: Tensor, device: torch.device
+) -> tuple[Tensor | None, ...]:
+    """Built once per forward on the host; runs whose keys are all attended get None. One
+    host-to-device copy per masked run (non-blocking from pinned memory on CUDA)."""
+    masks: list[Tensor | None] = []
+    for start, n, length in groups:
+        run_cpu = key_mask_cpu[start : start + n * length]  # [n * L]
+        if bool(run_cpu.all()):
+            masks.append(None)
+            continue
+        m_cpu = run_cpu.view(n, 1, 1, length)  # broadcast over heads and query rows
+        if device.type == "cuda":
+            m_cpu = m_cpu.pin_memory()
+        masks.append(m_cpu.to(device, non_blocking=True))
+    return tuple(masks)
 
 
 def _plan(seq_lens: list[int]) -> _AttnPlan:
@@ -150,6 +180,7 @@ class _Layer(nn.Module):
         # qkv: [T, 3H] -> [T, 3, heads, d]
         t = qkv.shape[0]
         qkv = qkv.view(t, 3, self.num_heads, self.head_dim)
+        masks = plan.key_masks or (None,) * len(plan.groups)
         if cu_seqlens is not None and _flash_varlen is not None:
             q, k, v = qkv.unbind(1)  # each [T, heads, d]
             out = _flash_varlen(
@@ -163,18 +194,30 @@ class _Layer(nn.Module):
                 dropout_p=0.0,
                 causal=False,
             )  # [T, heads, d]
-            return out.reshape(t, -1)
+            out = out.reshape(t, -1)  # [T, H]
+            # flash varlen takes no key mask: masked runs (queries) are redone with SDPA
+            for (start, n, length), mask in zip(plan.groups, masks, strict=True):
+                if mask is not None:
+                    self._sdpa_run(qkv, out, start, n, length, mask)
+            return out
 
         out = qkv.new_empty(t, self.num_heads * self.head_dim)  # [T, H]
-        for start, n, length in plan.groups:
-            end = start + n * length
-            # [n, L, 3, heads, d] -> three [n, heads, L, d] views (no copies)
-            q, k, v = qkv[start:end].view(n, length, 3, self.num_heads, self.head_dim).unbind(2)
-            o = F.scaled_dot_product_attention(
-                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-            )  # [n, heads, L, d]
-            out[start:end].view(n, length, self.num_heads, self.head_dim).copy_(o.transpose(1, 2))
+        for (start, n, length), mask in zip(plan.groups, masks, strict=True):
+            self._sdpa_run(qkv, out, start, n, length, mask)
         return out
+
+    def _sdpa_run(
+        self, qkv: Tensor, out: Tensor, start: int, n: int, length: int, mask: Tensor | None
+    ) -> None:
+        """Attention of one run of ``n`` sequences of ``length`` tokens into ``out`` rows.
+        ``mask``: None or bool ``[n, 1, 1, L]`` (False: key not attended to)."""
+        end = start + n * length
+        # [n, L, 3, heads, d] -> three [n, heads, L, d] views (no copies)
+        q, k, v = qkv[start:end].view(n, length, 3, self.num_heads, self.head_dim).unbind(2)
+        o = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask
+        )  # [n, heads, L, d]
+        out[start:end].view(n, length, self.num_heads, self.head_dim).copy_(o.transpose(1, 2))
 
 
 class PackedEncoder(nn.Module):
@@ -270,6 +313,7 @@ class PackedEncoder(nn.Module):
         input_ids: Tensor,
         seq_lens: list[int],
         token_type_ids: Tensor | None = None,
+        key_mask_cpu: Tensor | None = None,
     ) -> Tensor:
         """Encode a flat token stream.
 
@@ -277,6 +321,8 @@ class PackedEncoder(nn.Module):
             input_ids: ``[T]`` int64, all sequences concatenated without padding.
             seq_lens: host-side per-sequence lengths, ``sum(seq_lens) == T``.
             token_type_ids: optional ``[T]`` segment ids (default: all zeros).
+            key_mask_cpu: optional host bool ``[T]``: False for tokens that no token of their
+                sequence attends to (their own rows are still computed).
 
         Returns:
             ``[T, H]`` last-layer hidden states, rows in the same order as ``input_ids``.
@@ -291,6 +337,13 @@ class PackedEncoder(nn.Module):
             raise ValueError(f"sequence lengths must be in [0, {self.spec.max_seq_len}]")
         device = input_ids.device
         plan = _plan(seq_lens)
+        if key_mask_cpu is not None:
+            if key_mask_cpu.shape != (t,) or key_mask_cpu.dtype != torch.bool:
+                raise ValueError(
+                    f"key_mask_cpu must be a host bool [{t}], got {key_mask_cpu.dtype} "
+                    f"{tuple(key_mask_cpu.shape)}"
+                )
+            plan = replace(plan, key_masks=_group_key_masks(plan.groups, key_mask_cpu, device))
 
         # Positions restart at every sequence: offset + (0..L-1).
         lens_cpu = torch.tensor(seq_lens, dtype=torch.long)  # [B]
