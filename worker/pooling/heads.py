@@ -151,8 +151,20 @@ class TokenEmbedHead(nn.Module):
     def check_params(self, params: PoolingParams) -> None:
         pass
 
-    def _keep_mask_cpu(self, n_rows: int, token_ids_cpu: torch.Tensor | None) -> torch.Tensor:
-        keep = torch.ones(n_rows, dtype=torch.bool)
+    def _keep_mask_cpu(
+        self,
+        n_rows: int,
+        token_ids_cpu: torch.Tensor | None,
+        request_keep_cpu: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        if request_keep_cpu is not None:
+            if request_keep_cpu.shape != (n_rows,):
+                raise ValueError(
+                    f"row mask: expected shape ({n_rows},), got {tuple(request_keep_cpu.shape)}"
+                )
+            keep = request_keep_cpu.to(torch.bool).clone()
+        else:
+            keep = torch.ones(n_rows, dtype=torch.bool)
         if self.drop_first_token and n_rows:
             keep[0] = False
         if self.skip_token_ids:
@@ -166,7 +178,10 @@ class TokenEmbedHead(nn.Module):
         rows: Sequence[torch.Tensor | None],
         params: Sequence[PoolingParams],
         token_ids_cpu: Sequence[torch.Tensor] | None = None,
+        keep_rows_cpu: Sequence[torch.Tensor | None] | None = None,
     ) -> list[torch.Tensor | None]:
+        """``keep_rows_cpu``: per request, ``None`` or a host bool ``[n_i]`` of rows to keep
+        (an input form's row skipping), combined with the head's own filters."""
         done = [i for i, r in enumerate(rows) if r is not None]
         out: list[torch.Tensor | None] = [None] * len(rows)
         if not done:
@@ -174,10 +189,13 @@ class TokenEmbedHead(nn.Module):
         parts = [r for r in rows if r is not None]
         x = torch.cat(parts) if len(parts) > 1 else parts[0]  # [R, H]
         counts = [int(r.shape[0]) for r in parts]
-        if self.drop_first_token or self.skip_token_ids:
+        row_masks = (
+            [keep_rows_cpu[i] for i in done] if keep_rows_cpu is not None else [None] * len(done)
+        )
+        if self.drop_first_token or self.skip_token_ids or any(m is not None for m in row_masks):
             masks = [
-                self._keep_mask_cpu(c, None if token_ids_cpu is None else token_ids_cpu[i])
-                for c, i in zip(counts, done, strict=True)
+                self._keep_mask_cpu(c, None if token_ids_cpu is None else token_ids_cpu[i], m)
+                for c, i, m in zip(counts, done, row_masks, strict=True)
             ]
             keep_cpu = torch.cat(masks)
             x = x.index_select(

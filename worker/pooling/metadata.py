@@ -173,6 +173,9 @@ class PoolingMetadata:
 
     ``prompt_token_ids_cpu``: each request's whole prompt (host int64), present when a pooler
     declared ``requires_token_ids``. ``request_ids`` name requests in error messages.
+    ``keep_rows_cpu``: per request, ``None`` or a host bool ``[prompt_len]`` of the rows a
+    token-level output keeps (a ColBERT document drops its punctuation rows); ``None`` for the
+    whole batch when no request drops rows.
     """
 
     pooling_params: tuple[PoolingParams, ...]
@@ -180,10 +183,17 @@ class PoolingMetadata:
     prompt_token_ids_cpu: tuple[torch.Tensor, ...] | None = None
     pooling_states: tuple[PoolingStates, ...] | None = None
     request_ids: tuple[str, ...] | None = None
+    keep_rows_cpu: tuple[torch.Tensor | None, ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.cursor)
-        for name in ("pooling_params", "prompt_token_ids_cpu", "pooling_states", "request_ids"):
+        for name in (
+            "pooling_params",
+            "prompt_token_ids_cpu",
+            "pooling_states",
+            "request_ids",
+            "keep_rows_cpu",
+        ):
             value = getattr(self, name)
             if value is not None and len(value) != n:
                 raise ValueError(
@@ -236,6 +246,7 @@ class PoolingMetadata:
             pick(self.prompt_token_ids_cpu),
             pick(self.pooling_states),
             pick(self.request_ids),
+            pick(self.keep_rows_cpu),
         )
 
     def with_cursor(self, cursor: PoolingCursor) -> PoolingMetadata:

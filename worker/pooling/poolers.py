@@ -16,7 +16,7 @@ from torch import nn
 
 from worker.pooling.heads import ClassifierHead, EmbeddingHead, TokenEmbedHead
 from worker.pooling.metadata import PoolingMetadata
-from worker.pooling.methods import SequencePoolingMethod, TokenPoolingMethod
+from worker.pooling.methods import AllPool, SequencePoolingMethod, TokenPoolingMethod
 from worker.pooling.outputs import PoolerOutput
 from worker.pooling.params import PoolingParams
 from worker.pooling.tasks import PoolingTask, parse_task
@@ -96,6 +96,11 @@ class TokenPooler(Pooler):
 
     def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
         rows = self.method(hidden, metadata)
+        keep_cpu = metadata.keep_rows_cpu
+        if keep_cpu is not None and not isinstance(self.method, AllPool):
+            raise ValueError(
+                f"per-request row masks apply to ALL pooling (every prompt row), got {self.method.name}"
+            )
         ids_cpu = None
         if self.head.requires_token_ids:
             assert metadata.prompt_token_ids_cpu is not None, "token ids are required"
@@ -103,4 +108,4 @@ class TokenPooler(Pooler):
             ids_cpu = [
                 ids[:s] for ids, s in zip(metadata.prompt_token_ids_cpu, seq_lens, strict=True)
             ]
-        return list(self.head(rows, metadata.pooling_params, ids_cpu))
+        return list(self.head(rows, metadata.pooling_params, ids_cpu, keep_cpu))
