@@ -79,3 +79,74 @@ def build_multi_head(folder: Path, seed: int = 99) -> Path:
         folder / "colbert_linear.pt",
     )
     return folder
+
+
+def build_colbert_with_metadata(folder: Path, metadata: dict, seed: int = 1234) -> Path:
+    """:func:`build_colbert` plus a colbert-ir ``artifact.metadata`` (settings at the top level,
+    as colbert-ir saves them)."""
+    build_colbert(folder, seed)
+    (folder / "artifact.metadata").write_text(json.dumps(metadata))
+    return folder
+
+
+PYLATE_PREFIXES = ("[Q] ", "[D] ")
+
+
+def build_pylate(folder: Path, st_config: dict, seed: int = 4321) -> Path:
+    """A PyLate sentence-transformers folder on the MiniLM backbone: the ``[Q] `` / ``[D] ``
+    prefixes as added tokens (ids 30522, 30523) with seeded embedding rows, a seeded Dense
+    ``384 -> 128`` (no bias) in ``1_Dense``, and ``st_config`` in
+    ``config_sentence_transformers.json``. ``sentence_bert_config.json`` holds a stale
+    ``max_seq_length`` of 23, as PyLate leaves it after a call."""
+    src = minilm_path()
+    folder.mkdir(parents=True, exist_ok=True)
+    g = torch.Generator().manual_seed(seed)
+    state = load_file(str(src / "model.safetensors"))
+    emb = state["embeddings.word_embeddings.weight"]
+    vocab, hidden = emb.shape
+    extra = torch.randn(len(PYLATE_PREFIXES), hidden, generator=g) * emb.std()
+    state["embeddings.word_embeddings.weight"] = torch.cat([emb, extra])
+    save_file(state, str(folder / "model.safetensors"))
+    config = json.loads((src / "config.json").read_text())
+    config["architectures"] = ["BertModel"]
+    config["vocab_size"] = vocab + len(PYLATE_PREFIXES)
+    (folder / "config.json").write_text(json.dumps(config))
+    tok = json.loads((src / "tokenizer.json").read_text())
+    for i, prefix in enumerate(PYLATE_PREFIXES):
+        tok["added_tokens"].append(
+            {
+                "id": vocab + i,
+                "content": prefix,
+                "single_word": False,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": True,
+                "special": False,
+            }
+        )
+    (folder / "tokenizer.json").write_text(json.dumps(tok))
+    for name in ("tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (src / name).is_file():
+            shutil.copy(src / name, folder / name)
+    dense = folder / "1_Dense"
+    dense.mkdir(exist_ok=True)
+    weight = torch.randn(COLBERT_DIM, hidden, generator=g) / hidden**0.5
+    save_file({"linear.weight": weight}, str(dense / "model.safetensors"))
+    (dense / "config.json").write_text(
+        json.dumps(
+            {
+                "in_features": hidden,
+                "out_features": COLBERT_DIM,
+                "bias": False,
+                "activation_function": "torch.nn.modules.linear.Identity",
+            }
+        )
+    )
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Dense", "type": "pylate.models.Dense.Dense"},
+    ]
+    (folder / "modules.json").write_text(json.dumps(modules))
+    (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 23}))
+    (folder / "config_sentence_transformers.json").write_text(json.dumps(st_config))
+    return folder

@@ -72,6 +72,10 @@ async def test_sparse_matches_sentence_transformers_sparse_encoder(splade):
 
 
 async def test_colbert_matches_hf_forward_plus_linear(colbert, minilm):
+    """Documents in colbert-ir's form: [CLS] [unused1] text [SEP] up to doc_maxlen 220 (the
+    "." of ". " + text overwritten by the marker), punctuation rows dropped."""
+    import string
+
     from safetensors.torch import load_file
     from transformers import AutoModel, AutoTokenizer
 
@@ -80,15 +84,16 @@ async def test_colbert_matches_hf_forward_plus_linear(colbert, minilm):
     tok = AutoTokenizer.from_pretrained(minilm)
     hf = AutoModel.from_pretrained(minilm).eval()
     linear = load_file(f"{colbert}/model.safetensors")["linear.weight"]
+    skip = {tok.encode(p, add_special_tokens=False)[0] for p in string.punctuation}
     for text, r in zip(texts, out, strict=True):
-        enc = tok(
-            text, return_tensors="pt", truncation=True, max_length=512
-        )  # no ST config: 512 positions
+        enc = tok(". " + text, return_tensors="pt", truncation=True, max_length=220)
+        enc["input_ids"][0, 1] = tok.convert_tokens_to_ids("[unused1]")
         with torch.inference_mode():
             h = hf(**enc).last_hidden_state[0]
-        want = torch.nn.functional.normalize(h @ linear.T, dim=-1)
+        keep = torch.tensor([t not in skip for t in enc["input_ids"][0].tolist()])
+        want = torch.nn.functional.normalize(h @ linear.T, dim=-1)[keep]
         got = r["token_embed"]
-        assert got.shape == (enc["input_ids"].shape[1], 128)
+        assert got.shape == (int(keep.sum()), 128)
         torch.testing.assert_close(got, want, atol=2e-5, rtol=1e-4)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from worker.engine.input_forms import InputForms
 from worker.pooling.tasks import PoolingTask
 
 ModelKind = Literal["encoder", "masked_lm", "colbert", "bge_m3", "classifier", "decoder"]
@@ -52,6 +53,13 @@ class ModelDescription:
     prompts: tuple[tuple[str, str], ...] = ()
     default_prompt_name: str | None = None
     native_encoder: bool = True
+    # ColBERT query/document forms (marker, lengths, expansion, skiplist); None: one form only
+    input_forms: InputForms | None = None
+
+    @property
+    def has_query_form(self) -> bool:
+        """Whether ``encode(..., input_form="query")`` differs from the document form."""
+        return self.input_forms is not None
 
     def output_dim(self, task: PoolingTask) -> int:
         dims = dict(self.output_dims)

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm, InputFormName
 from worker.engine.loader import PoolingModel
 from worker.engine.requests import EncodeRequest, EncodeResult
 from worker.engine.runner import BatchOutputs, ModelRunner
@@ -131,8 +132,13 @@ class AsyncEngine:
         return_exceptions: bool = False,
         group: str | None = None,
         whole_turn: bool = False,
+        input_form: InputFormName = "document",
     ) -> list[EncodeResult]:
         """Encode ``texts``; ``tasks`` is one task list for all texts or one per text.
+
+        ``input_form``: write the texts as documents (what ingestion sends) or as queries, for
+        models with such forms (ColBERT: marker token, query expansion, punctuation skipping;
+        ``description.has_query_form``). Other models ignore it, so callers may always pass it.
 
         A bad request (wrong type, unsupported task, over-long with ``truncate=False``) raises an
         error naming it, and nothing is queued; with ``return_exceptions=True`` its place in the
@@ -146,6 +152,12 @@ class AsyncEngine:
             raise RuntimeError(
                 "the engine is not started (use 'async with engine' or 'await engine.start()')"
             )
+        if input_form not in INPUT_FORM_NAMES:
+            raise ValueError(
+                f"input_form must be one of {list(INPUT_FORM_NAMES)}, got {input_form!r}"
+            )
+        forms = self.description.input_forms
+        form = forms.form(input_form) if forms is not None else None
         n = len(texts)
         if n == 0:
             return []
@@ -178,9 +190,8 @@ class AsyncEngine:
         ok = [i for i in range(n) if i not in errors]
         prefix = self.description.prompt(prompt_name)
         inputs = [prefix + texts[i] for i in ok]
-        tokenized = await self._loop.run_in_executor(
-            self._tok_pool, self.model.tokenizer.encode_batch, inputs
-        )
+        tokenized = await self._loop.run_in_executor(self._tok_pool, self._tokenize, inputs, form)
+        max_length = form.max_length if form is not None else self.description.max_length
         futures: dict[int, asyncio.Future[EncodeResult]] = {}
         requests: list[EncodeRequest] = []
         # A caller's turn is one batch worth of its requests: a caller with a long backlog gets a
@@ -195,15 +206,25 @@ class AsyncEngine:
             )
             tokens_so_far += len(tok.ids)
             if tok.truncated and not truncate:
+                where = f"the {input_form} form's" if form is not None else "the model's"
                 errors[i] = InputTooLongError(
-                    f"request {ids[i]!r}: input is longer than the model's max length "
-                    f"{self.description.max_length} tokens and truncate=False"
+                    f"request {ids[i]!r}: input is longer than {where} max length "
+                    f"{max_length} tokens and truncate=False"
                 )
                 continue
             futures[i] = self._loop.create_future()
             requests.append(
                 EncodeRequest(
-                    ids[i], tok.ids, tok.truncated, params[i], priority, turn, futures[i], group
+                    ids[i],
+                    tok.ids,
+                    tok.truncated,
+                    params[i],
+                    priority,
+                    turn,
+                    futures[i],
+                    group,
+                    key_mask_cpu=tok.key_mask_cpu,
+                    keep_rows_cpu=tok.keep_rows_cpu,
                 )
             )
         if errors and not return_exceptions:
@@ -227,6 +248,15 @@ class AsyncEngine:
         self, text: str, tasks: Sequence[TaskSpec] = ("embed",), **kw: object
     ) -> EncodeResult:
         return (await self.encode([text], tasks, **kw))[0]  # type: ignore[arg-type]
+
+    def _tokenize(self, texts: list[str], form: InputForm | None) -> list[FormedInput]:
+        """Runs in the tokenizer pool: tokenize, then write each text in its input form."""
+        if form is None:
+            return [
+                FormedInput(t.ids, t.truncated) for t in self.model.tokenizer.encode_batch(texts)
+            ]
+        tokenized = self.model.tokenizer.encode_batch([form.text(t) for t in texts])
+        return [form.apply(t) for t in tokenized]
 
     @property
     def supported_tasks(self) -> tuple[PoolingTask, ...]:

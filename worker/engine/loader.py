@@ -25,6 +25,7 @@ from worker.engine.checkpoint import (
     weight_shapes,
 )
 from worker.engine.checkpoint_heads import classifier_from_state, linear_from, mlm_head_from_state
+from worker.engine.colbert_forms import read_colbert_forms
 from worker.engine.description import ModelConfig, ModelDescription, ModelKind
 from worker.engine.device import resolve_device, resolve_dtype
 from worker.engine.tokenizer import TextTokenizer
@@ -108,7 +109,9 @@ def _max_length(ck: _Checkpoint, cfg: ModelConfig) -> int:
         positions -= (
             int(ck.config.get("pad_token_id", 1)) + 1
         )  # positions start after the padding index
-    candidates = [cfg.max_length, ck.st.max_seq_length if ck.st else None]
+    # PyLate rewrites max_seq_length per call (query or document length): not a model limit
+    st_len = ck.st.max_seq_length if ck.st and _kind(ck) != "colbert" else None
+    candidates = [cfg.max_length, st_len]
     tok_cfg = ck.path / "tokenizer_config.json"
     if tok_cfg.is_file():
         mml = json.loads(tok_cfg.read_text()).get("model_max_length")
@@ -132,7 +135,10 @@ def _dense_chain(st: SentenceTransformersInfo | None) -> nn.Module | None:
     return nn.Sequential(*layers)
 
 
-def describe(ck: _Checkpoint, cfg: ModelConfig) -> ModelDescription:
+def describe(
+    ck: _Checkpoint, cfg: ModelConfig, tok: TextTokenizer | None = None
+) -> ModelDescription:
+    """``tok``: the model's tokenizer if already loaded (ColBERT forms need token ids)."""
     kind = _kind(ck)
     c = ck.config
     model_type = str(c.get("model_type", ""))
@@ -189,6 +195,13 @@ def describe(ck: _Checkpoint, cfg: ModelConfig) -> ModelDescription:
     )
     mdims = cfg.matryoshka_dims or c.get("matryoshka_dimensions")
     is_m = cfg.is_matryoshka if cfg.is_matryoshka is not None else c.get("is_matryoshka")
+    max_length = _max_length(ck, cfg)
+    forms = None
+    if kind == "colbert":
+        tok = tok or TextTokenizer.from_folder(ck.path, max_length)
+        forms = read_colbert_forms(
+            ck.path, tok, max_length, colbert_ir="linear.weight" in ck.shapes
+        )
     return ModelDescription(
         model_id=ck.model_id,
         path=str(ck.path),
@@ -197,7 +210,7 @@ def describe(ck: _Checkpoint, cfg: ModelConfig) -> ModelDescription:
         model_type=model_type,
         hidden_size=hidden,
         vocab_size=vocab,
-        max_length=_max_length(ck, cfg),
+        max_length=max_length,
         pooling=pooling,
         normalize=bool(normalize),
         supported_tasks=tuple(tasks),
@@ -207,6 +220,7 @@ def describe(ck: _Checkpoint, cfg: ModelConfig) -> ModelDescription:
         prompts=tuple((st.prompts if st else {}).items()),
         default_prompt_name=st.default_prompt_name if st else None,
         native_encoder=model_type in NATIVE_MODEL_TYPES and kind != "decoder",
+        input_forms=forms,
     )
 
 
@@ -319,10 +333,10 @@ def _build_pooler(
 def load_model(config: ModelConfig | str) -> PoolingModel:
     cfg = ModelConfig(model=config) if isinstance(config, str) else config
     ck = _open(cfg.model)
-    desc = describe(ck, cfg)
+    tok = TextTokenizer.from_folder(ck.path, _max_length(ck, cfg))
+    desc = describe(ck, cfg, tok)
     device = resolve_device(cfg.device)
     dtype = resolve_dtype(cfg.dtype, device)
-    tok = TextTokenizer.from_folder(ck.path, desc.max_length)
     encoder: nn.Module
     state: dict[str, torch.Tensor] = {}
     if desc.native_encoder:

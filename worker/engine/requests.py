@@ -56,6 +56,9 @@ class EncodeRequest:
     round: int  # the caller's turn this request belongs to (about one batch per turn)
     future: asyncio.Future[EncodeResult]
     group: str | None = None  # who asked (a job id): batches mixing groups are counted
+    # Input form (ColBERT query/document), host bool [num_tokens] each; None: every token.
+    key_mask_cpu: torch.Tensor | None = None  # tokens attended to as keys
+    keep_rows_cpu: torch.Tensor | None = None  # rows kept in token-level outputs
     arrival: int = field(default_factory=lambda: next(_arrival))
 
     @property

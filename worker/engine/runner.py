@@ -94,16 +94,30 @@ class ModelRunner:
                     if need_ids:
                         token_ids.append(ids_cpu[starts[j] : starts[j] + seq_lens[j]])
         cursor = PoolingCursor.build(counts, token_starts=token_starts, device=self.device)
+        keep_rows = None
+        if any(r.keep_rows_cpu is not None for r in batch):
+            keep_rows = tuple(batch[j].keep_rows_cpu for j, _ in owners)
         metadata = PoolingMetadata(
             tuple(params),
             cursor,
             tuple(token_ids) if need_ids else None,
             None,
             tuple(batch[j].request_id for j, _ in owners),
+            keep_rows,
         )
+        encoder_kw: dict[str, torch.Tensor] = {}
+        if any(r.key_mask_cpu is not None for r in batch):  # only then: no cost otherwise
+            encoder_kw["key_mask_cpu"] = torch.cat(
+                [
+                    r.key_mask_cpu
+                    if r.key_mask_cpu is not None
+                    else torch.ones(r.num_tokens, dtype=torch.bool)
+                    for r in batch
+                ]
+            )  # [T] bool, host
         with torch.inference_mode():
             with torch.autocast(self.device.type, dtype=self.model.dtype, enabled=self._autocast):
-                hidden = self.model.encoder(ids_dev, seq_lens)  # [T, H]
+                hidden = self.model.encoder(ids_dev, seq_lens, **encoder_kw)  # [T, H]
             outputs = pooler(hidden, metadata)
         results: list[dict[PoolingTask, PoolerOutput]] = [{} for _ in batch]
         for (j, task), out in zip(owners, outputs, strict=True):
