@@ -99,6 +99,34 @@ class PoolqClient:
         await self.redis.sadd(constants.JOB_INDEX_KEY, job_id)  # type: ignore[misc]
         return job_id
 
+    async def reindex(
+        self, source: str, collection: str, *, full: bool = False, keep_old: bool = False
+    ) -> str:
+        """Enqueue a reindex of ``collection`` from ``source`` (a JSONL file or a folder the
+        worker can read; give an absolute path). Returns the job id; see :meth:`wait` and
+        :meth:`reindex_progress`."""
+        job_id = f"reindex-{uuid.uuid4().hex}"
+        job = await self.redis.enqueue_job(
+            constants.REINDEX_JOB, source, collection, full, keep_old, _job_id=job_id
+        )
+        if job is None:  # pragma: no cover - only when the id already exists
+            raise RuntimeError(f"job {job_id} already exists")
+        await self.redis.sadd(constants.JOB_INDEX_KEY, job_id)  # type: ignore[misc]
+        return job_id
+
+    async def reindex_progress(self, collection: str | None = None) -> list[dict[str, Any]]:
+        """The latest progress record of each collection's reindex (or of ``collection``)."""
+        if collection is not None:
+            keys = [constants.REINDEX_PROGRESS_KEY.format(collection=collection)]
+        else:
+            keys = [k async for k in self.redis.scan_iter(match=constants.REINDEX_PROGRESS_PATTERN)]
+        out = []
+        for key in keys:
+            raw = await self.redis.get(key)
+            if raw:
+                out.append(deserialize(raw))
+        return sorted(out, key=lambda p: str(p.get("collection")))
+
     def _job(self, job_id: str) -> Job:
         return Job(
             job_id, self.redis, _queue_name=constants.INGEST_QUEUE, _deserializer=deserialize
@@ -183,7 +211,12 @@ class PoolqClient:
         counts = {"queued": 0, "running": 0, "done": 0, "failed": 0, "not_found": 0, "deferred": 0}
         for o in outcomes:
             counts[o.status] = counts.get(o.status, 0) + 1
-        return {"counts": counts, "jobs": outcomes, "workers": await self.workers()}
+        return {
+            "counts": counts,
+            "jobs": outcomes,
+            "workers": await self.workers(),
+            "reindex": await self.reindex_progress(),
+        }
 
     async def search(
         self,
@@ -266,6 +299,10 @@ class SyncPoolqClient:
 
     def status(self, job_ids: Sequence[str] | None = None) -> dict[str, Any]:
         return self._loop.run_until_complete(self._client.status(job_ids))
+
+    def reindex(self, source: str, collection: str, **kwargs: Any) -> str:
+        """See :meth:`PoolqClient.reindex`."""
+        return self._loop.run_until_complete(self._client.reindex(source, collection, **kwargs))
 
     def search(self, query: str, collection: str, **kwargs: Any) -> SearchResult:
         """See :meth:`PoolqClient.search`."""

@@ -8,6 +8,7 @@ it never affects the other documents of the job.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,12 @@ class Document:
     @property
     def content_hash(self) -> str:
         return content_hash(self.text)
+
+    @property
+    def metadata_hash(self) -> str:
+        """Of the metadata as canonical JSON (key order does not matter)."""
+        canonical = json.dumps(self.metadata, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

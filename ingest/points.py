@@ -1,6 +1,7 @@
 """A document's chunks and vectors as Qdrant points: deterministic ids and the payload schema
-(``doc_id``, ``chunk_index``, ``chunk_count``, ``text``, character span, hashes, the document's
-metadata, the model behind each vector, the ingestion time)."""
+(``doc_id``, ``chunk_index``, ``chunk_count``, ``text``, character span, hashes of the chunk, the
+text and the metadata, the document's metadata, the model behind each vector, the profile version
+that encoded it, the ingestion time). Reindexing compares the hashes and the profile version."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ def document_points(
     *,
     models: Mapping[str, str],
     ingested_at: str,
+    profile_version: str | None = None,
 ) -> list[PointRecord]:
     return [
         PointRecord(
@@ -32,8 +34,10 @@ def document_points(
                 "char_end": chunk.end,
                 "chunk_hash": chunk.content_hash,
                 "doc_hash": doc.content_hash,
+                "meta_hash": doc.metadata_hash,
                 "metadata": doc.metadata,
                 "models": dict(models),
+                "profile_version": profile_version,
                 "ingested_at": ingested_at,
             },
         )

@@ -28,6 +28,7 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from sinks.aliases import ensure_served_collection
 from sinks.points import PointRecord, point_id, to_point_struct
 from sinks.schema import CollectionSchema, is_local
 from sinks.schema import ensure_collection as _ensure_collection
@@ -146,6 +147,7 @@ class QdrantWriter:
         self.points_written = 0
         self.retries = 0
         self.batches_written = 0
+        self.write_calls = 0  # every mutating call that reached Qdrant (upsert, delete, payload)
 
         self._rng = random.Random()
         self._client: QdrantClient | None = None
@@ -214,9 +216,15 @@ class QdrantWriter:
 
     # -- operations --------------------------------------------------------------------------
 
-    async def ensure_collection(self, schema: CollectionSchema) -> bool:
-        """Create the collection or check it matches (see :func:`sinks.schema.ensure_collection`)."""
-        fn = partial(_ensure_collection, schema=schema)
+    async def ensure_collection(
+        self, schema: CollectionSchema, *, behind_alias: bool = False
+    ) -> bool:
+        """Create the collection or check it matches (see :func:`sinks.schema.ensure_collection`);
+        ``behind_alias=True`` creates a missing one as a physical collection behind the alias
+        ``schema.name`` (see :mod:`sinks.aliases`)."""
+        fn = partial(
+            ensure_served_collection if behind_alias else _ensure_collection, schema=schema
+        )
         return await self._submit(partial(self._retrying, f"ensure_collection {schema.name!r}", fn))
 
     async def write(
@@ -247,7 +255,24 @@ class QdrantWriter:
         selector = models.FilterSelector(filter=documents_filter(doc_ids))
         fn = partial(_delete, collection=collection, selector=selector)
         what = f"delete of {len(doc_ids)} documents from {collection!r}"
-        await self._submit(partial(self._retrying, what, fn))
+        await self._submit(partial(self._mutating, what, fn))
+
+    async def delete_points(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete points by id (no payload scan; ids that do not exist are ignored)."""
+        if not ids:
+            return
+        selector = models.PointIdsList(points=list(ids))
+        fn = partial(_delete, collection=collection, selector=selector)
+        await self._submit(partial(self._mutating, f"delete of {len(ids)} points", fn))
+
+    async def set_payload(
+        self, collection: str, ids: Sequence[str], payload: dict[str, Any]
+    ) -> None:
+        """Overwrite the top-level ``payload`` keys of the points ``ids`` (vectors untouched)."""
+        if not ids:
+            return
+        fn = partial(_set_payload, collection=collection, ids=list(ids), payload=payload)
+        await self._submit(partial(self._mutating, f"payload update of {len(ids)} points", fn))
 
     async def count(self, collection: str, doc_id: str | None = None) -> int:
         """Exact number of points, of one document if ``doc_id`` is given."""
@@ -343,6 +368,11 @@ class QdrantWriter:
                 )
                 await asyncio.sleep(delay)
 
+    async def _mutating(self, what: str, fn: Callable[[QdrantClient], T]) -> T:
+        result = await self._retrying(what, fn)
+        self.write_calls += 1
+        return result
+
     def _backoff(self, attempt: int, e: BaseException) -> float:
         """Exponential backoff with full jitter; at least what a 429's Retry-After asks."""
         delay = self._rng.uniform(0, min(self.max_backoff_s, self.backoff_s * 2**attempt))
@@ -357,7 +387,7 @@ class QdrantWriter:
             batch = points[start : start + self.batch_points]
             structs = await self._run(partial(_convert, batch))
             what = f"upsert of {len(batch)} points into {collection!r}"
-            await self._retrying(what, partial(_upsert, collection=collection, points=structs))
+            await self._mutating(what, partial(_upsert, collection=collection, points=structs))
             self.points_written += len(batch)
             self.batches_written += 1
         if replace:
@@ -383,13 +413,13 @@ class QdrantWriter:
                     filter=stale_chunks_filter(doc_id, replace[doc_id])
                 )
                 what = f"delete of stale chunks of {doc_id!r} from {collection!r}"
-                await self._retrying(
+                await self._mutating(
                     what, partial(_delete, collection=collection, selector=selector)
                 )
         if stale_ids:
             ids_selector = models.PointIdsList(points=list(stale_ids))
             what = f"delete of {len(stale_ids)} stale chunks from {collection!r}"
-            await self._retrying(
+            await self._mutating(
                 what, partial(_delete, collection=collection, selector=ids_selector)
             )
 
@@ -415,6 +445,14 @@ def _delete(
     client: QdrantClient, *, collection: str, selector: models.FilterSelector | models.PointIdsList
 ) -> None:
     client.delete(collection, points_selector=selector, wait=True)
+
+
+def _set_payload(
+    client: QdrantClient, *, collection: str, ids: list[str], payload: dict[str, Any]
+) -> None:
+    client.set_payload(
+        collection, payload=payload, points=models.PointIdsList(points=list(ids)), wait=True
+    )
 
 
 def _count(client: QdrantClient, *, collection: str, flt: models.Filter | None) -> int:

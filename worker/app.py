@@ -17,8 +17,9 @@ from arq.connections import RedisSettings
 from arq.worker import Worker, func
 
 from worker import constants
-from worker.jobs import ingest
+from worker.jobs import ingest, reindex
 from worker.runtime import Runtime
+from worker.schedule import cron_jobs
 from worker.search_service import SearchService
 from worker.serialization import deserialize as deserialize_job
 from worker.serialization import serialize
@@ -71,7 +72,18 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 
 def worker_kwargs(settings: Settings) -> dict[str, Any]:
     return {
-        "functions": [func(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries)],
+        "functions": [
+            func(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries),
+            func(
+                reindex,
+                name=constants.REINDEX_JOB,
+                max_tries=3,
+                timeout=settings.reindex_timeout_s,
+            ),
+        ],
+        "cron_jobs": cron_jobs(
+            settings.reindex, reindex, settings.reindex_timeout_s, settings.keep_result_s
+        ),
         "queue_name": constants.INGEST_QUEUE,
         "redis_settings": redis_settings(settings.redis_url),
         "on_startup": startup,
@@ -96,7 +108,10 @@ def run_worker(settings: Settings, *, burst: bool = False) -> None:
 class WorkerSettings:
     """For ``arq worker.app.WorkerSettings`` (settings from POOLQ_* environment variables)."""
 
-    functions: ClassVar = [func(ingest, name=constants.INGEST_JOB)]
+    functions: ClassVar = [
+        func(ingest, name=constants.INGEST_JOB),
+        func(reindex, name=constants.REINDEX_JOB, timeout=Settings().reindex_timeout_s),
+    ]
     queue_name = constants.INGEST_QUEUE
     on_startup = startup
     on_shutdown = shutdown

@@ -195,6 +195,35 @@ def status(
 
 
 @app.command()
+def reindex(
+    source: Path = typer.Option(
+        ..., "--source", help="A JSONL file or a folder of .txt/.md files (id = relative path)."
+    ),
+    collection: str = typer.Option(..., "--collection", help="Collection (alias) to reindex."),
+    full: bool = typer.Option(
+        False,
+        "--full",
+        help="Rebuild into a new collection and switch the alias to it when complete.",
+    ),
+    keep_old: bool = typer.Option(
+        False, "--keep-old", help="With --full: keep the previous collection after the switch."
+    ),
+    wait: bool = typer.Option(False, "--wait", help="Wait, with progress, and print a summary."),
+    redis_url: str | None = typer.Option(None, "--redis-url", help="env POOLQ_REDIS_URL"),
+    timeout_s: float | None = typer.Option(
+        None, "--timeout", help="Give up waiting after this many seconds."
+    ),
+) -> None:
+    """Reindex a collection from its source now: incremental by content hash (unchanged
+    documents cost nothing, removed ones are deleted), or --full."""
+    from worker.reindex_cli import run_reindex_cli
+
+    raise typer.Exit(
+        run_reindex_cli(source, collection, full, keep_old, wait, redis_url, timeout_s)
+    )
+
+
+@app.command()
 def search(
     query: str = typer.Argument(..., metavar="QUERY", help="What to search for."),
     collection: str = typer.Option(..., "--collection", help="Collection (or alias) to search."),

@@ -17,6 +17,14 @@ SEARCH_REPLY_TTL_S: Final = 60
 
 # Job function names (arq looks jobs up by these).
 INGEST_JOB: Final = "ingest"
+REINDEX_JOB: Final = "reindex"
+
+# Reindexing: one at a time per collection (a lock held for the job's lifetime), and its
+# progress (msgpack map) for `poolq status`.
+REINDEX_LOCK_KEY: Final = KEY_PREFIX + "reindex:lock:{collection}"
+REINDEX_PROGRESS_KEY: Final = KEY_PREFIX + "reindex:progress:{collection}"
+REINDEX_PROGRESS_PATTERN: Final = KEY_PREFIX + "reindex:progress:*"
+REINDEX_PROGRESS_TTL_S: Final = 7 * 24 * 3600
 
 # Per-worker heartbeat hash (msgpack-encoded stats), refreshed every HEARTBEAT_INTERVAL_S.
 HEARTBEAT_KEY: Final = KEY_PREFIX + "worker:{worker_id}"

@@ -95,6 +95,25 @@ def run_enqueue(
     return 1 if (summary["errors"] or summary["failed_jobs"] or source_errors) else 0
 
 
+def format_reindex(r: dict[str, Any]) -> str:
+    kind = "full rebuild" if r.get("full") else "incremental"
+    line = f"{r.get('collection')!r} from {r.get('source')} ({kind}): {r.get('state')}"
+    counts = ", ".join(
+        f"{r[k]} {k.replace('_', ' ')}"
+        for k in ("new", "changed", "stale", "metadata_only", "unchanged", "removed")
+        if k in r
+    )
+    if counts:
+        line += f"; {counts}"
+    if r.get("to_encode"):
+        line += f"; encoded {r.get('done', 0)}/{r['to_encode']}"
+    if r.get("error"):
+        line += f"; error: {r['error']}"
+    if r.get("updated_at"):
+        line += f" ({time.time() - r['updated_at']:.0f}s ago)"
+    return line
+
+
 def run_status(job_ids: list[str], redis_url: str | None, as_json: bool) -> int:
     async def go() -> dict[str, Any]:
         async with PoolqClient(_redis_url(redis_url)) as client:
@@ -109,7 +128,12 @@ def run_status(job_ids: list[str], redis_url: str | None, as_json: bool) -> int:
     if as_json:
         print(
             json.dumps(
-                {"counts": st["counts"], "jobs": jobs if job_ids else [], "workers": st["workers"]}
+                {
+                    "counts": st["counts"],
+                    "jobs": jobs if job_ids else [],
+                    "workers": st["workers"],
+                    "reindex": st["reindex"],
+                }
             )
         )
         return 0
@@ -120,6 +144,8 @@ def run_status(job_ids: list[str], redis_url: str | None, as_json: bool) -> int:
     for o in jobs if job_ids else []:
         detail = json.dumps(o["result"]) if o["result"] is not None else (o["error"] or "")
         print(f"  {o['job_id']}  {o['status']:9s} {detail}")
+    for r in st["reindex"]:
+        print(f"reindex {format_reindex(r)}")
     for w in st["workers"]:
         engines = ", ".join(
             f"{Path(str(m)).name}: {e['batches']} batches, {e['mean_batch_tokens']} tokens/batch"

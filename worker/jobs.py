@@ -1,20 +1,21 @@
-"""Job coroutines: thin — validate, chunk, encode through the shared engines, write, report.
+"""Job coroutines: thin — check arguments, hand the work to the pipeline, report.
 
 ``ingest(ctx, collection, documents)`` returns only once the points are durable in Qdrant:
 ``{"points": n, "documents": n, "errors": [{"id": ..., "field": ..., "error": ...}]}``. One bad
 document never fails the others.
+
+``reindex(ctx, source, collection, full=False, keep_old=False)`` brings ``collection`` in line
+with ``source`` (see ``ingest/reindex.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from datetime import UTC, datetime
 from typing import Any
 
-from ingest.documents import DocumentError, validate_documents
-from ingest.points import document_points
-from sinks.points import PointRecord
+from ingest.documents import validate_documents
+from ingest.reindex import ReindexOptions, run_reindex
+from worker.pipeline import ingest_documents
 from worker.runtime import Runtime
 
 
@@ -35,37 +36,29 @@ async def ingest(ctx: dict[str, Any], collection: str, documents: list[Any]) -> 
         raise ValueError(
             f"documents: {len(documents)} in one job exceeds the limit of {limit}; split the job"
         )
-
     docs, errors = validate_documents(documents, max_bytes=rt.settings.max_document_bytes)
-
     await rt.ensure_collection(collection)
-    # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
-    chunked = await asyncio.to_thread(lambda: [rt.vectorizer.chunk(d.text) for d in docs])
-    texts = [c.text for chunks in chunked for c in chunks]
-    ids = [f"{d.id}#{c.index}" for d, chunks in zip(docs, chunked, strict=True) for c in chunks]
-    # a job is one turn: jobs finish in order, so each one's write overlaps later jobs' forwards
-    encoded = await rt.vectorizer.encode(texts, ids, group=job_id, whole_turn=True)
-
-    now = datetime.now(UTC).isoformat()
-    models = rt.vectorizer.model_ids()
-    points: list[PointRecord] = []
-    replace_docs: dict[str, int] = {}
-    k = 0
-    for doc, chunks in zip(docs, chunked, strict=True):
-        vectors = encoded[k : k + len(chunks)]
-        k += len(chunks)
-        failed = next((v for v in vectors if isinstance(v, Exception)), None)
-        if failed is not None:
-            errors.append(DocumentError(doc.id, "text", f"could not be encoded: {failed}"))
-            continue
-        replace_docs[doc.id] = len(chunks)
-        ok = [v for v in vectors if not isinstance(v, Exception)]
-        points += document_points(doc, chunks, ok, models=models, ingested_at=now)
-    written = await rt.writer.write(collection, points, replace_docs=replace_docs)
+    outcome = await ingest_documents(rt, collection, docs, group=job_id)
     rt.jobs_done += 1
     return {
-        "points": written,
-        "documents": len(replace_docs),
-        "errors": [e.as_dict() for e in errors],
+        "points": outcome.points,
+        "documents": outcome.documents,
+        "errors": [e.as_dict() for e in errors + outcome.errors],
         "seconds": round(time.perf_counter() - t0, 3),
     }
+
+
+async def reindex(
+    ctx: dict[str, Any],
+    source: str,
+    collection: str,
+    full: bool = False,
+    keep_old: bool = False,
+) -> dict[str, Any]:
+    rt = _runtime(ctx)
+    options = ReindexOptions.checked(source, collection, full, keep_old)
+    result = await run_reindex(
+        rt, options, job_id=str(ctx.get("job_id", "local")), redis=ctx.get("redis")
+    )
+    rt.jobs_done += 1
+    return result

@@ -58,10 +58,14 @@ class Runtime:
             return
         async with self._lock:
             if name not in self._collections:
-                await self.writer.ensure_collection(
-                    CollectionSchema(name, tuple(self.vectorizer.vector_specs()))
-                )
+                await self.writer.ensure_collection(self.schema(name), behind_alias=True)
                 self._collections.add(name)
+
+    def schema(self, name: str) -> CollectionSchema:
+        return CollectionSchema(name, tuple(self.vectorizer.vector_specs()))
+
+    def forget_collection(self, name: str) -> None:
+        self._collections.discard(name)
 
     @property
     def queries(self) -> QueryService:
@@ -78,6 +82,8 @@ class Runtime:
             "seen_at": time.time(),
             "jobs_done": self.jobs_done,
             "points_written": self.writer.points_written,
+            "write_calls": self.writer.write_calls,
+            "sink_retries": self.writer.retries,
             "searches": self._queries.searches if self._queries else 0,
             "engines": {m: e.stats_snapshot() for m, e in self.vectorizer.engines.items()},
         }

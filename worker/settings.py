@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ingest.profile import DEFAULT_PROFILE, Profile
+from worker.schedule import ReindexSchedule
 
 ENV_PREFIX = "POOLQ_"
 
@@ -34,6 +35,8 @@ class Settings:
     max_document_bytes: int = 1 << 20
     metrics_port: int | None = None
     device: str | None = None
+    reindex_timeout_s: int = 6 * 3600
+    reindex: tuple[ReindexSchedule, ...] = ()  # [[reindex]] tables: scheduled reindexing
     profile: Profile = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
@@ -46,7 +49,7 @@ class Settings:
 
 
 _INT_FIELDS = {f.name for f in fields(Settings) if f.type in ("int", "int | None")}
-_SETTING_NAMES = {f.name for f in fields(Settings)} - {"profile"}
+_SETTING_NAMES = {f.name for f in fields(Settings)} - {"profile", "reindex"}
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -75,6 +78,10 @@ def load_settings(
             raise ValueError(f"config file {str(path)!r} does not exist")
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         worker = data.pop("worker", {}) or {}
+        schedules = data.pop("reindex", []) or []
+        if not isinstance(schedules, list):
+            raise ValueError("config: reindex entries must be [[reindex]] tables")
+        values["reindex"] = tuple(ReindexSchedule.from_dict(x) for x in schedules)
         unknown = set(worker) - _SETTING_NAMES
         if unknown:
             raise ValueError(
@@ -87,7 +94,7 @@ def load_settings(
             values[name] = _coerce(name, v)
     for name, v in (overrides or {}).items():
         if v is not None:
-            values[name] = _coerce(name, v)
+            values[name] = v if name == "reindex" else _coerce(name, v)
     if (
         values.get("qdrant_url")
         and "qdrant_path" in values

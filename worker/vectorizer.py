@@ -4,7 +4,6 @@ names the model served by the same forward pass of each chunk."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,6 +12,7 @@ import torch
 
 from ingest.chunking import Chunk, Chunker, TokenCounter
 from ingest.profile import Profile
+from ingest.versions import checkpoint_fingerprint, profile_version
 from sinks.points import SparseValues, VectorValue
 from sinks.schema import VectorSpec
 from worker.engine.description import ModelDescription
@@ -26,6 +26,7 @@ class Vectorizer:
     profile: Profile
     engines: dict[str, AsyncEngine]  # profile model name -> engine
     chunker: Chunker
+    version: str = ""  # profile version (ingest/versions.py), recorded on every point
 
     @classmethod
     async def start(
@@ -48,15 +49,18 @@ class Vectorizer:
                 pooling_model, max_batch_tokens=max_batch_tokens
             ).start()
         counters = [
-            TokenCounter(e.model.tokenizer.backend, e.description.max_length)
-            for e in engines.values()
+            chunk_counter(e.description, e.model.tokenizer.backend) for e in engines.values()
         ]
         chunker = Chunker(
             counters,
             max_tokens=profile.chunk_max_tokens,
             overlap_tokens=profile.chunk_overlap_tokens,
         )
-        return cls(profile, engines, chunker)
+        fingerprints = {
+            m: await asyncio.to_thread(checkpoint_fingerprint, e.description.path)
+            for m, e in engines.items()
+        }
+        return cls(profile, engines, chunker, profile_version(profile, fingerprints))
 
     async def stop(self) -> None:
         await asyncio.gather(*(e.stop() for e in self.engines.values()))
@@ -133,21 +137,28 @@ class Vectorizer:
 
         async def one(model: str) -> tuple[str, Any]:
             engine = self.engines[model]
-            kwargs: dict[str, Any] = {}
-            if "input_form" in inspect.signature(engine.encode).parameters:
-                kwargs["input_form"] = "query"
             res = await engine.encode_one(
                 text,
                 [v.params() for v in wanted if v.model == model],
                 request_ids=[request_id],
                 priority=QUERY_PRIORITY,
                 prompt_name=query_prompt_name(engine.description),
-                **kwargs,
+                input_form="query",
             )
             return model, res
 
         results = dict(await asyncio.gather(*(one(m) for m in models)))
         return {v.name: to_qdrant_value(results[v.model][v.task]) for v in wanted}
+
+
+def chunk_counter(description: ModelDescription, tokenizer: Any) -> TokenCounter:
+    """Token counting for chunking: the model's max length, or for a model with a document
+    input form (ColBERT), the text tokens that form leaves room for (marker included)."""
+    counter = TokenCounter(tokenizer, description.max_length)
+    forms = description.input_forms
+    if forms is not None:
+        counter.max_length = forms.document.content_tokens + counter.special_tokens
+    return counter
 
 
 QUERY_PRIORITY = 100  # ahead of ingestion (priority 0) in every engine

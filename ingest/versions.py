@@ -1,0 +1,46 @@
+"""Profile versions: what a point's vectors depend on, as one short hash.
+
+A point records the version of the profile that encoded it. The version covers each vector's
+definition (name, model, task, dimensions, normalisation, top_k), the chunking, and a fingerprint
+of each model's files (config, tokenizer, weights), so changing a model's weights in place is
+seen too. Reindexing re-encodes the documents whose points carry another version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from ingest.profile import Profile
+
+_FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".bin", ".pt", ".txt", ".model")
+_CHUNK = 1 << 20
+
+
+def checkpoint_fingerprint(path: str | Path) -> str:
+    """sha256 over the names and contents of a model folder's config, tokenizer and weight
+    files (reads every byte once: about a second per GB)."""
+    root = Path(path)
+    h = hashlib.sha256()
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in _FINGERPRINT_SUFFIXES)
+    for p in files:
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        with p.open("rb") as f:
+            while block := f.read(_CHUNK):
+                h.update(block)
+    return h.hexdigest()
+
+
+def profile_version(profile: Profile, fingerprints: Mapping[str, str]) -> str:
+    """16 hex digits; ``fingerprints`` maps each profile model name to its checkpoint's."""
+    spec = {
+        "vectors": [
+            [v.name, v.model, fingerprints[v.model], v.task, v.dimensions, v.normalize, v.top_k]
+            for v in profile.vectors
+        ],
+        "models": {m: profile.model_options.get(m, {}) for m in profile.models},
+        "chunking": [profile.chunk_max_tokens, profile.chunk_overlap_tokens],
+    }
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,0 +1,54 @@
+"""What a collection holds per document (one record per document, from its first chunk): the
+content hashes and profile version that incremental reindexing compares with the source."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qdrant_client import QdrantClient, models
+
+INVENTORY_FIELDS = ["doc_id", "doc_hash", "meta_hash", "profile_version", "chunk_count"]
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    doc_id: str
+    doc_hash: str | None
+    meta_hash: str | None
+    profile_version: str | None
+    chunk_count: int
+
+
+def document_inventory(
+    client: QdrantClient, collection: str, page_size: int = 1024
+) -> dict[str, StoredDocument]:
+    """Every document of ``collection`` (an alias is fine), read from its chunk 0."""
+    first_chunks = models.Filter(
+        must=[models.FieldCondition(key="chunk_index", match=models.MatchValue(value=0))]
+    )
+    out: dict[str, StoredDocument] = {}
+    offset = None
+    while True:
+        points, offset = client.scroll(
+            collection,
+            scroll_filter=first_chunks,
+            limit=page_size,
+            offset=offset,
+            with_payload=INVENTORY_FIELDS,
+            with_vectors=False,
+        )
+        for p in points:
+            pl = p.payload or {}
+            doc_id = pl.get("doc_id")
+            if not isinstance(doc_id, str):
+                continue
+            count = pl.get("chunk_count")
+            out[doc_id] = StoredDocument(
+                doc_id,
+                pl.get("doc_hash"),
+                pl.get("meta_hash"),
+                pl.get("profile_version"),
+                count if isinstance(count, int) and count > 0 else 1,
+            )
+        if offset is None:
+            return out
