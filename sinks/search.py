@@ -23,7 +23,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from sinks.points import SparseValues, VectorValue
-from sinks.schema import CollectionSchema, VectorKind
+from sinks.schema import CollectionSchema, VectorKind, is_local
 
 SearchMode = Literal["dense", "sparse", "hybrid", "rerank"]
 Fusion = Literal["rrf", "dbsf"]
@@ -55,7 +55,8 @@ class SearchError(ValueError):
 class SearchRequest:
     """What to search for, apart from the query text. ``mode=None`` picks the best mode the
     collection supports (see :func:`resolve_mode`). ``candidates`` is how many points each
-    prefetch returns for fusion and rerank (default: ``max(50, 5 * limit)``)."""
+    prefetch returns for fusion and rerank (default: see :attr:`fusion_limit` and
+    :attr:`rerank_pool`)."""
 
     collection: str
     mode: SearchMode | None = None
@@ -91,7 +92,14 @@ class SearchRequest:
         parse_filters(self.filters)  # fail early, before any model work
 
     @property
-    def prefetch_limit(self) -> int:
+    def fusion_limit(self) -> int:
+        """Candidates from each of dense and sparse for ``hybrid``: short lists by default
+        (``max(20, 2 * limit)``), since deep ranks of a weak list only add noise to RRF."""
+        return self.candidates if self.candidates is not None else max(20, 2 * self.limit)
+
+    @property
+    def rerank_pool(self) -> int:
+        """Fused candidates MaxSim re-scores in ``rerank`` (``max(50, 5 * limit)``)."""
         return self.candidates if self.candidates is not None else max(50, 5 * self.limit)
 
     def to_dict(self) -> dict[str, Any]:
@@ -350,24 +358,21 @@ def build_query(
         assert name is not None
         return kw | {"query": _query_value(vectors[name]), "using": name}
 
-    def prefetch(name: str) -> models.Prefetch:
+    def prefetch(name: str, limit: int) -> models.Prefetch:
         return models.Prefetch(
-            query=_query_value(vectors[name]),
-            using=name,
-            filter=flt,
-            limit=request.prefetch_limit,
+            query=_query_value(vectors[name]), using=name, filter=flt, limit=limit
         )
 
-    firsts = [prefetch(n) for n in (dense, sparse) if n is not None]
-    fused: models.Prefetch | list[models.Prefetch]
     fusion = models.FusionQuery(fusion=models.Fusion(request.fusion))
     if mode == "hybrid":
-        return kw | {"prefetch": firsts, "query": fusion}
+        lists = [prefetch(n, request.fusion_limit) for n in (dense, sparse) if n is not None]
+        return kw | {"prefetch": lists, "query": fusion}
     assert multi is not None
+    pool = request.rerank_pool
+    firsts = [prefetch(n, pool) for n in (dense, sparse) if n is not None]
+    fused: models.Prefetch | list[models.Prefetch]
     if len(firsts) == 2:  # rerank the fused candidates
-        fused = models.Prefetch(
-            prefetch=firsts, query=fusion, filter=flt, limit=request.prefetch_limit
-        )
+        fused = models.Prefetch(prefetch=firsts, query=fusion, filter=flt, limit=pool)
     else:
         fused = firsts
     return kw | {"prefetch": fused, "query": _query_value(vectors[multi]), "using": multi}
@@ -379,9 +384,60 @@ def search_points(
     request: SearchRequest,
     vectors: Mapping[str, VectorValue],
 ) -> list[Hit]:
-    """Run one search (in the thread that owns ``client``)."""
-    response = client.query_points(**build_query(schema, request, vectors))
+    """Run one search (in the thread that owns ``client``). On embedded Qdrant, ``rerank``
+    fetches the fused candidates with their multi-vectors and scores MaxSim here, vectorised
+    (the embedded engine's MaxSim loops in Python, about 100x slower); a server reranks itself.
+    Both give the same scores and order."""
+    kw = build_query(schema, request, vectors)
+    if resolve_mode(schema, request.mode) == "rerank" and is_local(client):
+        return _rerank_here(client, kw)
+    response = client.query_points(**kw)
     return [Hit.from_point(p) for p in response.points]
+
+
+def _rerank_here(client: QdrantClient, kw: dict[str, Any]) -> list[Hit]:
+    multi, query = kw["using"], np.asarray(kw["query"], dtype=np.float32)
+    fused = kw["prefetch"]
+    if isinstance(fused, list):  # one list to rerank: query it directly
+        (only,) = fused
+        source: dict[str, Any] = {"query": only.query, "using": only.using, "limit": only.limit}
+    else:
+        source = {"prefetch": fused.prefetch, "query": fused.query, "limit": fused.limit}
+    response = client.query_points(
+        kw["collection_name"],
+        query_filter=kw["query_filter"],
+        with_payload=True,
+        with_vectors=[multi],
+        **source,
+    )
+    points = response.points
+    if not points:
+        return []
+    docs = [np.asarray(p.vector[multi], dtype=np.float32) for p in points]  # type: ignore[index]
+    scores = maxsim_many(query, docs)
+    order = np.argsort(-scores, kind="stable")
+    threshold = kw["score_threshold"]
+    hits = []
+    for i in order:
+        score = float(scores[i])
+        if threshold is not None and score < threshold:
+            break
+        p = points[int(i)]
+        hits.append(Hit.from_point(p.model_copy(update={"score": score, "vector": None})))
+        if len(hits) == kw["limit"]:
+            break
+    return hits
+
+
+def maxsim_many(query: np.ndarray, docs: Sequence[np.ndarray]) -> np.ndarray:
+    """MaxSim of one query against many documents in two matrix operations:
+    ``[n_q, d] @ [sum n_doc, d].T``, then a max over each document's columns."""
+    q = query / np.maximum(np.linalg.norm(query, axis=1, keepdims=True), 1e-12)
+    stacked = np.concatenate(docs, axis=0)
+    stacked = stacked / np.maximum(np.linalg.norm(stacked, axis=1, keepdims=True), 1e-12)
+    sims = q @ stacked.T  # [n_q, sum n_doc]
+    starts = np.cumsum([0] + [len(d) for d in docs[:-1]])
+    return np.maximum.reduceat(sims, starts, axis=1).sum(axis=0)
 
 
 def maxsim(query: np.ndarray, doc: np.ndarray) -> float:

@@ -15,6 +15,7 @@ from sinks.search import (
     SearchRequest,
     build_query,
     maxsim,
+    maxsim_many,
     parse_filters,
     resolve_mode,
     search_points,
@@ -233,3 +234,28 @@ def test_filter_applies_inside_every_prefetch():
     assert all(p.filter == kw["query_filter"] for p in outer.prefetch)
     with pytest.raises(SearchError, match="were not given"):
         build_query(SCHEMA, SearchRequest("t", "rerank"), {"dense": [0.0] * DIM})
+
+
+@pytest.mark.parametrize("filters", [(), ("lang=en",)])
+def test_local_rerank_equals_qdrants_own_maxsim(store, filters):
+    """Embedded Qdrant reranks here (vectorised numpy); a server runs the same Query API
+    request itself. Qdrant's own MaxSim (the request as a server gets it) gives the same."""
+    client, _ = store
+    q = _query(9)
+    req = SearchRequest("t", "rerank", 8, filters, candidates=25)
+    ours = search_points(client, SCHEMA, req, q)
+    native = [Hit.from_point(p) for p in client.query_points(**build_query(SCHEMA, req, q)).points]
+    assert [h.id for h in ours] == [h.id for h in native]
+    assert [h.score for h in ours] == pytest.approx([h.score for h in native], abs=1e-4)
+    cut = (ours[2].score + ours[3].score) / 2
+    kept = search_points(
+        client, SCHEMA, SearchRequest("t", "rerank", 8, filters, cut, candidates=25), q
+    )
+    assert [h.id for h in kept] == [h.id for h in ours[:3]]
+
+
+def test_maxsim_many_equals_maxsim_one_by_one():
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=(5, 6))
+    docs = [rng.normal(size=(int(n), 6)).astype(np.float32) for n in rng.integers(1, 9, size=12)]
+    assert maxsim_many(q, docs) == pytest.approx([maxsim(q, d) for d in docs], abs=1e-5)
