@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from arq.connections import RedisSettings
 from arq.worker import Worker, func
 
-from worker import constants
+from worker import constants, metrics
 from worker.jobs import ingest, reindex
 from worker.runtime import Runtime
 from worker.schedule import cron_jobs
@@ -38,6 +38,7 @@ async def _heartbeat_loop(ctx: dict[str, Any]) -> None:
     while True:
         with contextlib.suppress(Exception):  # Redis may be restarting: the next beat will do
             await ctx["redis"].set(key, serialize(rt.heartbeat()), ex=constants.HEARTBEAT_TTL_S)
+        await metrics.refresh(ctx)  # queue depths (Redis reads here, never in the scrape thread)
         await asyncio.sleep(constants.HEARTBEAT_INTERVAL_S)
 
 
@@ -49,10 +50,12 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["heartbeat_task"] = asyncio.create_task(_heartbeat_loop(ctx))
     rt.search_service = SearchService(settings.redis_url, rt.queries)
     rt.search_service.start()
+    ctx["metrics"] = metrics.start(ctx)  # None unless settings.metrics_port is set
     log.info("worker %s ready: models %s", rt.worker_id, ", ".join(settings.profile.models))
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
+    metrics.stop(ctx)
     task = ctx.pop("heartbeat_task", None)
     if task is not None:
         task.cancel()
@@ -102,6 +105,7 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
 
 def run_worker(settings: Settings, *, burst: bool = False) -> None:
     worker = Worker(burst=burst, **worker_kwargs(settings))
+    worker.ctx["arq_worker"] = worker  # for metrics: job outcomes per function
     worker.run()
 
 

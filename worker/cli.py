@@ -131,6 +131,13 @@ def worker(
         None, "--max-jobs", min=1, help="Concurrent jobs (default 32)."
     ),
     burst: bool = typer.Option(False, "--burst", help="Exit once the queue is empty."),
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        min=1,
+        max=65535,
+        help="Serve Prometheus /metrics on this port (env POOLQ_METRICS_PORT).",
+    ),
 ) -> None:
     """Run an ingestion worker: drain jobs from Redis, encode, write to Qdrant."""
     import logging
@@ -153,6 +160,7 @@ def worker(
                 "qdrant_api_key": qdrant_api_key,
                 "device": device,
                 "max_jobs": max_jobs,
+                "metrics_port": metrics_port,
             },
         )
     except ValueError as exc:

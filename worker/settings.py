@@ -33,7 +33,10 @@ class Settings:
     max_batch_tokens: int | None = None
     max_documents_per_job: int = 1000
     max_document_bytes: int = 1 << 20
+    max_job_bytes: int = 64 << 20  # whole job payload, refused before it is decoded
+    shutdown_grace_s: int = 30  # SIGTERM: running jobs may finish this long, then go back
     metrics_port: int | None = None
+    metrics_addr: str = "0.0.0.0"  # where /metrics listens (with metrics_port)
     device: str | None = None
     reindex_timeout_s: int = 6 * 3600
     reindex: tuple[ReindexSchedule, ...] = ()  # [[reindex]] tables: scheduled reindexing
