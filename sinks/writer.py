@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -148,6 +149,8 @@ class QdrantWriter:
         self.retries = 0
         self.batches_written = 0
         self.write_calls = 0  # every mutating call that reached Qdrant (upsert, delete, payload)
+        # called with each mutating call's seconds (retries included), on the event loop
+        self.observer: Callable[[float], None] | None = None
 
         self._rng = random.Random()
         self._client: QdrantClient | None = None
@@ -369,8 +372,14 @@ class QdrantWriter:
                 await asyncio.sleep(delay)
 
     async def _mutating(self, what: str, fn: Callable[[QdrantClient], T]) -> T:
+        t0 = time.perf_counter()
         result = await self._retrying(what, fn)
         self.write_calls += 1
+        if (observer := self.observer) is not None:
+            try:
+                observer(time.perf_counter() - t0)
+            except Exception:  # metrics must never fail a write
+                log.exception("writer observer failed")
         return result
 
     def _backoff(self, attempt: int, e: BaseException) -> float:

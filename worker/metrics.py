@@ -233,8 +233,8 @@ class WorkerMetrics(Collector):
             "Jobs waiting in the ingest queue and searches in the search queue (Redis).",
             labels=["queue"],
         )
-        for queue, n in sorted(self.queue_depth.items()):
-            depth.add_metric([queue], n)
+        for queue, size in sorted(self.queue_depth.items()):
+            depth.add_metric([queue], size)
         yield depth
 
         tokens = HistogramMetricFamily(

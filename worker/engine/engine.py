@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 
@@ -45,6 +45,20 @@ class EngineStats:
     forward_s: float = 0.0
     multi_group_batches: int = 0  # batches holding requests of several groups (jobs)
     batch_sizes: list[int] | None = None  # texts per batch, for tests and benchmarks
+
+
+class EngineObserver(Protocol):
+    """Timings reported where the work happens (the metrics endpoint adapts them); called from
+    the tokenizer pool and the model thread, so implementations must be thread-safe and quick."""
+
+    def tokenized(self, seconds: float) -> None:
+        """One encode call's texts tokenized (in the tokenizer pool)."""
+
+    def batch(
+        self, tokens: int, queue_waits: Sequence[float], forward_s: float, pool_s: float
+    ) -> None:
+        """One batch finished: its tokens, each text's wait from admission to the scheduler
+        until the batch was cut, the encoder forward and the pooler in seconds."""
 
 
 TaskSpec = str | PoolingParams
@@ -90,6 +104,12 @@ class AsyncEngine:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._space = asyncio.Condition()
         self._running = False
+        self.observer: EngineObserver | None = None
+
+    def set_observer(self, observer: EngineObserver | None) -> None:
+        """Report timings to ``observer`` (``None``: stop reporting)."""
+        self.observer = observer
+        self.runner.timing = observer is not None
 
     # Lifecycle -------------------------------------------------------------------------------
     async def start(self) -> AsyncEngine:
@@ -251,12 +271,20 @@ class AsyncEngine:
 
     def _tokenize(self, texts: list[str], form: InputForm | None) -> list[FormedInput]:
         """Runs in the tokenizer pool: tokenize, then write each text in its input form."""
+        t0 = time.perf_counter()
         if form is None:
-            return [
+            out = [
                 FormedInput(t.ids, t.truncated) for t in self.model.tokenizer.encode_batch(texts)
             ]
-        tokenized = self.model.tokenizer.encode_batch([form.text(t) for t in texts])
-        return [form.apply(t) for t in tokenized]
+        else:
+            tokenized = self.model.tokenizer.encode_batch([form.text(t) for t in texts])
+            out = [form.apply(t) for t in tokenized]
+        if (observer := self.observer) is not None:
+            try:
+                observer.tokenized(time.perf_counter() - t0)
+            except Exception:  # metrics must never fail an encode
+                log.exception("engine observer failed")
+        return out
 
     @property
     def supported_tasks(self) -> tuple[PoolingTask, ...]:
@@ -307,7 +335,7 @@ class AsyncEngine:
         """Cut a batch, launch it, then finish the previous one: on CUDA the previous batch's
         device-to-host copies complete while this batch's kernels are queued."""
         assert self._loop is not None
-        in_flight: tuple[list[EncodeRequest], BatchOutputs, float] | None = None
+        in_flight: tuple[list[EncodeRequest], BatchOutputs, float, list[float]] | None = None
         while True:
             batch = self.scheduler.next_batch(timeout_s=0 if in_flight else None)
             if batch is None:
@@ -320,6 +348,10 @@ class AsyncEngine:
                 continue
             self._notify_space()
             t0 = time.perf_counter()
+            waits: list[float] = []
+            if self.observer is not None:
+                cut = time.monotonic()
+                waits = [cut - r.queued_at for r in batch]
             try:
                 launched = self.runner.launch(batch)
             except Exception as exc:
@@ -328,9 +360,11 @@ class AsyncEngine:
                 continue
             if in_flight is not None:
                 self._finish(*in_flight)
-            in_flight = (batch, launched, t0)
+            in_flight = (batch, launched, t0, waits)
 
-    def _finish(self, batch: list[EncodeRequest], launched: BatchOutputs, t0: float) -> None:
+    def _finish(
+        self, batch: list[EncodeRequest], launched: BatchOutputs, t0: float, waits: list[float]
+    ) -> None:
         assert self._loop is not None
         try:
             results = launched.wait()
@@ -341,13 +375,19 @@ class AsyncEngine:
         s = self.stats
         s.batches += 1
         s.texts += len(batch)
-        s.tokens += sum(r.num_tokens for r in batch)
+        tokens = sum(r.num_tokens for r in batch)
+        s.tokens += tokens
         s.forward_s += time.perf_counter() - t0
         if len({r.group for r in batch}) > 1:
             s.multi_group_batches += 1
         if s.batch_sizes is not None:
             s.batch_sizes.append(len(batch))
         self._loop.call_soon_threadsafe(_resolve, batch, results, s.batches - 1)
+        if (observer := self.observer) is not None:
+            try:
+                observer.batch(tokens, waits, launched.forward_s, launched.pool_s)
+            except Exception:  # metrics must never stop the model thread
+                log.exception("engine observer failed")
 
 
 def _resolve(batch: list[EncodeRequest], results: list[dict], batch_index: int) -> None:

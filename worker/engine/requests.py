@@ -60,6 +60,7 @@ class EncodeRequest:
     key_mask_cpu: torch.Tensor | None = None  # tokens attended to as keys
     keep_rows_cpu: torch.Tensor | None = None  # rows kept in token-level outputs
     arrival: int = field(default_factory=lambda: next(_arrival))
+    queued_at: float = 0.0  # time.monotonic() when the scheduler admitted it (queue wait)
 
     @property
     def num_tokens(self) -> int:

@@ -7,6 +7,7 @@ scheduler sorted texts by task set), so each task's rows are one slice when poss
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import torch
@@ -40,14 +41,27 @@ def _to_host(out: PoolerOutput, pinned: bool) -> PoolerOutput:
 @dataclass
 class BatchOutputs:
     """Host outputs per text. On CUDA the device-to-host copies are asynchronous: call
-    :meth:`wait` (after launching the next batch) before reading them."""
+    :meth:`wait` (after launching the next batch) before reading them.
+
+    ``forward_s`` and ``pool_s``: the encoder forward and the pooler, in seconds. On the CPU they
+    are wall-clock times of the calls; on CUDA (with ``ModelRunner.timing``) they come from CUDA
+    events around the kernels and are filled in by :meth:`wait`; otherwise they stay 0.
+    """
 
     results: list[dict[PoolingTask, PoolerOutput]]
     event: torch.cuda.Event | None = None
+    forward_s: float = 0.0
+    pool_s: float = 0.0
+    timing_events: tuple[torch.cuda.Event, torch.cuda.Event, torch.cuda.Event] | None = None
 
     def wait(self) -> list[dict[PoolingTask, PoolerOutput]]:
         if self.event is not None:
-            self.event.synchronize()
+            self.event.synchronize()  # recorded after the timing events: they are done too
+        if self.timing_events is not None:
+            start, forwarded, pooled = self.timing_events
+            self.forward_s = start.elapsed_time(forwarded) / 1000
+            self.pool_s = forwarded.elapsed_time(pooled) / 1000
+            self.timing_events = None
         return self.results
 
 
@@ -57,6 +71,7 @@ class ModelRunner:
         self.device = model.device
         self._pin = model.device.type == "cuda"
         self._autocast = model.dtype in (torch.bfloat16, torch.float16)
+        self.timing = False  # CUDA: time forward and pool with events (the engine's observer)
 
     def run(self, batch: list[EncodeRequest]) -> list[dict[PoolingTask, PoolerOutput]]:
         """Pooled outputs per text, in batch order, on the host (synchronous)."""
@@ -115,10 +130,21 @@ class ModelRunner:
                     for r in batch
                 ]
             )  # [T] bool, host
+        events = None
+        if self._pin and self.timing:
+            events = tuple(torch.cuda.Event(enable_timing=True) for _ in range(3))
+            events[0].record()
+        t0 = time.perf_counter()
         with torch.inference_mode():
             with torch.autocast(self.device.type, dtype=self.model.dtype, enabled=self._autocast):
                 hidden = self.model.encoder(ids_dev, seq_lens, **encoder_kw)  # [T, H]
+            if events is not None:
+                events[1].record()
+            t1 = time.perf_counter()
             outputs = pooler(hidden, metadata)
+            if events is not None:
+                events[2].record()
+        t2 = time.perf_counter()
         results: list[dict[PoolingTask, PoolerOutput]] = [{} for _ in batch]
         for (j, task), out in zip(owners, outputs, strict=True):
             results[j][task] = _to_host(out, self._pin)
@@ -126,4 +152,6 @@ class ModelRunner:
         if self._pin:
             event = torch.cuda.Event()
             event.record()
-        return BatchOutputs(results, event)
+        if self._pin:  # kernels are asynchronous: host times would be launch times
+            return BatchOutputs(results, event, timing_events=events)  # type: ignore[arg-type]
+        return BatchOutputs(results, event, t1 - t0, t2 - t1)

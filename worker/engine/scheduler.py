@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import threading
+import time
 
 from worker.engine.requests import EncodeRequest
 from worker.pooling.tasks import POOLING_TASKS
@@ -44,7 +45,9 @@ class Scheduler:
         with self._cv:
             if self._closed:
                 raise RuntimeError("the engine is stopped")
+            now = time.monotonic()
             for r in requests:
+                r.queued_at = now
                 heapq.heappush(self._heap, (r.order_key(), r))
                 self.queued_tokens += r.num_tokens
                 self.queued_requests += 1
