@@ -15,21 +15,34 @@ from typing import Any, ClassVar
 
 from arq.connections import RedisSettings
 from arq.worker import Worker, func
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from worker import constants, metrics
+from worker.job_guard import guarded
 from worker.jobs import ingest, reindex
+from worker.reaper import reaper_loop
 from worker.runtime import Runtime
 from worker.schedule import cron_jobs
 from worker.search_service import SearchService
-from worker.serialization import deserialize as deserialize_job
-from worker.serialization import serialize
+from worker.serialization import job_deserializer, serialize
 from worker.settings import Settings, load_settings
 
 log = logging.getLogger("poolq.worker")
+REINDEX_MAX_TRIES = 3
 
 
 def redis_settings(url: str) -> RedisSettings:
-    return RedisSettings.from_dsn(url)
+    """From a ``redis://``, ``rediss://`` (TLS) or ``unix://`` URL, password included. Commands
+    retry through a Redis restart (exponential backoff up to 2 s, about a minute in all), so a
+    worker rides out a restart instead of exiting."""
+    s = RedisSettings.from_dsn(url)
+    s.retry_on_error = [RedisConnectionError, RedisTimeoutError, ConnectionRefusedError]
+    s.retry = Retry(ExponentialBackoff(cap=2.0, base=0.1), retries=40)
+    s.conn_retries = 30
+    return s
 
 
 async def _heartbeat_loop(ctx: dict[str, Any]) -> None:
@@ -45,9 +58,10 @@ async def _heartbeat_loop(ctx: dict[str, Any]) -> None:
 async def startup(ctx: dict[str, Any]) -> None:
     settings: Settings = ctx.get("settings") or load_settings()
     ctx["settings"] = settings
-    rt = await Runtime.open(settings)
+    rt = await Runtime.open(settings, writer=ctx.pop("writer", None))
     ctx["runtime"] = rt
     ctx["heartbeat_task"] = asyncio.create_task(_heartbeat_loop(ctx))
+    ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
     rt.search_service = SearchService(settings.redis_url, rt.queries)
     rt.search_service.start()
     ctx["metrics"] = metrics.start(ctx)  # None unless settings.metrics_port is set
@@ -56,11 +70,12 @@ async def startup(ctx: dict[str, Any]) -> None:
 
 async def shutdown(ctx: dict[str, Any]) -> None:
     metrics.stop(ctx)
-    task = ctx.pop("heartbeat_task", None)
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    for name in ("heartbeat_task", "reaper_task"):
+        task = ctx.pop(name, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     rt: Runtime | None = ctx.get("runtime")
     if rt is None:
         return
@@ -76,11 +91,15 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 def worker_kwargs(settings: Settings) -> dict[str, Any]:
     return {
         "functions": [
-            func(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries),
             func(
-                reindex,
+                guarded(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries),
+                name=constants.INGEST_JOB,
+                max_tries=settings.max_tries,
+            ),
+            func(
+                guarded(reindex, name=constants.REINDEX_JOB, max_tries=REINDEX_MAX_TRIES),
                 name=constants.REINDEX_JOB,
-                max_tries=3,
+                max_tries=REINDEX_MAX_TRIES,
                 timeout=settings.reindex_timeout_s,
             ),
         ],
@@ -92,13 +111,17 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
         "on_startup": startup,
         "on_shutdown": shutdown,
         "job_serializer": serialize,
-        "job_deserializer": deserialize_job,
+        "job_deserializer": job_deserializer(settings.max_job_bytes),
         "max_jobs": settings.max_jobs,
         "job_timeout": settings.job_timeout_s,
         "keep_result": settings.keep_result_s,
         "max_tries": settings.max_tries,
         "poll_delay": 0.05,
         "health_check_interval": 10,
+        # SIGTERM/SIGINT: stop taking jobs, let running ones finish for the grace period, then
+        # cancel the rest, which arq puts back in the queue for another worker
+        "job_completion_wait": settings.shutdown_grace_s,
+        "log_results": False,  # results and arguments hold document text
         "ctx": {"settings": settings},
     }
 
@@ -112,15 +135,12 @@ def run_worker(settings: Settings, *, burst: bool = False) -> None:
 class WorkerSettings:
     """For ``arq worker.app.WorkerSettings`` (settings from POOLQ_* environment variables)."""
 
-    functions: ClassVar = [
-        func(ingest, name=constants.INGEST_JOB),
-        func(reindex, name=constants.REINDEX_JOB, timeout=Settings().reindex_timeout_s),
-    ]
+    functions: ClassVar = worker_kwargs(Settings())["functions"]
     queue_name = constants.INGEST_QUEUE
     on_startup = startup
     on_shutdown = shutdown
     job_serializer = serialize
-    job_deserializer = deserialize_job
+    job_deserializer = staticmethod(job_deserializer(Settings().max_job_bytes))
     max_jobs = 32
     poll_delay = 0.05
     redis_settings = redis_settings(os.environ.get("POOLQ_REDIS_URL", Settings().redis_url))

@@ -138,18 +138,29 @@ def worker(
         max=65535,
         help="Serve Prometheus /metrics on this port (env POOLQ_METRICS_PORT).",
     ),
+    shutdown_grace_s: int | None = typer.Option(
+        None,
+        "--shutdown-grace",
+        min=0,
+        help="On SIGTERM, seconds running jobs may take to finish before they go back to the "
+        "queue (default 30).",
+    ),
+    log_format: str = typer.Option(
+        "text", "--log-format", help="text or json (one JSON object per line, with job ids)."
+    ),
 ) -> None:
     """Run an ingestion worker: drain jobs from Redis, encode, write to Qdrant."""
-    import logging
-
     from worker.app import run_worker
     from worker.settings import load_settings
 
     if qdrant_url and qdrant_path:
         raise typer.BadParameter("give --qdrant-url or --qdrant-path, not both")
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    from worker.logs import configure
+
+    try:
+        configure(log_format)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--log-format") from None
     try:
         settings = load_settings(
             config,
@@ -161,6 +172,7 @@ def worker(
                 "device": device,
                 "max_jobs": max_jobs,
                 "metrics_port": metrics_port,
+                "shutdown_grace_s": shutdown_grace_s,
             },
         )
     except ValueError as exc:
@@ -296,6 +308,22 @@ def search(
             timeout_s=timeout_s,
         )
     )
+
+
+@app.command()
+def dlq(
+    action: str = typer.Argument(..., metavar="list|retry|drop"),
+    job_ids: list[str] = typer.Argument(None, metavar="[JOB_ID...]"),
+    all_: bool = typer.Option(False, "--all", help="retry/drop: every dead-lettered job."),
+    redis_url: str | None = typer.Option(None, "--redis-url", help="env POOLQ_REDIS_URL"),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """The dead-letter list: jobs that failed for good, with their errors. `retry` enqueues
+    them again (new job ids), `drop` forgets them."""
+    from worker.dlq_cli import run_dlq
+    from worker.enqueue_cli import _redis_url
+
+    raise typer.Exit(run_dlq(action, job_ids or [], all_, _redis_url(redis_url), as_json))
 
 
 @app.command()

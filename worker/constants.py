@@ -30,10 +30,15 @@ REINDEX_PROGRESS_TTL_S: Final = 7 * 24 * 3600
 HEARTBEAT_KEY: Final = KEY_PREFIX + "worker:{worker_id}"
 HEARTBEAT_PATTERN: Final = KEY_PREFIX + "worker:*"
 HEARTBEAT_INTERVAL_S: Final = 2.0
-HEARTBEAT_TTL_S: Final = 30
+HEARTBEAT_TTL_S: Final = 10  # a worker silent this long is dead: its running jobs are handed back
+
+# Running jobs per worker (a set of job ids), for handing back the jobs of a dead worker.
+WORKER_JOBS_KEY: Final = KEY_PREFIX + "worker-jobs:{worker_id}"
+WORKER_JOBS_PATTERN: Final = KEY_PREFIX + "worker-jobs:*"
+REAP_INTERVAL_S: Final = 2.0
 
 # Job ids enqueued by clients, so `poolq status` can count queued/running/done/failed.
 JOB_INDEX_KEY: Final = KEY_PREFIX + "jobs"
 
-# Dead-letter list (jobs that failed their last try).
+# Dead-letter list (jobs that failed for good): a hash job id -> msgpack entry.
 DEAD_LETTER_KEY: Final = KEY_PREFIX + "dlq"

@@ -31,17 +31,23 @@ class Runtime:
     )
     started_at: float = field(default_factory=time.time)
     jobs_done: int = 0
+    jobs_failed: int = 0  # failed for good (dead-lettered)
+    jobs_retried: int = 0  # failed transiently, sent back to the queue
     search_service: SearchService | None = None
     _queries: QueryService | None = None
     _collections: set[str] = field(default_factory=set)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
-    async def open(cls, settings: Settings) -> Runtime:
+    async def open(cls, settings: Settings, *, writer: QdrantWriter | None = None) -> Runtime:
+        """Load the models and start the writer (``writer``: one built by the caller, e.g.
+        around a client with fault injection in tests; it is started here)."""
         vectorizer = await Vectorizer.start(
             settings.profile, device=settings.device, max_batch_tokens=settings.max_batch_tokens
         )
-        if settings.qdrant_url:
+        if writer is not None:
+            pass
+        elif settings.qdrant_url:
             writer = QdrantWriter(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
         else:
             os.makedirs(settings.qdrant_path, exist_ok=True)
@@ -81,6 +87,8 @@ class Runtime:
             "started_at": self.started_at,
             "seen_at": time.time(),
             "jobs_done": self.jobs_done,
+            "jobs_failed": self.jobs_failed,
+            "jobs_retried": self.jobs_retried,
             "points_written": self.writer.points_written,
             "write_calls": self.writer.write_calls,
             "sink_retries": self.writer.retries,

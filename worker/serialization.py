@@ -4,9 +4,16 @@ pickle, say) fails to deserialize and the job is refused without any of it being
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
+
+DEFAULT_MAX_JOB_BYTES = 64 << 20  # a job's whole payload (documents included)
+
+
+class PayloadTooLargeError(ValueError):
+    pass
 
 
 def _default(obj: Any) -> Any:
@@ -25,6 +32,21 @@ def serialize(obj: Any) -> bytes:
 def deserialize(data: bytes) -> Any:
     # strict: a trailing byte (as in a pickle's framing) is an error, not ignored.
     return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
+
+
+def job_deserializer(max_bytes: int = DEFAULT_MAX_JOB_BYTES) -> Callable[[bytes], Any]:
+    """The worker's deserializer: refuses a payload over ``max_bytes`` before decoding it
+    (arq then fails the job with the error, and the worker carries on)."""
+
+    def load(data: bytes) -> Any:
+        if len(data) > max_bytes:
+            raise PayloadTooLargeError(
+                f"job payload is {len(data)} bytes, over the limit of {max_bytes} bytes; "
+                "split the documents into smaller jobs"
+            )
+        return deserialize(data)
+
+    return load
 
 
 def error_info(result: Any) -> str | None:

@@ -25,6 +25,8 @@ PAYLOAD_FIELDS = {
     "char_end",
     "chunk_hash",
     "doc_hash",
+    "meta_hash",
+    "profile_version",
     "metadata",
     "models",
     "ingested_at",

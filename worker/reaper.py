@@ -1,0 +1,53 @@
+"""Handing back the jobs of dead workers, in seconds rather than after arq's job timeout.
+
+arq marks a running job with an in-progress key that expires only after the job's timeout, so
+the jobs of a worker killed with SIGKILL would wait minutes before another worker may run them.
+Each worker lists its running jobs under ``WORKER_JOBS_KEY`` and refreshes its heartbeat every
+``HEARTBEAT_INTERVAL_S``; every live worker checks, every ``REAP_INTERVAL_S``, for job lists
+whose worker has no heartbeat any more (expired after ``HEARTBEAT_TTL_S``), and deletes those
+jobs' in-progress keys: the jobs are still in the queue, so the next poll of any worker runs
+them again. Re-running is safe: point ids are deterministic, so a re-run rewrites the same points.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from arq.constants import in_progress_key_prefix
+
+from worker import constants
+
+log = logging.getLogger("poolq.reaper")
+
+
+async def reap_dead_workers(redis: Any) -> list[str]:
+    """One pass; returns the ids of the jobs handed back."""
+    handed_back: list[str] = []
+    async for raw_key in redis.scan_iter(match=constants.WORKER_JOBS_PATTERN):
+        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+        worker_id = key[len(constants.KEY_PREFIX + "worker-jobs:") :]
+        if await redis.exists(constants.HEARTBEAT_KEY.format(worker_id=worker_id)):
+            continue
+        job_ids = [j.decode() for j in await redis.smembers(key)]
+        for job_id in job_ids:
+            if await redis.delete(in_progress_key_prefix + job_id):
+                handed_back.append(job_id)
+        await redis.delete(key)
+        if job_ids:
+            log.warning(
+                "worker %s has no heartbeat: handed back its %d running jobs %s",
+                worker_id,
+                len(job_ids),
+                job_ids,
+            )
+    return handed_back
+
+
+async def reaper_loop(ctx: dict[str, Any]) -> None:
+    while True:
+        await asyncio.sleep(constants.REAP_INTERVAL_S)
+        with contextlib.suppress(Exception):  # Redis restarting: the next pass will do
+            await reap_dead_workers(ctx["redis"])
