@@ -113,6 +113,24 @@ def plan_reindex(
     return plan
 
 
+class SourceNotAllowedError(ValueError):
+    pass
+
+
+def check_source_allowed(source: str, roots: Sequence[str]) -> None:
+    """Anyone who can write to Redis can enqueue a reindex: the worker only reads sources
+    under its allowed roots (``source_roots``, plus the sources its own config schedules)."""
+    path = Path(source).resolve()
+    for root in roots:
+        r = Path(root).resolve()
+        if path == r or r in path.parents:
+            return
+    raise SourceNotAllowedError(
+        f"source {source!r} is outside the worker's source roots {list(roots)}; "
+        "set source_roots (POOLQ_SOURCE_ROOTS, separated by ':') to allow it"
+    )
+
+
 def read_source(
     source: Source | str | Path, max_bytes: int
 ) -> tuple[list[Document], list[DocumentError], list[str]]:
@@ -150,6 +168,7 @@ async def run_reindex(
     from worker.pipeline import ingest_documents
 
     t0 = time.perf_counter()
+    check_source_allowed(options.source, rt.settings.allowed_source_roots())
     alias = options.collection
     lock_key = constants.REINDEX_LOCK_KEY.format(collection=alias)
     if redis is not None:

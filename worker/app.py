@@ -27,7 +27,7 @@ from worker.reaper import reaper_loop
 from worker.runtime import Runtime
 from worker.schedule import cron_jobs
 from worker.search_service import SearchService
-from worker.serialization import job_deserializer, serialize
+from worker.serialization import REJECTED_JOB, job_deserializer, rejected_payload, serialize
 from worker.settings import Settings, load_settings
 
 log = logging.getLogger("poolq.worker")
@@ -101,6 +101,11 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
                 name=constants.REINDEX_JOB,
                 max_tries=REINDEX_MAX_TRIES,
                 timeout=settings.reindex_timeout_s,
+            ),
+            func(
+                guarded(rejected_payload, name=REJECTED_JOB, max_tries=1),
+                name=REJECTED_JOB,
+                max_tries=1,
             ),
         ],
         "cron_jobs": cron_jobs(

@@ -12,10 +12,6 @@ import msgpack
 DEFAULT_MAX_JOB_BYTES = 64 << 20  # a job's whole payload (documents included)
 
 
-class PayloadTooLargeError(ValueError):
-    pass
-
-
 def _default(obj: Any) -> Any:
     # arq stores a failed job's exception as its result: keep type and message, as plain data.
     if isinstance(obj, BaseException):
@@ -34,19 +30,44 @@ def deserialize(data: bytes) -> Any:
     return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
 
 
+REJECTED_JOB = "poolq_rejected_payload"
+_JOB_KEYS = ("f", "a", "k", "t", "et")
+
+
 def job_deserializer(max_bytes: int = DEFAULT_MAX_JOB_BYTES) -> Callable[[bytes], Any]:
-    """The worker's deserializer: refuses a payload over ``max_bytes`` before decoding it
-    (arq then fails the job with the error, and the worker carries on)."""
+    """The worker's deserializer. A payload over ``max_bytes`` is refused before it is decoded,
+    and one that is not a msgpack arq job (a pickle, garbage) is refused undecoded: either way
+    the job is routed to :data:`REJECTED_JOB`, which fails it with a message saying why (arq
+    would only say "unable to deserialize job"), and the worker carries on."""
+
+    def rejected(message: str) -> dict[str, Any]:
+        return {"f": REJECTED_JOB, "a": [message], "k": {}, "t": 1, "et": 0}
 
     def load(data: bytes) -> Any:
         if len(data) > max_bytes:
-            raise PayloadTooLargeError(
+            return rejected(
                 f"job payload is {len(data)} bytes, over the limit of {max_bytes} bytes; "
                 "split the documents into smaller jobs"
             )
-        return deserialize(data)
+        try:
+            job = deserialize(data)
+        except Exception as e:
+            return rejected(
+                f"job payload is not msgpack ({type(e).__name__}); poolq never accepts pickle"
+            )
+        if not isinstance(job, dict) or any(k not in job for k in _JOB_KEYS):
+            return rejected("job payload is msgpack but not an arq job")
+        return job
 
     return load
+
+
+async def rejected_payload(ctx: dict[str, Any], message: str) -> None:
+    raise PayloadRejectedError(message)
+
+
+class PayloadRejectedError(ValueError):
+    pass
 
 
 def error_info(result: Any) -> str | None:

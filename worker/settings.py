@@ -39,6 +39,9 @@ class Settings:
     metrics_addr: str = "0.0.0.0"  # where /metrics listens (with metrics_port)
     device: str | None = None
     reindex_timeout_s: int = 6 * 3600
+    # folders a reindex may read (os.pathsep-separated; default: the working directory);
+    # the sources of [[reindex]] entries are always allowed
+    source_roots: str | None = None
     reindex: tuple[ReindexSchedule, ...] = ()  # [[reindex]] tables: scheduled reindexing
     profile: Profile = DEFAULT_PROFILE
 
@@ -49,6 +52,12 @@ class Settings:
             raise ValueError(
                 f"redis_url must start with redis://, rediss:// or unix://, got {self.redis_url!r}"
             )
+
+    def allowed_source_roots(self) -> list[str]:
+        """Where a reindex may read: ``source_roots`` (default: the working directory) and the
+        sources the config's own ``[[reindex]]`` entries name."""
+        roots = (self.source_roots or os.getcwd()).split(os.pathsep)
+        return [r for r in roots if r] + [s.source for s in self.reindex]
 
 
 _INT_FIELDS = {f.name for f in fields(Settings) if f.type in ("int", "int | None")}

@@ -36,7 +36,7 @@ def write_jsonl(path, docs):
 def env(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("reindex")
     server = LocalRedis(tmp / "redis").start()
-    worker = WorkerProcess(server.url, tmp / "qdrant").start()
+    worker = WorkerProcess(server.url, tmp / "qdrant", env={"POOLQ_SOURCE_ROOTS": str(tmp)}).start()
     state = {"docs": make_docs(), "source": tmp / "source.jsonl"}
     write_jsonl(state["source"], state["docs"])
     yield server, worker, tmp, state
@@ -216,6 +216,19 @@ def test_folder_source_ids_are_relative_paths(env):
     (root / "a.md").unlink()
     r = reindex(server.url, root, collection="notes")
     assert (r["removed"], r["unchanged"]) == (1, 1)
+
+
+def test_sources_outside_the_allowed_roots_are_refused(env):
+    """Anyone who can write to Redis can enqueue a reindex: it must not read /etc."""
+    server, _, _, _ = env
+
+    async def go():
+        async with PoolqClient(server.url) as client:
+            job_id = await client.reindex("/etc", "leak")
+            return (await client.wait([job_id], timeout_s=60))[0]
+
+    outcome = asyncio.run(go())
+    assert outcome.status == "failed" and "outside the worker's source roots" in outcome.error
 
 
 def test_cron_entry_fires_and_reencodes_points_of_another_profile_version(env):

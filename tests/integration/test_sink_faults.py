@@ -1,0 +1,119 @@
+"""A Qdrant sink that fails, with fault injection around the real (embedded) client, under a
+real arq worker and Redis in this process: transient failures are retried and no job is lost;
+a sink that keeps failing ends in the dead-letter list, from which `poolq dlq retry` recovers."""
+
+import asyncio
+
+import httpx
+import pytest
+from arq.worker import Worker
+from qdrant_client import QdrantClient
+from qdrant_client.http.exceptions import ResponseHandlingException
+
+from ingest.client import PoolqClient
+from ingest.sample_corpus import passages
+from sinks.writer import QdrantWriter
+from worker import dead_letter, job_guard
+from worker.app import worker_kwargs
+from worker.dlq_cli import run_dlq
+from worker.settings import Settings
+
+pytestmark = pytest.mark.slow
+
+
+class FlakyQdrant:
+    """The real client, except that ``upsert`` fails with a transport error while
+    ``failures_left`` > 0 (-1: always)."""
+
+    def __init__(self, inner: QdrantClient, failures: int) -> None:
+        self._inner = inner
+        self.failures_left = failures
+        self.injected = 0
+
+    def upsert(self, *args, **kwargs):
+        if self.failures_left != 0:
+            self.failures_left -= 1 if self.failures_left > 0 else 0
+            self.injected += 1
+            raise ResponseHandlingException(httpx.ConnectError("injected: connection refused"))
+        return self._inner.upsert(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def docs(n, prefix):
+    return [{"id": f"{prefix}-{i}", "text": t} for i, t in enumerate(passages(n))]
+
+
+async def run_worker_until_idle(settings, writer):
+    kw = worker_kwargs(settings)
+    kw["ctx"]["writer"] = writer
+    w = Worker(burst=True, handle_signals=False, **kw)
+    try:
+        await w.main()
+    finally:
+        await w.close()
+
+
+async def test_transient_sink_failures_are_retried_and_nothing_is_lost(redis_server, tmp_path):
+    flaky: list[FlakyQdrant] = []
+
+    def factory():
+        flaky.append(FlakyQdrant(QdrantClient(path=str(tmp_path / "q")), failures=4))
+        return flaky[-1]
+
+    writer = QdrantWriter(client_factory=factory, max_retries=6, backoff_s=0.01, max_backoff_s=0.05)
+    settings = Settings(redis_url=redis_server.url, max_tries=3)
+    batch = docs(40, "t")
+    async with PoolqClient(redis_server.url) as client:
+        ids = await client.enqueue("c", batch, job_size=10)
+        await run_worker_until_idle(settings, writer)
+        outcomes = await client.wait(ids, timeout_s=60)
+        assert all(o.status == "done" for o in outcomes), [o.error for o in outcomes]
+        assert await dead_letter.entries(client.redis) == []
+    assert flaky[0].injected == 4 and writer.retries == 4
+    check = QdrantClient(path=str(tmp_path / "q"))
+    try:
+        assert check.count("c").count == sum(o.result["points"] for o in outcomes) >= 40
+    finally:
+        check.close()
+
+
+async def test_a_sink_that_keeps_failing_ends_in_the_dead_letter_list(
+    redis_server, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(job_guard, "RETRY_BACKOFF_S", (0.2,))
+    flaky: list[FlakyQdrant] = []
+
+    def factory():
+        flaky.append(FlakyQdrant(QdrantClient(path=str(tmp_path / "q")), failures=-1))
+        return flaky[-1]
+
+    writer = QdrantWriter(client_factory=factory, max_retries=1, backoff_s=0.01, max_backoff_s=0.01)
+    settings = Settings(redis_url=redis_server.url, max_tries=3)
+    async with PoolqClient(redis_server.url) as client:
+        (job_id,) = await client.enqueue("c", docs(5, "p"), job_size=10)
+        await run_worker_until_idle(settings, writer)
+        (outcome,) = await client.wait([job_id], timeout_s=60)
+        assert outcome.status == "failed"
+        assert "Qdrant unavailable" in outcome.error
+        (entry,) = await dead_letter.entries(client.redis)
+    # 3 tries (2 retries by the queue), each 2 attempts by the writer
+    assert entry["job_id"] == job_id and entry["tries"] == 3 and flaky[0].injected == 6
+    assert entry["function"] == "ingest" and entry["args"][0] == "c"
+    assert "SinkUnavailableError" in entry["error"]
+
+    assert await asyncio.to_thread(run_dlq, "list", [], False, redis_server.url, False) == 0
+    out = capsys.readouterr().out
+    assert job_id in out and "ingest('c', [5 items])" in out and "tries 3" in out
+
+    # the sink recovers; the dead-lettered job is retried and lands
+    assert await asyncio.to_thread(run_dlq, "retry", [job_id], False, redis_server.url, False) == 0
+    new_id = capsys.readouterr().out.split("enqueued again as ")[1].strip()
+    writer2 = QdrantWriter(client_factory=lambda: QdrantClient(path=str(tmp_path / "q")))
+    await run_worker_until_idle(settings, writer2)
+    async with PoolqClient(redis_server.url) as client:
+        (again,) = await client.wait([new_id], timeout_s=60)
+        assert again.status == "done" and again.result["documents"] == 5
+        assert await dead_letter.entries(client.redis) == []
+    assert await asyncio.to_thread(run_dlq, "drop", ["nope"], False, redis_server.url, False) == 1
