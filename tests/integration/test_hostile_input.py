@@ -95,8 +95,10 @@ def test_garbage_bytes_and_pickles_are_refused(env):
     for payload in (os.urandom(64), b"", pickle.dumps({"t": "ingest"}), b"\xc1" * 10):
         outcome = loop.run_until_complete(raw(payload))
         assert outcome.status == "failed", payload
-        assert "expired" in outcome.error or "not msgpack" in outcome.error or (
-            "not an arq job" in outcome.error
+        assert (
+            "expired" in outcome.error
+            or "not msgpack" in outcome.error
+            or ("not an arq job" in outcome.error)
         )
 
 
