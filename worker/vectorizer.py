@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -27,12 +27,16 @@ class Vectorizer:
     engines: dict[str, AsyncEngine]  # profile model name -> engine
     chunker: Chunker
     version: str = ""  # profile version (ingest/versions.py), recorded on every point
+    # a latency lane per model: the same weights, its own scheduler and model thread, so a
+    # query never waits for an ingestion batch already running (queries are small and few)
+    query_engines: dict[str, AsyncEngine] = field(default_factory=dict)
 
     @classmethod
     async def start(
         cls, profile: Profile, *, device: str | None = None, max_batch_tokens: int | None = None
     ) -> Vectorizer:
         engines: dict[str, AsyncEngine] = {}
+        query_engines: dict[str, AsyncEngine] = {}
         for model in profile.models:
             cfg = profile.model_config(model)
             if device is not None and cfg.device is None:
@@ -48,6 +52,9 @@ class Vectorizer:
             engines[model] = await AsyncEngine(
                 pooling_model, max_batch_tokens=max_batch_tokens
             ).start()
+            query_engines[model] = await AsyncEngine(
+                pooling_model, max_batch_tokens=QUERY_BATCH_TOKENS
+            ).start()
         counters = [
             chunk_counter(e.description, e.model.tokenizer.backend) for e in engines.values()
         ]
@@ -60,10 +67,11 @@ class Vectorizer:
             m: await asyncio.to_thread(checkpoint_fingerprint, e.description.path)
             for m, e in engines.items()
         }
-        return cls(profile, engines, chunker, profile_version(profile, fingerprints))
+        return cls(profile, engines, chunker, profile_version(profile, fingerprints), query_engines)
 
     async def stop(self) -> None:
-        await asyncio.gather(*(e.stop() for e in self.engines.values()))
+        everything = [*self.engines.values(), *self.query_engines.values()]
+        await asyncio.gather(*(e.stop() for e in everything))
 
     def vector_specs(self) -> list[VectorSpec]:
         specs = []
@@ -122,8 +130,9 @@ class Vectorizer:
         self, text: str, vector_names: Sequence[str] | None = None, *, request_id: str = "query"
     ) -> dict[str, VectorValue]:
         """The query's vectors (all of the profile's, or only ``vector_names``), encoded the way
-        queries are: ahead of ingestion, with the model's ``query`` prompt and its query input
-        form where it defines them. Raises the encoding error, naming ``request_id``."""
+        queries are: in the query engines (never behind an ingestion batch), with the model's
+        ``query`` prompt and its query input form where it defines them. Raises the encoding
+        error, naming ``request_id``."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"query: expected a non-empty string, got {text!r}")
         wanted = [v for v in self.profile.vectors if vector_names is None or v.name in vector_names]
@@ -136,7 +145,7 @@ class Vectorizer:
         models = list(dict.fromkeys(v.model for v in wanted))
 
         async def one(model: str) -> tuple[str, Any]:
-            engine = self.engines[model]
+            engine = self.query_engines.get(model) or self.engines[model]
             res = await engine.encode_one(
                 text,
                 [v.params() for v in wanted if v.model == model],
@@ -161,7 +170,8 @@ def chunk_counter(description: ModelDescription, tokenizer: Any) -> TokenCounter
     return counter
 
 
-QUERY_PRIORITY = 100  # ahead of ingestion (priority 0) in every engine
+QUERY_PRIORITY = 100  # ahead of anything else queued in the same engine
+QUERY_BATCH_TOKENS = 1024
 
 
 def query_prompt_name(description: ModelDescription) -> str | None:
