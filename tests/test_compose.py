@@ -246,7 +246,7 @@ def test_qdrant(config):
 
 def test_worker_runs_poolq_worker(config):
     worker = config["services"]["worker"]
-    assert worker["command"] == ["poolq", "worker"]
+    assert worker["command"] == ["poolq", "worker", "--log-format", "json"]
     assert worker.get("entrypoint") is None
     assert worker["build"]["context"] == str(ROOT)
     assert (ROOT / worker["build"].get("dockerfile", "Dockerfile")).is_file()
@@ -331,7 +331,7 @@ def test_cpu_override_drops_the_gpu(config, cpu_config):
     assert worker["image"] != config["services"]["worker"]["image"]
     assert worker["environment"]["POOLQ_DEVICE"] == "cpu"
     # Everything else of the worker is kept.
-    assert worker["command"] == ["poolq", "worker"]
+    assert worker["command"] == ["poolq", "worker", "--log-format", "json"]
     assert worker["environment"]["POOLQ_REDIS_URL"] == "redis://redis:6379/0"
     assert "container_name" not in worker and not worker.get("ports")
     assert set(cpu_config["services"]) == set(config["services"])
@@ -383,8 +383,8 @@ def test_dockerfile_installs_torch_from_the_build_args():
 def test_dockerfile_runs_the_worker():
     ins = _instructions(DOCKERFILE.read_text())
     cmds = [json.loads(rest) for word, rest in ins if word == "CMD"]
-    assert cmds and cmds[-1] == ["poolq", "worker"]
-    # An ENTRYPOINT would be prepended to compose's `command: ["poolq", "worker"]`.
+    assert cmds and cmds[-1] == ["poolq", "worker", "--log-format", "json"]
+    # An ENTRYPOINT would be prepended to compose's `command: ["poolq", "worker", "--log-format", "json"]`.
     assert not any(word == "ENTRYPOINT" for word, _ in ins)
     users = [rest for word, rest in ins if word == "USER"]
     assert users and users[-1] not in ("root", "0")
