@@ -383,8 +383,8 @@ def test_dockerfile_installs_torch_from_the_build_args():
 def test_dockerfile_runs_the_worker():
     ins = _instructions(DOCKERFILE.read_text())
     cmds = [json.loads(rest) for word, rest in ins if word == "CMD"]
-    assert cmds and cmds[-1] == ["poolq", "worker", "--log-format", "json"]
-    # An ENTRYPOINT would be prepended to compose's `command: ["poolq", "worker", "--log-format", "json"]`.
+    assert cmds and cmds[-1] == ["poolq", "worker"]
+    # An ENTRYPOINT would be prepended to compose's `command: ["poolq", "worker", ...]`.
     assert not any(word == "ENTRYPOINT" for word, _ in ins)
     users = [rest for word, rest in ins if word == "USER"]
     assert users and users[-1] not in ("root", "0")
