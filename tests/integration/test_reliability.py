@@ -11,6 +11,7 @@ from qdrant_client import QdrantClient
 
 from ingest.client import PoolqClient
 from ingest.sample_corpus import passages
+from sinks.audit import audit_collection
 from worker.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
@@ -30,30 +31,13 @@ def assert_exact(qpath, docs):
     """Every document's chunks 0..count-1 exactly once, and nothing else."""
     client = QdrantClient(path=str(qpath))
     try:
-        seen: dict[str, list[int]] = {}
-        counts: dict[str, int] = {}
-        offset = None
-        total = 0
-        while True:
-            batch, offset = client.scroll(
-                COLLECTION,
-                limit=512,
-                offset=offset,
-                with_payload=["doc_id", "chunk_index", "chunk_count"],
-            )
-            for p in batch:
-                seen.setdefault(p.payload["doc_id"], []).append(p.payload["chunk_index"])
-                counts[p.payload["doc_id"]] = p.payload["chunk_count"]
-            total += len(batch)
-            if offset is None:
-                break
+        audit = audit_collection(client, COLLECTION)
     finally:
         client.close()
-    assert set(seen) == {d["id"] for d in docs}
-    for doc_id, indices in seen.items():
-        assert sorted(indices) == list(range(counts[doc_id])), doc_id
-    assert total == sum(counts.values())
-    return total
+    assert audit.documents == {d["id"] for d in docs}
+    assert audit.problems() == []
+    assert audit.points == audit.expected_points
+    return audit.points
 
 
 async def _enqueue(url, docs, job_size):

@@ -1,0 +1,53 @@
+"""The collection audit finds every kind of defect it names, on hand-built collections."""
+
+import numpy as np
+import pytest
+from qdrant_client import QdrantClient, models
+
+from sinks.audit import audit_collection
+
+
+@pytest.fixture
+def client():
+    c = QdrantClient(location=":memory:")
+    c.create_collection(
+        "c", vectors_config={"d": models.VectorParams(size=2, distance=models.Distance.DOT)}
+    )
+    yield c
+    c.close()
+
+
+def put(client, rows):
+    client.upsert(
+        "c",
+        [
+            models.PointStruct(
+                id=i,
+                vector={"d": np.ones(2).tolist()},
+                payload={"doc_id": d, "chunk_index": k, "chunk_count": n},
+            )
+            for i, (d, k, n) in enumerate(rows)
+        ],
+    )
+
+
+def test_an_exact_collection_has_no_problems(client):
+    put(client, [("a", 0, 2), ("a", 1, 2), ("b", 0, 1)])
+    audit = audit_collection(client, "c", page_size=2)
+    assert audit.problems() == [] and audit.points == 3 == audit.expected_points
+    assert audit.documents == {"a", "b"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "needle"),
+    [
+        ([("a", 0, 3), ("a", 2, 3)], "missing [1]"),
+        ([("a", 0, 2), ("a", 1, 2), ("a", 1, 2)], "duplicated [1]"),
+        ([("a", 0, 1), ("a", 1, 1)], "beyond the count [1]"),
+        ([("a", 0, 2), ("a", 1, 3)], "disagree on chunk_count [2, 3]"),
+    ],
+)
+def test_each_defect_is_reported(client, rows, needle):
+    put(client, rows)
+    (problem,) = audit_collection(client, "c").problems()
+    assert needle in problem and "'a'" in problem
