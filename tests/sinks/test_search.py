@@ -13,6 +13,7 @@ from sinks.search import (
     Hit,
     SearchError,
     SearchRequest,
+    _embedded_multivectors,
     build_query,
     maxsim,
     maxsim_many,
@@ -241,6 +242,7 @@ def test_local_rerank_equals_qdrants_own_maxsim(store, filters):
     """Embedded Qdrant reranks here (vectorised numpy); a server runs the same Query API
     request itself. Qdrant's own MaxSim (the request as a server gets it) gives the same."""
     client, _ = store
+    assert _embedded_multivectors(client, "t", "colbert") is not None  # the fast path runs
     q = _query(9)
     req = SearchRequest("t", "rerank", 8, filters, candidates=25)
     ours = search_points(client, SCHEMA, req, q)
