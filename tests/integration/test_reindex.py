@@ -218,6 +218,37 @@ def test_folder_source_ids_are_relative_paths(env):
     assert (r["removed"], r["unchanged"]) == (1, 1)
 
 
+def test_cli_reindex_wait_and_status(env):
+    import os
+    import subprocess
+    import sys
+
+    server, _, _, state = env
+    environ = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "worker"]
+    out = subprocess.run(
+        [*cmd, "reindex", "--source", str(state["source"]), "--collection", COLLECTION, "--wait",
+         "--redis-url", server.url],
+        capture_output=True, text=True, env=environ, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    n = len(state["docs"])
+    assert f"incremental of 'kb': {n} documents (0 new, 0 changed" in out.stdout
+    assert f"{n} unchanged" in out.stdout and "0 chunks encoded" in out.stdout
+    status = subprocess.run(
+        [*cmd, "status", "--redis-url", server.url],
+        capture_output=True, text=True, env=environ, timeout=120,
+    )  # fmt: skip
+    assert status.returncode == 0, status.stderr
+    assert "reindex 'kb' from" in status.stdout and ": done" in status.stdout
+    missing = subprocess.run(
+        [*cmd, "reindex", "--source", "/no/such/file", "--collection", COLLECTION,
+         "--redis-url", server.url],
+        capture_output=True, text=True, env=environ, timeout=120,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
 def test_sources_outside_the_allowed_roots_are_refused(env):
     """Anyone who can write to Redis can enqueue a reindex: it must not read /etc."""
     server, _, _, _ = env
