@@ -127,7 +127,13 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
         # cancel the rest, which arq puts back in the queue for another worker
         "job_completion_wait": settings.shutdown_grace_s,
         "log_results": False,  # results and arguments hold document text
-        "ctx": {"settings": settings},
+        "ctx": {
+            "settings": settings,
+            "max_tries": {
+                constants.INGEST_JOB: settings.max_tries,
+                constants.REINDEX_JOB: REINDEX_MAX_TRIES,
+            },
+        },
     }
 
 

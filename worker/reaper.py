@@ -16,15 +16,43 @@ import contextlib
 import logging
 from typing import Any
 
-from arq.constants import in_progress_key_prefix
+from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 
-from worker import constants
+from worker import constants, dead_letter
+from worker.serialization import deserialize
 
 log = logging.getLogger("poolq.reaper")
 
 
-async def reap_dead_workers(redis: Any) -> list[str]:
-    """One pass; returns the ids of the jobs handed back."""
+class WorkerDied(RuntimeError):
+    pass
+
+
+async def _dead_letter_if_last_try(
+    redis: Any, job_id: str, worker_id: str, max_tries: dict[str, int]
+) -> None:
+    """A job whose last try died with its worker is failed by arq on its next pick ("max
+    retries exceeded") without running: record it in the dead-letter list first."""
+    raw_try, raw_job = (
+        await redis.get(retry_key_prefix + job_id),
+        await redis.get(job_key_prefix + job_id),
+    )
+    if raw_try is None or raw_job is None:
+        return
+    try:
+        job = deserialize(raw_job)
+        function, args, kwargs = job["f"], job["a"], job["k"]
+        tries = int(raw_try)
+    except Exception:
+        return
+    if function in max_tries and tries >= max_tries[function]:
+        error = WorkerDied(f"worker {worker_id} died during the job's last try ({tries})")
+        await dead_letter.record(redis, job_id, function, args, kwargs, error, tries)
+
+
+async def reap_dead_workers(redis: Any, max_tries: dict[str, int] | None = None) -> list[str]:
+    """One pass; returns the ids of the jobs handed back. ``max_tries`` (function name ->
+    tries) lets jobs that died on their last try go to the dead-letter list."""
     handed_back: list[str] = []
     async for raw_key in redis.scan_iter(match=constants.WORKER_JOBS_PATTERN):
         key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
@@ -35,6 +63,7 @@ async def reap_dead_workers(redis: Any) -> list[str]:
         for job_id in job_ids:
             if await redis.delete(in_progress_key_prefix + job_id):
                 handed_back.append(job_id)
+                await _dead_letter_if_last_try(redis, job_id, worker_id, max_tries or {})
         await redis.delete(key)
         if job_ids:
             log.warning(
@@ -50,4 +79,4 @@ async def reaper_loop(ctx: dict[str, Any]) -> None:
     while True:
         await asyncio.sleep(constants.REAP_INTERVAL_S)
         with contextlib.suppress(Exception):  # Redis restarting: the next pass will do
-            await reap_dead_workers(ctx["redis"])
+            await reap_dead_workers(ctx["redis"], ctx.get("max_tries"))

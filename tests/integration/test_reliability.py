@@ -152,3 +152,30 @@ def test_redis_restart_mid_run_loses_no_job(redis_server, tmp_path):
         a.stop()
     assert all(o.status == "done" for o in outcomes), [o.error for o in outcomes]
     assert_exact(qpath, docs)
+
+
+def test_a_job_whose_last_try_dies_with_its_worker_is_dead_lettered(redis_server, tmp_path):
+    from worker import dead_letter
+
+    qpath = tmp_path / "qdrant"
+    env = {"POOLQ_MAX_TRIES": "1"}
+    a = WorkerProcess(redis_server.url, qpath, env=env).start()
+    (job_id,) = asyncio.run(_enqueue(redis_server.url, corpus(60), job_size=60))
+    wait_running(redis_server.url, [job_id], at_least=1)
+    a.stop(signal.SIGKILL)
+    b = WorkerProcess(redis_server.url, qpath, env=env).start()
+    try:
+        (outcome,) = asyncio.run(_wait(redis_server.url, [job_id], timeout_s=120))
+
+        async def dlq():
+            async with PoolqClient(redis_server.url) as client:
+                return await dead_letter.entries(client.redis)
+
+        entries = asyncio.run(dlq())
+    finally:
+        b.stop()
+    assert outcome.status == "failed" and "max 1 retries exceeded" in outcome.error
+    (entry,) = entries
+    assert entry["job_id"] == job_id and entry["function"] == "ingest" and entry["tries"] == 1
+    assert "died during the job's last try" in entry["error"]
+    assert entry["args"][0] == COLLECTION and len(entry["args"][1]) == 60  # retryable as it was
