@@ -14,11 +14,13 @@ import os
 from typing import Any, ClassVar
 
 from arq.connections import RedisSettings
+from arq.constants import in_progress_key_prefix
 from arq.worker import Worker, func
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import WatchError
 
 from worker import constants, metrics
 from worker.job_guard import guarded
@@ -137,8 +139,38 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
     }
 
 
+_REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, WatchError, ConnectionError, OSError)
+
+
+class PoolqWorker(Worker):
+    """arq's worker, made to ride out Redis outages: a Redis error in a poll iteration (a
+    WATCH-ed check cannot be retried by the client) would end ``main()`` and the process; here
+    it is logged and the next poll tries again. A job whose bookkeeping failed on Redis before
+    or after it ran is handed back to the queue (its in-progress key dropped once Redis answers)
+    instead of waiting out arq's job timeout; re-running it rewrites the same points."""
+
+    async def _poll_iteration(self) -> None:
+        try:
+            await super()._poll_iteration()
+        except _REDIS_DOWN as e:
+            log.warning("redis unavailable while polling (%s); retrying", e)
+            await asyncio.sleep(0.5)
+
+    async def run_job(self, job_id: str, score: int) -> None:
+        try:
+            await super().run_job(job_id, score)
+        except _REDIS_DOWN as e:
+            log.warning("job %s: redis failed around it (%s); handing it back", job_id, e)
+            for _ in range(120):
+                try:
+                    await self.pool.delete(in_progress_key_prefix + job_id)
+                    return
+                except _REDIS_DOWN:
+                    await asyncio.sleep(1.0)
+
+
 def run_worker(settings: Settings, *, burst: bool = False) -> None:
-    worker = Worker(burst=burst, **worker_kwargs(settings))
+    worker = PoolqWorker(burst=burst, **worker_kwargs(settings))
     worker.ctx["arq_worker"] = worker  # for metrics: job outcomes per function
     worker.run()
 

@@ -47,7 +47,8 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
             constants.WORKER_JOBS_KEY.format(worker_id=rt.worker_id) if rt is not None else None
         )
         if redis is not None and running_key is not None:
-            await redis.sadd(running_key, job_id)
+            with contextlib.suppress(Exception):  # best effort: only speeds up recovery
+                await redis.sadd(running_key, job_id)
         t0 = time.perf_counter()
         fields = {"job_id": job_id, "function": name, "job_try": job_try}
         log.info("job %s %s try %d started", job_id, name, job_try, extra=fields)

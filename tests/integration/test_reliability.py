@@ -58,6 +58,8 @@ def wait_running(url, ids, at_least, timeout_s=300):
                 outcomes = await asyncio.gather(*(client.outcome(j) for j in ids))
                 if sum(o.status == "running" for o in outcomes) >= at_least:
                     return [o.job_id for o in outcomes if o.status == "running"]
+                if all(o.status in ("done", "failed") for o in outcomes):
+                    raise AssertionError("the jobs finished before enough were seen running")
                 await asyncio.sleep(0.1)
             raise TimeoutError("jobs never started")
 
@@ -144,8 +146,10 @@ def test_redis_restart_mid_run_loses_no_job(redis_server, tmp_path):
     try:
         ids = asyncio.run(_enqueue(redis_server.url, docs, job_size=10))
         wait_running(redis_server.url, ids, at_least=1)
-        redis_server.restart()
-        outcomes = asyncio.run(_wait(redis_server.url, ids))
+        for _ in range(3):  # several restarts, to hit different moments of the poll loop
+            redis_server.restart()
+            time.sleep(1.5)
+        outcomes = asyncio.run(_wait(redis_server.url, ids, timeout_s=240))
         assert a.proc is not None and a.proc.poll() is None  # rode it out
         assert a.stats()["seen_at"] > time.time() - 10  # heartbeats again
     finally:
@@ -160,7 +164,7 @@ def test_a_job_whose_last_try_dies_with_its_worker_is_dead_lettered(redis_server
     qpath = tmp_path / "qdrant"
     env = {"POOLQ_MAX_TRIES": "1"}
     a = WorkerProcess(redis_server.url, qpath, env=env).start()
-    (job_id,) = asyncio.run(_enqueue(redis_server.url, corpus(60), job_size=60))
+    (job_id,) = asyncio.run(_enqueue(redis_server.url, corpus(200), job_size=200))
     wait_running(redis_server.url, [job_id], at_least=1)
     a.stop(signal.SIGKILL)
     b = WorkerProcess(redis_server.url, qpath, env=env).start()
@@ -178,4 +182,4 @@ def test_a_job_whose_last_try_dies_with_its_worker_is_dead_lettered(redis_server
     (entry,) = entries
     assert entry["job_id"] == job_id and entry["function"] == "ingest" and entry["tries"] == 1
     assert "died during the job's last try" in entry["error"]
-    assert entry["args"][0] == COLLECTION and len(entry["args"][1]) == 60  # retryable as it was
+    assert entry["args"][0] == COLLECTION and len(entry["args"][1]) == 200  # retryable as it was
