@@ -22,6 +22,7 @@ from worker import constants, dead_letter
 from worker.serialization import deserialize
 
 log = logging.getLogger("poolq.reaper")
+ORPHAN_GRACE_S = 30.0  # a running job registers itself within milliseconds of being marked
 
 
 class WorkerDied(RuntimeError):
@@ -75,8 +76,49 @@ async def reap_dead_workers(redis: Any, max_tries: dict[str, int] | None = None)
     return handed_back
 
 
+async def reap_orphans(
+    redis: Any,
+    queue: str,
+    in_progress_ttl_ms: int,
+    max_tries: dict[str, int] | None = None,
+    grace_s: float = ORPHAN_GRACE_S,
+) -> list[str]:
+    """Hand back queued jobs marked in progress that no live worker lists, once the mark is
+    older than ``grace_s``: a worker killed between arq marking a job and the job registering
+    itself leaves such a mark, which arq would keep for its longest job timeout (hours, with
+    reindex jobs). Marks of finished jobs (kept by arq for unique cron jobs) are left alone."""
+    live: set[str] = set()
+    async for raw_key in redis.scan_iter(match=constants.WORKER_JOBS_PATTERN):
+        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+        worker_id = key[len(constants.KEY_PREFIX + "worker-jobs:") :]
+        if await redis.exists(constants.HEARTBEAT_KEY.format(worker_id=worker_id)):
+            live |= {j.decode() for j in await redis.smembers(key)}
+    handed_back = []
+    async for raw_key in redis.scan_iter(match=in_progress_key_prefix + "*"):
+        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+        job_id = key[len(in_progress_key_prefix) :]
+        if job_id in live or await redis.zscore(queue, job_id) is None:
+            continue
+        ttl_ms = await redis.pttl(key)
+        if ttl_ms <= 0 or in_progress_ttl_ms - ttl_ms < grace_s * 1000:
+            continue
+        if await redis.delete(key):
+            handed_back.append(job_id)
+            await _dead_letter_if_last_try(redis, job_id, "(unknown)", max_tries or {})
+            log.warning("job %s was marked running by no live worker: handed back", job_id)
+    return handed_back
+
+
 async def reaper_loop(ctx: dict[str, Any]) -> None:
     while True:
         await asyncio.sleep(constants.REAP_INTERVAL_S)
         with contextlib.suppress(Exception):  # Redis restarting: the next pass will do
             await reap_dead_workers(ctx["redis"], ctx.get("max_tries"))
+            arq_worker = ctx.get("arq_worker")
+            if arq_worker is not None:
+                await reap_orphans(
+                    ctx["redis"],
+                    arq_worker.queue_name,
+                    int(arq_worker.in_progress_timeout_s * 1000),
+                    ctx.get("max_tries"),
+                )
