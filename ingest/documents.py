@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 MAX_ID_CHARS = 512
@@ -24,11 +25,12 @@ class Document:
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    # computed once per document (a job writes them on every chunk's payload)
+    @cached_property
     def content_hash(self) -> str:
         return content_hash(self.text)
 
-    @property
+    @cached_property
     def metadata_hash(self) -> str:
         """Of the metadata as canonical JSON (key order does not matter)."""
         canonical = json.dumps(self.metadata, sort_keys=True, ensure_ascii=False)

@@ -227,7 +227,8 @@ async def run_reindex(
             await rt.ensure_collection(alias)
             target = alias
             stored = await rt.writer.read(lambda c: document_inventory(c, alias))
-            plan = plan_reindex(docs, stored, rt.vectorizer.version)
+            # hashing every document's text: off the event loop
+            plan = await asyncio.to_thread(plan_reindex, docs, stored, rt.vectorizer.version)
         summary["target"] = target
         summary |= plan.counts()
         to_encode = plan.to_encode

@@ -21,6 +21,14 @@ if TYPE_CHECKING:
     from worker.search_service import SearchService
 
 
+def open_writer(settings: Settings) -> QdrantWriter:
+    """The Qdrant writer the settings name: a server URL, else the embedded folder."""
+    if settings.qdrant_url:
+        return QdrantWriter(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+    os.makedirs(settings.qdrant_path, exist_ok=True)
+    return QdrantWriter(path=settings.qdrant_path)
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -45,13 +53,7 @@ class Runtime:
         vectorizer = await Vectorizer.start(
             settings.profile, device=settings.device, max_batch_tokens=settings.max_batch_tokens
         )
-        if writer is not None:
-            pass
-        elif settings.qdrant_url:
-            writer = QdrantWriter(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
-        else:
-            os.makedirs(settings.qdrant_path, exist_ok=True)
-            writer = QdrantWriter(path=settings.qdrant_path)
+        writer = writer or open_writer(settings)
         await writer.start()
         return cls(settings, vectorizer, writer)
 

@@ -52,16 +52,13 @@ def json_lines(result: SearchResult) -> list[str]:
 
 
 async def _direct(query: str, request: SearchRequest, settings: Any) -> SearchResult:
-    from sinks.writer import QdrantWriter
     from worker.query import QueryService
+    from worker.runtime import open_writer
     from worker.vectorizer import Vectorizer
 
-    if settings.qdrant_url:
-        writer = QdrantWriter(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
-    else:
-        if not Path(settings.qdrant_path).is_dir():
-            raise SearchError(f"no embedded Qdrant folder at {settings.qdrant_path!r}")
-        writer = QdrantWriter(path=settings.qdrant_path)
+    if not settings.qdrant_url and not Path(settings.qdrant_path).is_dir():
+        raise SearchError(f"no embedded Qdrant folder at {settings.qdrant_path!r}")
+    writer = open_writer(settings)
     try:
         await writer.start()
     except RuntimeError as e:  # the folder is locked by a running worker
