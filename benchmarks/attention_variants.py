@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transformers import AutoModel
 
-from worker.engine.packed_encoder import PackedEncoder
+from poolq.worker.engine.packed_encoder import PackedEncoder
 
 HF_BATCH = 32
 TOKEN_BUDGET = 2048  # tokens per packed forward in the "chunked" variant

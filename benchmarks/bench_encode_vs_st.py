@@ -23,10 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from ingest.sample_corpus import passages
+from poolq.ingest.sample_corpus import passages
+from poolq.worker.engine.engine import AsyncEngine
+from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.models import minilm_path, splade_path
-from worker.engine.engine import AsyncEngine
-from worker.engine.loader import ModelConfig, load_model
 
 
 def timed(fn, repeats: int = 1) -> float:

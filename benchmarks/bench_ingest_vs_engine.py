@@ -19,12 +19,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ingest.client import PoolqClient
-from ingest.sample_corpus import passages
-from worker.local_redis import LocalRedis
-from worker.local_worker import WorkerProcess
-from worker.settings import Settings
-from worker.vectorizer import Vectorizer
+from poolq.ingest.client import PoolqClient
+from poolq.ingest.sample_corpus import passages
+from poolq.worker.config.settings import Settings
+from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.dev.local_worker import WorkerProcess
+from poolq.worker.runtime.vectorizer import Vectorizer
 
 
 def documents(n: int) -> list[dict]:

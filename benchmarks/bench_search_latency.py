@@ -34,11 +34,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arq.constants import in_progress_key_prefix
 
-from ingest.client import PoolqClient
-from ingest.sample_corpus import passages
-from worker import constants
-from worker.local_redis import LocalRedis
-from worker.local_worker import WorkerProcess
+from poolq.ingest.client import PoolqClient
+from poolq.ingest.sample_corpus import passages
+from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.dev.local_worker import WorkerProcess
+from poolq.worker.wire import constants
 
 QUERIES = Path(__file__).resolve().parent / "search_queries.jsonl"
 MODES = ("rerank", "hybrid")

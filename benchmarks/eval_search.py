@@ -51,9 +51,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ingest.client import PoolqClient
-from worker.local_redis import LocalRedis
-from worker.local_worker import WorkerProcess
+from poolq.ingest.client import PoolqClient
+from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.dev.local_worker import WorkerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = Path(__file__).resolve().parent / "search_queries.jsonl"

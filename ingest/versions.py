@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from ingest.profile import Profile
+from poolq.ingest.profile import Profile
 
 _FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".bin", ".pt", ".txt", ".model")
 _CHUNK = 1 << 20

@@ -15,7 +15,7 @@ import time
 
 from qdrant_client import QdrantClient, models
 
-from sinks.schema import CollectionSchema, ensure_collection, resolve_alias
+from poolq.sinks.schema import CollectionSchema, ensure_collection, resolve_alias
 
 log = logging.getLogger(__name__)
 SEPARATOR = "__"

@@ -13,264 +13,76 @@ by name, encoded with the collection's profile (see ``worker/query.py``).
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-from sinks.points import SparseValues, VectorValue
-from sinks.schema import CollectionSchema, VectorKind, is_local, resolve_alias
-
-SearchMode = Literal["dense", "sparse", "hybrid", "rerank"]
-Fusion = Literal["rrf", "dbsf"]
-SEARCH_MODES: tuple[SearchMode, ...] = get_args(SearchMode)
-FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
-MAX_LIMIT = 1000
-
-# payload fields every point carries; any other filter key is looked up in ``metadata``
-TOP_LEVEL_FIELDS = frozenset(
-    {
-        "doc_id",
-        "chunk_index",
-        "chunk_count",
-        "text",
-        "char_start",
-        "char_end",
-        "chunk_hash",
-        "doc_hash",
-        "ingested_at",
-    }
+from poolq.sinks.filters import Condition, parse_conditions
+from poolq.sinks.points import SparseValues, VectorValue
+from poolq.sinks.schema import CollectionSchema, VectorKind, is_local, resolve_alias
+from poolq.sinks.search_types import (
+    FUSIONS,
+    MAX_LIMIT,
+    SEARCH_MODES,
+    Fusion,
+    Hit,
+    SearchError,
+    SearchMode,
+    SearchRequest,
+    SearchResult,
 )
 
+__all__ = [
+    "FUSIONS",
+    "MAX_LIMIT",
+    "SEARCH_MODES",
+    "Fusion",
+    "Hit",
+    "SearchError",
+    "SearchMode",
+    "SearchRequest",
+    "SearchResult",
+    "build_query",
+    "hit_from_point",
+    "maxsim",
+    "maxsim_many",
+    "parse_filters",
+    "search_points",
+]
 
-class SearchError(ValueError):
-    """A search request that cannot run as asked (bad mode, filter, limit, missing vector)."""
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    """What to search for, apart from the query text. ``mode=None`` picks the best mode the
-    collection supports (see :func:`resolve_mode`). ``candidates`` is how many points each
-    prefetch returns for fusion and rerank (default: see :attr:`fusion_limit` and
-    :attr:`rerank_pool`)."""
-
-    collection: str
-    mode: SearchMode | None = None
-    limit: int = 10
-    filters: tuple[str, ...] = ()
-    score_threshold: float | None = None
-    fusion: Fusion = "rrf"
-    candidates: int | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.collection, str) or not self.collection:
-            raise SearchError(f"collection: expected a non-empty string, got {self.collection!r}")
-        if self.mode is not None and self.mode not in SEARCH_MODES:
-            raise SearchError(f"mode: expected one of {list(SEARCH_MODES)}, got {self.mode!r}")
-        if self.fusion not in FUSIONS:
-            raise SearchError(f"fusion: expected one of {list(FUSIONS)}, got {self.fusion!r}")
-        for name, value in (("limit", self.limit), ("candidates", self.candidates)):
-            if value is None and name == "candidates":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
-                raise SearchError(f"{name}: expected an integer in 1..{MAX_LIMIT}, got {value!r}")
-        if self.score_threshold is not None and (
-            isinstance(self.score_threshold, bool)
-            or not isinstance(self.score_threshold, int | float)
-            or not math.isfinite(self.score_threshold)
-        ):
-            raise SearchError(
-                f"score_threshold: expected a finite number, got {self.score_threshold!r}"
-            )
-        if isinstance(self.filters, str) or not all(isinstance(f, str) for f in self.filters):
-            raise SearchError(f"filters: expected a list of strings, got {self.filters!r}")
-        object.__setattr__(self, "filters", tuple(self.filters))
-        parse_filters(self.filters)  # fail early, before any model work
-
-    @property
-    def fusion_limit(self) -> int:
-        """Candidates from each of dense and sparse for ``hybrid``: short lists by default
-        (``max(20, 2 * limit)``), since deep ranks of a weak list only add noise to RRF."""
-        return self.candidates if self.candidates is not None else max(20, 2 * self.limit)
-
-    @property
-    def rerank_pool(self) -> int:
-        """Fused candidates MaxSim re-scores in ``rerank`` (``max(50, 5 * limit)``)."""
-        return self.candidates if self.candidates is not None else max(50, 5 * self.limit)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "collection": self.collection,
-            "mode": self.mode,
-            "limit": self.limit,
-            "filters": list(self.filters),
-            "score_threshold": self.score_threshold,
-            "fusion": self.fusion,
-            "candidates": self.candidates,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SearchRequest:
-        if not isinstance(data, Mapping):
-            raise SearchError(f"search request: expected a map, got {type(data).__name__}")
-        allowed = set(cls.__dataclass_fields__)
-        unknown = set(data) - allowed
-        if unknown:
-            raise SearchError(
-                f"search request: unknown keys {sorted(map(str, unknown))}; allowed: {sorted(allowed)}"
-            )
-        args = dict(data)
-        if isinstance(args.get("filters"), list):
-            args["filters"] = tuple(args["filters"])
-        try:
-            return cls(**args)
-        except TypeError as e:
-            raise SearchError(f"search request: {e}") from None
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One result: the point, its score, and the chunk's document, text and metadata."""
-
-    id: str
-    score: float
-    doc_id: str | None
-    chunk_index: int | None
-    text: str | None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "score": self.score,
-            "doc_id": self.doc_id,
-            "chunk_index": self.chunk_index,
-            "text": self.text,
-            "metadata": self.metadata,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Hit:
-        return cls(
-            str(data["id"]),
-            float(data["score"]),
-            data.get("doc_id"),
-            data.get("chunk_index"),
-            data.get("text"),
-            dict(data.get("metadata") or {}),
-        )
-
-    @classmethod
-    def from_point(cls, point: models.ScoredPoint) -> Hit:
-        payload = point.payload or {}
-        meta = payload.get("metadata")
-        return cls(
-            str(point.id),
-            float(point.score),
-            payload.get("doc_id"),
-            payload.get("chunk_index"),
-            payload.get("text"),
-            dict(meta) if isinstance(meta, dict) else {},
-        )
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """Hits in rank order, the mode that ran and where the time went (``encode_s`` is the
-    query's model time, ``search_s`` the Qdrant call)."""
-
-    query: str
-    collection: str
-    mode: str
-    hits: list[Hit]
-    encode_s: float
-    search_s: float
-    worker_id: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "collection": self.collection,
-            "mode": self.mode,
-            "hits": [h.to_dict() for h in self.hits],
-            "encode_s": self.encode_s,
-            "search_s": self.search_s,
-            "worker_id": self.worker_id,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
-        return cls(
-            str(data["query"]),
-            str(data["collection"]),
-            str(data["mode"]),
-            [Hit.from_dict(h) for h in data["hits"]],
-            float(data["encode_s"]),
-            float(data["search_s"]),
-            data.get("worker_id"),
-        )
-
-
-# -- filters ---------------------------------------------------------------------------------
-
-_FILTER_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(!=|>=|<=|=|>|<)\s*(.*?)\s*$", re.S)
+# -- filters and hits ------------------------------------------------------------------------
 
 
 def parse_filters(exprs: Sequence[str]) -> models.Filter | None:
-    """``key=value``, ``key!=value`` and ranges ``key>n``, ``key>=n``, ``key<n``, ``key<=n``,
-    all of them required (AND). Keys are payload fields (``doc_id``, ``chunk_index``, ...) or,
-    for anything else, the document's ``metadata`` (``lang=en`` is ``metadata.lang``; nested keys
-    with dots). Values: ``true``/``false``, integers and strings match exactly; a number with a
-    fraction matches the equal number. Range values must be numbers."""
+    """The Qdrant filter of ``exprs`` in the filter language (see ``sinks/filters.py``)."""
     must: list[models.Condition] = []
     must_not: list[models.Condition] = []
-    for expr in exprs:
-        m = _FILTER_RE.match(expr) if isinstance(expr, str) else None
-        if m is None:
-            raise SearchError(
-                f"filter {expr!r}: expected KEY=VALUE, KEY!=VALUE or KEY>N / KEY>=N / KEY<N / "
-                "KEY<=N (for example lang=en or year>=2020)"
-            )
-        key, op, raw = m.groups()
-        path = key if key in TOP_LEVEL_FIELDS or key.startswith("metadata.") else f"metadata.{key}"
-        if op in ("=", "!="):
-            (must if op == "=" else must_not).append(_match(path, raw, expr))
-        else:
-            number = _number(raw)
-            if number is None:
-                raise SearchError(f"filter {expr!r}: a range needs a number, got {raw!r}")
-            bound = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}[op]
-            must.append(models.FieldCondition(key=path, range=models.Range(**{bound: number})))
+    for c in parse_conditions(exprs):
+        (must_not if c.negate else must).append(_field_condition(c))
     if not must and not must_not:
         return None
     return models.Filter(must=must or None, must_not=must_not or None)
 
 
-def _number(raw: str) -> float | None:
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+def _field_condition(c: Condition) -> models.FieldCondition:
+    if c.kind == "range":
+        return models.FieldCondition(key=c.path, range=models.Range(**dict(c.bounds)))
+    return models.FieldCondition(key=c.path, match=models.MatchValue(value=c.value))
 
 
-def _match(path: str, raw: str, expr: str) -> models.FieldCondition:
-    if raw == "":
-        raise SearchError(f"filter {expr!r}: expected a value after the operator")
-    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "\"'":  # quoted: always a string
-        return models.FieldCondition(key=path, match=models.MatchValue(value=raw[1:-1]))
-    if raw.lower() in ("true", "false"):
-        return models.FieldCondition(key=path, match=models.MatchValue(value=raw.lower() == "true"))
-    if re.fullmatch(r"[+-]?\d+", raw):
-        return models.FieldCondition(key=path, match=models.MatchValue(value=int(raw)))
-    number = _number(raw)
-    if number is not None and re.fullmatch(r"[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?", raw):
-        return models.FieldCondition(key=path, range=models.Range(gte=number, lte=number))
-    return models.FieldCondition(key=path, match=models.MatchValue(value=raw))
+def hit_from_point(point: models.ScoredPoint) -> Hit:
+    payload = point.payload or {}
+    meta = payload.get("metadata")
+    return Hit(
+        str(point.id),
+        float(point.score),
+        payload.get("doc_id"),
+        payload.get("chunk_index"),
+        payload.get("text"),
+        dict(meta) if isinstance(meta, dict) else {},
+    )
 
 
 # -- modes and requests ----------------------------------------------------------------------
@@ -392,7 +204,7 @@ def search_points(
     if resolve_mode(schema, request.mode) == "rerank" and is_local(client):
         return _rerank_here(client, kw)
     response = client.query_points(**kw)
-    return [Hit.from_point(p) for p in response.points]
+    return [hit_from_point(p) for p in response.points]
 
 
 def _rerank_here(client: QdrantClient, kw: dict[str, Any]) -> list[Hit]:
@@ -427,7 +239,7 @@ def _rerank_here(client: QdrantClient, kw: dict[str, Any]) -> list[Hit]:
         if threshold is not None and score < threshold:
             break
         p = points[int(i)]
-        hits.append(Hit.from_point(p.model_copy(update={"score": score, "vector": None})))
+        hits.append(hit_from_point(p.model_copy(update={"score": score, "vector": None})))
         if len(hits) == kw["limit"]:
             break
     return hits

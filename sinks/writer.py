@@ -29,10 +29,10 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from sinks.aliases import ensure_served_collection
-from sinks.points import PointRecord, point_id, to_point_struct
-from sinks.schema import CollectionSchema, is_local
-from sinks.schema import ensure_collection as _ensure_collection
+from poolq.sinks.aliases import ensure_served_collection
+from poolq.sinks.points import PointRecord, point_id, to_point_struct
+from poolq.sinks.schema import CollectionSchema, is_local
+from poolq.sinks.schema import ensure_collection as _ensure_collection
 
 try:  # grpcio comes with qdrant-client; guarded all the same
     import grpc

@@ -4,7 +4,7 @@ import sys
 
 def run(*args):
     return subprocess.run(
-        [sys.executable, "-m", "worker", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "poolq.worker", *args], capture_output=True, text=True, timeout=120
     )
 
 

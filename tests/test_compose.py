@@ -376,7 +376,8 @@ def test_dockerfile_installs_torch_from_the_build_args():
     torch_run = [r for r in runs if "$TORCH_SPEC" in r]
     assert torch_run and "pip install" in torch_run[0] and "$TORCH_INDEX_URL" in torch_run[0]
     # torch is installed before the project, so that pip never picks a torch build of its own.
-    project_run = [i for i, r in enumerate(runs) if re.search(r"pip install \.(\s|;|$)", r)]
+    # The worker image installs the `worker` extra (the bare package is the client only).
+    project_run = [i for i, r in enumerate(runs) if re.search(r"pip install '\.\[worker\]'", r)]
     assert project_run and runs.index(torch_run[0]) < project_run[0]
 
 

@@ -10,7 +10,10 @@ import pytest
 
 def poolq(*args, timeout=300):
     return subprocess.run(
-        [sys.executable, "-m", "worker", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "poolq.worker", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -3,10 +3,10 @@
 import json
 import logging
 
-from sinks.writer import QdrantWriter
-from worker.app import redis_settings
-from worker.logs import JsonFormatter, redact_url
-from worker.settings import Settings
+from poolq.sinks.writer import QdrantWriter
+from poolq.worker.config.settings import Settings
+from poolq.worker.observability.logs import JsonFormatter, redact_url
+from poolq.worker.wire.connection import redis_settings
 
 
 def test_rediss_url_means_tls_with_auth_and_retries():

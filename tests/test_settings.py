@@ -2,9 +2,9 @@ import pickle
 
 import pytest
 
-from ingest.profile import DEFAULT_PROFILE, Profile
-from worker.serialization import deserialize, error_info, serialize
-from worker.settings import load_settings
+from poolq.ingest.profile import DEFAULT_PROFILE, Profile
+from poolq.worker.config.settings import load_settings
+from poolq.worker.wire.serialization import deserialize, error_info, serialize
 
 
 def test_precedence_file_then_env_then_flags(tmp_path):

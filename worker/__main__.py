@@ -1,3 +1,5 @@
-from worker.cli import app
+"""``python -m poolq.worker``: the ``poolq`` command line."""
 
-app(prog_name="poolq")
+from poolq.worker.cli import main
+
+main()

@@ -19,12 +19,12 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from transformers import AutoTokenizer, BertConfig, BertModel
 
+from poolq.worker.engine.engine import AsyncEngine, InputTooLongError
+from poolq.worker.engine.loader import ModelConfig, describe_model, load_model
+from poolq.worker.engine.packed_encoder import PackedEncoder
+from poolq.worker.engine.requests import EncodeRequest
+from poolq.worker.pooling import PoolingParams
 from tests.models import build_colbert_with_metadata, build_pylate
-from worker.engine.engine import AsyncEngine, InputTooLongError
-from worker.engine.loader import ModelConfig, describe_model, load_model
-from worker.engine.packed_encoder import PackedEncoder
-from worker.engine.requests import EncodeRequest
-from worker.pooling import PoolingParams
 
 ATOL = 2e-5
 LONG_QUERY = "what are the main differences between late interaction retrieval models " * 3
@@ -353,7 +353,7 @@ def test_packed_encoder_key_mask_matches_padded_hf(minilm):
     the padded fallback runner with the same mask."""
     from transformers import AutoModel
 
-    from worker.engine.fallback import PaddedAutoModelRunner
+    from poolq.worker.engine.fallback import PaddedAutoModelRunner
 
     hf = AutoModel.from_pretrained(minilm).eval()
     enc = PackedEncoder.from_config(hf.config)

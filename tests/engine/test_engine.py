@@ -10,10 +10,10 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from poolq.worker.engine.engine import AsyncEngine, InputTooLongError
+from poolq.worker.engine.loader import ModelConfig, load_model
+from poolq.worker.pooling import PoolingParams, PoolingParamsError, SparseEmbedding
 from tests.texts import varied_texts
-from worker.engine.engine import AsyncEngine, InputTooLongError
-from worker.engine.loader import ModelConfig, load_model
-from worker.pooling import PoolingParams, PoolingParamsError, SparseEmbedding
 
 TEXTS = varied_texts(64, seed=3)
 ALL_TASKS = ("embed", "sparse", "token_embed")

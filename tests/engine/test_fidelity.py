@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from poolq.worker.engine.engine import AsyncEngine
+from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.texts import varied_texts
-from worker.engine.engine import AsyncEngine
-from worker.engine.loader import ModelConfig, load_model
 
 TEXTS = varied_texts(220)
 

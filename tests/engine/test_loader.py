@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from poolq.worker.engine.engine import AsyncEngine
+from poolq.worker.engine.loader import ModelConfig, describe_model, load_model
 from tests.models import minilm_path
-from worker.engine.engine import AsyncEngine
-from worker.engine.loader import ModelConfig, describe_model, load_model
 
 TEXTS = [
     "a short one",

@@ -22,7 +22,7 @@ from transformers import (
     XLMRobertaModel,
 )
 
-from worker.engine.packed_encoder import PackedEncoder
+from poolq.worker.engine.packed_encoder import PackedEncoder
 
 TEXTS = [
     "hello",

@@ -4,9 +4,9 @@ import asyncio
 
 import pytest
 
-from worker.engine.requests import EncodeRequest
-from worker.engine.scheduler import Scheduler
-from worker.pooling import PoolingParams
+from poolq.worker.engine.requests import EncodeRequest
+from poolq.worker.engine.scheduler import Scheduler
+from poolq.worker.pooling import PoolingParams
 
 
 def req(loop, n_tokens, *, tasks=("embed",), priority=0, turn=0, rid="r"):

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
-from ingest.chunking import Chunker, TokenCounter
+from poolq.ingest.chunking import Chunker, TokenCounter
 from tests.models import minilm_path, splade_path
 
 

@@ -3,8 +3,8 @@ so nothing is truncated, and queries are encoded in the query form (expanded to 
 
 import pytest
 
-from ingest.profile import Profile
-from worker.vectorizer import Vectorizer
+from poolq.ingest.profile import Profile
+from poolq.worker.runtime.vectorizer import Vectorizer
 
 
 @pytest.fixture

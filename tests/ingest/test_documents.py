@@ -1,6 +1,6 @@
 import pytest
 
-from ingest.documents import Document, DocumentError, validate_document
+from poolq.ingest.documents import Document, DocumentError, validate_document
 
 
 def test_valid_document():

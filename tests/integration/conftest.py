@@ -1,6 +1,6 @@
 import pytest
 
-from worker.local_redis import LocalRedis
+from poolq.worker.dev.local_redis import LocalRedis
 
 
 @pytest.fixture

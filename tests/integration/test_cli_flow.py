@@ -6,14 +6,17 @@ import sys
 
 import pytest
 
-from worker.local_worker import WorkerProcess
+from poolq.worker.dev.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 
 
 def poolq(*args, timeout=300):
     return subprocess.run(
-        [sys.executable, "-m", "worker", *args], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "poolq.worker", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from ingest.client import PoolqClient
-from worker.local_worker import WorkerProcess
+from poolq.ingest.client import PoolqClient
+from poolq.worker.dev.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 MINILM = "bundled:all-minilm-l6-v2"

@@ -13,10 +13,10 @@ from arq.constants import job_key_prefix
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.client import PoolqClient
-from worker import constants
-from worker.local_redis import LocalRedis
-from worker.local_worker import WorkerProcess
+from poolq.ingest.client import PoolqClient
+from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.dev.local_worker import WorkerProcess
+from poolq.worker.wire import constants
 
 pytestmark = pytest.mark.slow
 SECRET = "s3cr3t-" + uuid.uuid4().hex[:8]

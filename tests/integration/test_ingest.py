@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient
 
-from ingest.client import PoolqClient
-from ingest.sample_corpus import passages
+from poolq.ingest.client import PoolqClient
+from poolq.ingest.sample_corpus import passages
+from poolq.worker.dev.local_worker import WorkerProcess
+from poolq.worker.wire import constants
 from tests.models import minilm_path
-from worker import constants
-from worker.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 PAYLOAD_FIELDS = {

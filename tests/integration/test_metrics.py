@@ -11,9 +11,9 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ingest.client import PoolqClient
-from ingest.sample_corpus import passages
-from worker.metrics import EngineMetrics, WorkerMetrics
+from poolq.ingest.client import PoolqClient
+from poolq.ingest.sample_corpus import passages
+from poolq.worker.observability.metrics import EngineMetrics, WorkerMetrics
 
 STAGES = ("tokenize", "queue_wait", "forward", "pool", "write")
 FAMILIES = (
@@ -182,7 +182,7 @@ async def _ingest_and_fail(url: str, docs: list[dict]) -> tuple[list, str]:
 
 @pytest.mark.slow
 def test_metrics_endpoint_moves_with_jobs(redis_server, tmp_path):
-    from worker.local_worker import WorkerProcess
+    from poolq.worker.dev.local_worker import WorkerProcess
 
     port = _free_port()
     docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(passages(12))]

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from ingest.client import PoolqClient, SyncPoolqClient
-from ingest.sample_corpus import passages
-from worker.local_redis import LocalRedis
-from worker.local_worker import WorkerProcess
+from poolq.ingest.client import PoolqClient, SyncPoolqClient
+from poolq.ingest.sample_corpus import passages
+from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.dev.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 COLLECTION = "kb"
@@ -225,7 +225,7 @@ def test_cli_reindex_wait_and_status(env):
 
     server, _, _, state = env
     environ = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "worker"]
+    cmd = [sys.executable, "-m", "poolq.worker"]
     out = subprocess.run(
         [*cmd, "reindex", "--source", str(state["source"]), "--collection", COLLECTION, "--wait",
          "--redis-url", server.url],
@@ -293,7 +293,7 @@ def wait_for_cron_results(url, prefix, n, timeout_s=120):
     from arq.constants import result_key_prefix
     from arq.jobs import deserialize_result
 
-    from worker.serialization import deserialize
+    from poolq.worker.wire.serialization import deserialize
 
     r = redis.Redis.from_url(url)
     deadline = time.time() + timeout_s

@@ -9,10 +9,10 @@ import time
 import pytest
 from qdrant_client import QdrantClient
 
-from ingest.client import PoolqClient
-from ingest.sample_corpus import passages
-from sinks.audit import audit_collection
-from worker.local_worker import WorkerProcess
+from poolq.ingest.client import PoolqClient
+from poolq.ingest.sample_corpus import passages
+from poolq.sinks.audit import audit_collection
+from poolq.worker.dev.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 COLLECTION = "docs"
@@ -159,7 +159,7 @@ def test_redis_restart_mid_run_loses_no_job(redis_server, tmp_path):
 
 
 def test_a_job_whose_last_try_dies_with_its_worker_is_dead_lettered(redis_server, tmp_path):
-    from worker import dead_letter
+    from poolq.worker.reliability import dead_letter
 
     qpath = tmp_path / "qdrant"
     env = {"POOLQ_MAX_TRIES": "1"}

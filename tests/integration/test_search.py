@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient
 
-from ingest.client import PoolqClient, SyncPoolqClient
-from ingest.sample_corpus import passages
-from sinks.search import SearchError, maxsim
+from poolq.ingest.client import PoolqClient, SyncPoolqClient
+from poolq.ingest.sample_corpus import passages
+from poolq.sinks.search import SearchError, maxsim
+from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.dev.local_worker import WorkerProcess
+from poolq.worker.wire.constants import SEARCH_QUEUE
 from tests.models import minilm_path
-from worker.constants import SEARCH_QUEUE
-from worker.local_redis import LocalRedis
-from worker.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 COLLECTION = "kb"
@@ -177,7 +177,7 @@ def test_no_worker_times_out_clearly(tmp_path):
 
 def test_cli_table_and_json_lines(env):
     server, _, _ = env
-    cmd = [sys.executable, "-m", "worker", "search", TARGETS["whale"][1]]
+    cmd = [sys.executable, "-m", "poolq.worker", "search", TARGETS["whale"][1]]
     common = ["--collection", COLLECTION, "--redis-url", server.url]
     environ = {**os.environ, "HF_HUB_OFFLINE": "1"}
     out = subprocess.run(
@@ -252,7 +252,7 @@ def test_rerank_order_is_maxsim_recomputed_from_stored_vectors(env):
 
 def test_direct_search_on_a_folder_no_worker_holds(env, capsys):
     """`--direct` encodes in this process and opens the folder itself (the worker is stopped)."""
-    from worker.search_cli import run_search
+    from poolq.worker.cli.search import run_search
 
     _, worker, qpath = env
     worker.stop()

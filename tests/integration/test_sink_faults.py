@@ -10,13 +10,13 @@ from arq.worker import Worker
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException
 
-from ingest.client import PoolqClient
-from ingest.sample_corpus import passages
-from sinks.writer import QdrantWriter
-from worker import dead_letter, job_guard
-from worker.app import worker_kwargs
-from worker.dlq_cli import run_dlq
-from worker.settings import Settings
+from poolq.ingest.client import PoolqClient
+from poolq.ingest.sample_corpus import passages
+from poolq.sinks.writer import QdrantWriter
+from poolq.worker.app.worker_settings import worker_kwargs
+from poolq.worker.cli.dlq import run_dlq
+from poolq.worker.config.settings import Settings
+from poolq.worker.reliability import dead_letter, job_guard
 
 pytestmark = pytest.mark.slow
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from worker.pooling import (
+from poolq.worker.pooling import (
     AllPool,
     ClassifierHead,
     CLSPool,
@@ -22,7 +22,7 @@ from worker.pooling import (
     TokenEmbedHead,
     TokenPooler,
 )
-from worker.pooling.activations import classification_activation
+from poolq.worker.pooling.activations import classification_activation
 
 HIDDEN = 16
 VOCAB = 40

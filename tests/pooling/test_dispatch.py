@@ -6,6 +6,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
+from poolq.worker.pooling import (
+    DispatchPooler,
+    PoolingCursor,
+    PoolingMetadata,
+    PoolingParams,
+    SparseEmbedding,
+)
 from tests.pooling.builders import (
     EMBED_DIM,
     HIDDEN,
@@ -13,13 +20,6 @@ from tests.pooling.builders import (
     four_task_pooler,
     metadata,
     token_ids,
-)
-from worker.pooling import (
-    DispatchPooler,
-    PoolingCursor,
-    PoolingMetadata,
-    PoolingParams,
-    SparseEmbedding,
 )
 
 TASKS = ["embed", "classify", "sparse", "token_embed"]

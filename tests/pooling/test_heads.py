@@ -3,9 +3,9 @@ import torch
 from torch import nn
 from torch.testing import assert_close
 
+from poolq.worker.pooling import ClassifierHead, EmbeddingHead, PoolingParams, TokenEmbedHead
+from poolq.worker.pooling.activations import activation_from_name, classification_activation
 from tests.pooling.builders import seeded_linear
-from worker.pooling import ClassifierHead, EmbeddingHead, PoolingParams, TokenEmbedHead
-from worker.pooling.activations import activation_from_name, classification_activation
 
 
 def l2(x):

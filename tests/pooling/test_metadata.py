@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from worker.pooling import PoolingCursor, PoolingMetadata, PoolingParams
+from poolq.worker.pooling import PoolingCursor, PoolingMetadata, PoolingParams
 
 
 def test_prefix_sums_give_first_and_last_rows():

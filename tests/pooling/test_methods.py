@@ -2,8 +2,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from tests.pooling.builders import flat_hidden, metadata
-from worker.pooling import (
+from poolq.worker.pooling import (
     AllPool,
     CLSPool,
     LastPool,
@@ -12,7 +11,8 @@ from worker.pooling import (
     PoolingStates,
     StepPool,
 )
-from worker.pooling import methods as methods_mod
+from poolq.worker.pooling import methods as methods_mod
+from tests.pooling.builders import flat_hidden, metadata
 
 LENS = [3, 1, 5, 2]
 

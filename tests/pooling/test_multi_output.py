@@ -3,14 +3,14 @@
 import torch
 from torch.testing import assert_close
 
-from tests.pooling.builders import HIDDEN, flat_hidden, seeded_linear
-from worker.pooling import (
+from poolq.worker.pooling import (
     PoolingCursor,
     PoolingMetadata,
     PoolingParams,
     SparseEmbedding,
     multi_output_pooler,
 )
+from tests.pooling.builders import HIDDEN, flat_hidden, seeded_linear
 
 VOCAB = 30
 CLS, EOS, PAD, UNK = 0, 2, 1, 3

@@ -1,11 +1,11 @@
 import pytest
 
+from poolq.worker.pooling import PoolingParams, PoolingParamsError, parse_task
+from poolq.worker.pooling.dispatch import DispatchPooler
+from poolq.worker.pooling.heads import EmbeddingHead
+from poolq.worker.pooling.methods import CLSPool
+from poolq.worker.pooling.poolers import SequencePooler
 from tests.pooling.builders import EMBED_DIM, four_task_pooler
-from worker.pooling import PoolingParams, PoolingParamsError, parse_task
-from worker.pooling.dispatch import DispatchPooler
-from worker.pooling.heads import EmbeddingHead
-from worker.pooling.methods import CLSPool
-from worker.pooling.poolers import SequencePooler
 
 
 @pytest.mark.parametrize("name", ["score", "encode", "nope", "", None, 3])

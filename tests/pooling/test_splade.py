@@ -2,9 +2,9 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from poolq.worker.pooling import PoolingParams, SparseEmbedding, SpladePooler
+from poolq.worker.pooling import splade as splade_mod
 from tests.pooling.builders import HIDDEN, VOCAB, flat_hidden, metadata, seeded_linear, token_ids
-from worker.pooling import PoolingParams, SparseEmbedding, SpladePooler
-from worker.pooling import splade as splade_mod
 
 LENS = [4, 1, 9, 3]
 

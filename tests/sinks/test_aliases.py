@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient
 
-from sinks.aliases import (
+from poolq.sinks.aliases import (
     ensure_served_collection,
     new_physical_name,
     physical_collections,
     point_alias,
 )
-from sinks.inventory import document_inventory
-from sinks.points import PointRecord, point_id, to_point_struct
-from sinks.schema import (
+from poolq.sinks.inventory import document_inventory
+from poolq.sinks.points import PointRecord, point_id, to_point_struct
+from poolq.sinks.schema import (
     CollectionSchema,
     SchemaMismatchError,
     VectorSpec,

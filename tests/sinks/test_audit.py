@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from qdrant_client import QdrantClient, models
 
-from sinks.audit import audit_collection
+from poolq.sinks.audit import audit_collection
 
 
 @pytest.fixture

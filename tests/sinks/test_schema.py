@@ -6,7 +6,7 @@ import pytest
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
-from sinks.schema import (
+from poolq.sinks.schema import (
     CollectionSchema,
     SchemaMismatchError,
     VectorSpec,

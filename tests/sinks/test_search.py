@@ -7,14 +7,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from qdrant_client import QdrantClient, models
 
-from sinks.points import PointRecord, SparseValues, point_id, to_point_struct
-from sinks.schema import CollectionSchema, VectorSpec, ensure_collection
-from sinks.search import (
+from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
+from poolq.sinks.schema import CollectionSchema, VectorSpec, ensure_collection
+from poolq.sinks.search import (
     Hit,
     SearchError,
     SearchRequest,
     _embedded_multivectors,
     build_query,
+    hit_from_point,
     maxsim,
     maxsim_many,
     parse_filters,
@@ -246,7 +247,7 @@ def test_local_rerank_equals_qdrants_own_maxsim(store, filters):
     q = _query(9)
     req = SearchRequest("t", "rerank", 8, filters, candidates=25)
     ours = search_points(client, SCHEMA, req, q)
-    native = [Hit.from_point(p) for p in client.query_points(**build_query(SCHEMA, req, q)).points]
+    native = [hit_from_point(p) for p in client.query_points(**build_query(SCHEMA, req, q)).points]
     assert [h.id for h in ours] == [h.id for h in native]
     assert [h.score for h in ours] == pytest.approx([h.score for h in native], abs=1e-4)
     cut = (ours[2].score + ours[3].score) / 2

@@ -13,9 +13,9 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from sinks.points import PointRecord, SparseValues, point_id, to_point_struct
-from sinks.schema import CollectionSchema, VectorSpec
-from sinks.writer import QdrantWriter, SinkUnavailableError, is_transient
+from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
+from poolq.sinks.schema import CollectionSchema, VectorSpec
+from poolq.sinks.writer import QdrantWriter, SinkUnavailableError, is_transient
 
 SCHEMA = CollectionSchema(
     "docs",
@@ -356,7 +356,7 @@ async def test_url_and_api_key_reach_the_client_but_never_the_repr(monkeypatch, 
         def close(self):
             seen["closed"] = True
 
-    monkeypatch.setattr("sinks.writer.QdrantClient", FakeClient)
+    monkeypatch.setattr("poolq.sinks.writer.QdrantClient", FakeClient)
     w = QdrantWriter(url="https://user:pw@qdrant.example.com:6333", api_key="s3cret-key")
     assert "s3cret" not in repr(w) and "pw" not in repr(w)
     assert repr(w) == "QdrantWriter(url='https://qdrant.example.com:6333')"

@@ -20,8 +20,8 @@ import string
 from pathlib import Path
 from typing import Any
 
-from worker.engine.input_forms import InputForm, InputForms
-from worker.engine.tokenizer import TextTokenizer
+from poolq.worker.engine.input_forms import InputForm, InputForms
+from poolq.worker.engine.tokenizer import TextTokenizer
 
 COLBERT_IR_DEFAULTS: dict[str, Any] = {
     "query_token_id": "[unused0]",

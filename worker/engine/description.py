@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from worker.engine.input_forms import InputForms
-from worker.pooling.tasks import PoolingTask
+from poolq.worker.engine.input_forms import InputForms
+from poolq.worker.pooling.tasks import PoolingTask
 
 ModelKind = Literal["encoder", "masked_lm", "colbert", "bge_m3", "classifier", "decoder"]
 

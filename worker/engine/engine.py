@@ -22,13 +22,13 @@ from typing import Any, Protocol
 
 import torch
 
-from worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm, InputFormName
-from worker.engine.loader import PoolingModel
-from worker.engine.requests import EncodeRequest, EncodeResult
-from worker.engine.runner import BatchOutputs, ModelRunner
-from worker.engine.scheduler import Scheduler
-from worker.pooling import PoolingParams, PoolingTask
-from worker.pooling.params import PoolingParamsError
+from poolq.worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm, InputFormName
+from poolq.worker.engine.loader import PoolingModel
+from poolq.worker.engine.requests import EncodeRequest, EncodeResult
+from poolq.worker.engine.runner import BatchOutputs, ModelRunner
+from poolq.worker.engine.scheduler import Scheduler
+from poolq.worker.pooling import PoolingParams, PoolingTask
+from poolq.worker.pooling.params import PoolingParamsError
 
 log = logging.getLogger(__name__)
 

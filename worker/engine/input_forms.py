@@ -24,7 +24,7 @@ from typing import Literal, get_args
 
 import torch
 
-from worker.engine.tokenizer import TokenizedText
+from poolq.worker.engine.tokenizer import TokenizedText
 
 InputFormName = Literal["document", "query"]
 INPUT_FORM_NAMES: tuple[InputFormName, ...] = get_args(InputFormName)

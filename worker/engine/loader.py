@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from worker.engine.checkpoint import (
+from poolq.worker.engine.checkpoint import (
     SentenceTransformersInfo,
     load_dense_module,
     load_weights,
@@ -24,12 +24,16 @@ from worker.engine.checkpoint import (
     resolve_model_path,
     weight_shapes,
 )
-from worker.engine.checkpoint_heads import classifier_from_state, linear_from, mlm_head_from_state
-from worker.engine.colbert_forms import read_colbert_forms
-from worker.engine.description import ModelConfig, ModelDescription, ModelKind
-from worker.engine.device import resolve_device, resolve_dtype
-from worker.engine.tokenizer import TextTokenizer
-from worker.pooling import (
+from poolq.worker.engine.checkpoint_heads import (
+    classifier_from_state,
+    linear_from,
+    mlm_head_from_state,
+)
+from poolq.worker.engine.colbert_forms import read_colbert_forms
+from poolq.worker.engine.description import ModelConfig, ModelDescription, ModelKind
+from poolq.worker.engine.device import resolve_device, resolve_dtype
+from poolq.worker.engine.tokenizer import TextTokenizer
+from poolq.worker.pooling import (
     AllPool,
     ClassifierHead,
     DispatchPooler,
@@ -42,8 +46,8 @@ from worker.pooling import (
     multi_output_pooler,
     sequence_method,
 )
-from worker.pooling.activations import activation_from_name, classification_activation
-from worker.pooling.tasks import PoolingTask
+from poolq.worker.pooling.activations import activation_from_name, classification_activation
+from poolq.worker.pooling.tasks import PoolingTask
 
 NATIVE_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
 _ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
@@ -342,7 +346,7 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
     if desc.native_encoder:
         from transformers import AutoConfig
 
-        from worker.engine.packed_encoder import PackedEncoder
+        from poolq.worker.engine.packed_encoder import PackedEncoder
 
         hf_config = AutoConfig.for_model(
             **{k: v for k, v in ck.config.items() if k != "architectures"}
@@ -351,7 +355,7 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
         encoder = PackedEncoder.from_config(hf_config)
         encoder.load_hf_state_dict(state)
     else:
-        from worker.engine.fallback import PaddedAutoModelRunner
+        from poolq.worker.engine.fallback import PaddedAutoModelRunner
 
         pad = ck.config.get("pad_token_id")
         encoder = PaddedAutoModelRunner(ck.path, int(pad) if pad is not None else 0, torch.float32)

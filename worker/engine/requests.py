@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from worker.pooling import PoolingParams, PoolingTask, SparseEmbedding
-from worker.pooling.outputs import PoolerOutput
+from poolq.worker.pooling import PoolingParams, PoolingTask, SparseEmbedding
+from poolq.worker.pooling.outputs import PoolerOutput
 
 _arrival = itertools.count()
 

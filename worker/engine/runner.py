@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import torch
 
-from worker.engine.loader import PoolingModel
-from worker.engine.requests import EncodeRequest
-from worker.pooling import PoolingCursor, PoolingMetadata, PoolingParams, SparseEmbedding
-from worker.pooling.outputs import PoolerOutput
-from worker.pooling.tasks import POOLING_TASKS, PoolingTask
+from poolq.worker.engine.loader import PoolingModel
+from poolq.worker.engine.requests import EncodeRequest
+from poolq.worker.pooling import PoolingCursor, PoolingMetadata, PoolingParams, SparseEmbedding
+from poolq.worker.pooling.outputs import PoolerOutput
+from poolq.worker.pooling.tasks import POOLING_TASKS, PoolingTask
 
 
 def _copy_to_host(t: torch.Tensor, pinned: bool) -> torch.Tensor:

@@ -14,8 +14,8 @@ import heapq
 import threading
 import time
 
-from worker.engine.requests import EncodeRequest
-from worker.pooling.tasks import POOLING_TASKS
+from poolq.worker.engine.requests import EncodeRequest
+from poolq.worker.pooling.tasks import POOLING_TASKS
 
 
 def task_sort_key(req: EncodeRequest) -> tuple[int, ...]:

@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 
 import torch
 
-from worker.pooling.metadata import PoolingMetadata
-from worker.pooling.outputs import PoolerOutput
-from worker.pooling.params import PoolingParams, PoolingParamsError
-from worker.pooling.poolers import Pooler
-from worker.pooling.tasks import PoolingTask, parse_task
+from poolq.worker.pooling.metadata import PoolingMetadata
+from poolq.worker.pooling.outputs import PoolerOutput
+from poolq.worker.pooling.params import PoolingParams, PoolingParamsError
+from poolq.worker.pooling.poolers import Pooler
+from poolq.worker.pooling.tasks import PoolingTask, parse_task
 
 
 class DispatchPooler(Pooler):

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from worker.pooling.activations import apply_rowwise
-from worker.pooling.params import PoolingParams
+from poolq.worker.pooling.activations import apply_rowwise
+from poolq.worker.pooling.params import PoolingParams
 
 
 def _check_dimensions(

@@ -18,7 +18,7 @@ from functools import cached_property
 
 import torch
 
-from worker.pooling.params import PoolingParams
+from poolq.worker.pooling.params import PoolingParams
 
 
 def _as_index_cpu(values: Sequence[int] | torch.Tensor) -> torch.Tensor:

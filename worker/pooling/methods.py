@@ -12,7 +12,7 @@ from typing import Literal
 
 import torch
 
-from worker.pooling.metadata import PoolingMetadata
+from poolq.worker.pooling.metadata import PoolingMetadata
 
 # Bound on the FP32 temporary of MEAN pooling (vLLM uses the same 16 MiB). Patched in tests.
 MEAN_CHUNK_BYTES = 16 << 20

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from worker.pooling.dispatch import DispatchPooler
-from worker.pooling.heads import EmbeddingHead, TokenEmbedHead
-from worker.pooling.metadata import PoolingMetadata
-from worker.pooling.methods import AllPool, CLSPool
-from worker.pooling.outputs import PoolerOutput, SparseEmbedding
-from worker.pooling.poolers import Pooler, SequencePooler, TokenPooler
-from worker.pooling.tasks import PoolingTask
+from poolq.worker.pooling.dispatch import DispatchPooler
+from poolq.worker.pooling.heads import EmbeddingHead, TokenEmbedHead
+from poolq.worker.pooling.metadata import PoolingMetadata
+from poolq.worker.pooling.methods import AllPool, CLSPool
+from poolq.worker.pooling.outputs import PoolerOutput, SparseEmbedding
+from poolq.worker.pooling.poolers import Pooler, SequencePooler, TokenPooler
+from poolq.worker.pooling.tasks import PoolingTask
 
 
 class TokenWeightSparsePooler(Pooler):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from worker.pooling.tasks import PoolingTask, parse_task
+from poolq.worker.pooling.tasks import PoolingTask, parse_task
 
 
 class PoolingParamsError(ValueError):

@@ -14,12 +14,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from worker.pooling.heads import ClassifierHead, EmbeddingHead, TokenEmbedHead
-from worker.pooling.metadata import PoolingMetadata
-from worker.pooling.methods import AllPool, SequencePoolingMethod, TokenPoolingMethod
-from worker.pooling.outputs import PoolerOutput
-from worker.pooling.params import PoolingParams
-from worker.pooling.tasks import PoolingTask, parse_task
+from poolq.worker.pooling.heads import ClassifierHead, EmbeddingHead, TokenEmbedHead
+from poolq.worker.pooling.metadata import PoolingMetadata
+from poolq.worker.pooling.methods import AllPool, SequencePoolingMethod, TokenPoolingMethod
+from poolq.worker.pooling.outputs import PoolerOutput
+from poolq.worker.pooling.params import PoolingParams
+from poolq.worker.pooling.tasks import PoolingTask, parse_task
 
 
 class Pooler(nn.Module, ABC):

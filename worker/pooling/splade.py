@@ -16,11 +16,11 @@ from typing import Literal
 import torch
 from torch import nn
 
-from worker.pooling.metadata import PoolingMetadata
-from worker.pooling.outputs import PoolerOutput, SparseEmbedding
-from worker.pooling.params import PoolingParams
-from worker.pooling.poolers import Pooler
-from worker.pooling.tasks import PoolingTask
+from poolq.worker.pooling.metadata import PoolingMetadata
+from poolq.worker.pooling.outputs import PoolerOutput, SparseEmbedding
+from poolq.worker.pooling.params import PoolingParams
+from poolq.worker.pooling.poolers import Pooler
+from poolq.worker.pooling.tasks import PoolingTask
 
 SPLADE_CHUNK_BYTES = 32 << 20
 

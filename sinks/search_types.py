@@ -1,0 +1,174 @@
+"""Search requests and results as plain data: what a client sends and gets back, and what the
+worker's search service and the sink exchange. No Qdrant, numpy or torch here, so the client
+(``from poolq import SearchRequest``) stays light; ``sinks/search.py`` turns these into Query
+API calls."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+SearchMode = Literal["dense", "sparse", "hybrid", "rerank"]
+Fusion = Literal["rrf", "dbsf"]
+SEARCH_MODES: tuple[SearchMode, ...] = get_args(SearchMode)
+FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
+MAX_LIMIT = 1000
+
+
+class SearchError(ValueError):
+    """A search request that cannot run as asked (bad mode, filter, limit, missing vector)."""
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """What to search for, apart from the query text. ``mode=None`` picks the best mode the
+    collection supports (see :func:`resolve_mode`). ``candidates`` is how many points each
+    prefetch returns for fusion and rerank (default: see :attr:`fusion_limit` and
+    :attr:`rerank_pool`)."""
+
+    collection: str
+    mode: SearchMode | None = None
+    limit: int = 10
+    filters: tuple[str, ...] = ()
+    score_threshold: float | None = None
+    fusion: Fusion = "rrf"
+    candidates: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.collection, str) or not self.collection:
+            raise SearchError(f"collection: expected a non-empty string, got {self.collection!r}")
+        if self.mode is not None and self.mode not in SEARCH_MODES:
+            raise SearchError(f"mode: expected one of {list(SEARCH_MODES)}, got {self.mode!r}")
+        if self.fusion not in FUSIONS:
+            raise SearchError(f"fusion: expected one of {list(FUSIONS)}, got {self.fusion!r}")
+        for name, value in (("limit", self.limit), ("candidates", self.candidates)):
+            if value is None and name == "candidates":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
+                raise SearchError(f"{name}: expected an integer in 1..{MAX_LIMIT}, got {value!r}")
+        if self.score_threshold is not None and (
+            isinstance(self.score_threshold, bool)
+            or not isinstance(self.score_threshold, int | float)
+            or not math.isfinite(self.score_threshold)
+        ):
+            raise SearchError(
+                f"score_threshold: expected a finite number, got {self.score_threshold!r}"
+            )
+        if isinstance(self.filters, str) or not all(isinstance(f, str) for f in self.filters):
+            raise SearchError(f"filters: expected a list of strings, got {self.filters!r}")
+        object.__setattr__(self, "filters", tuple(self.filters))
+        from poolq.sinks.filters import parse_conditions  # (filters import SearchError)
+
+        parse_conditions(self.filters)  # fail early, before any model work
+
+    @property
+    def fusion_limit(self) -> int:
+        """Candidates from each of dense and sparse for ``hybrid``: short lists by default
+        (``max(20, 2 * limit)``), since deep ranks of a weak list only add noise to RRF."""
+        return self.candidates if self.candidates is not None else max(20, 2 * self.limit)
+
+    @property
+    def rerank_pool(self) -> int:
+        """Fused candidates MaxSim re-scores in ``rerank`` (``max(50, 5 * limit)``)."""
+        return self.candidates if self.candidates is not None else max(50, 5 * self.limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "collection": self.collection,
+            "mode": self.mode,
+            "limit": self.limit,
+            "filters": list(self.filters),
+            "score_threshold": self.score_threshold,
+            "fusion": self.fusion,
+            "candidates": self.candidates,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SearchRequest:
+        if not isinstance(data, Mapping):
+            raise SearchError(f"search request: expected a map, got {type(data).__name__}")
+        allowed = set(cls.__dataclass_fields__)
+        unknown = set(data) - allowed
+        if unknown:
+            raise SearchError(
+                f"search request: unknown keys {sorted(map(str, unknown))}; allowed: {sorted(allowed)}"
+            )
+        args = dict(data)
+        if isinstance(args.get("filters"), list):
+            args["filters"] = tuple(args["filters"])
+        try:
+            return cls(**args)
+        except TypeError as e:
+            raise SearchError(f"search request: {e}") from None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One result: the point, its score, and the chunk's document, text and metadata."""
+
+    id: str
+    score: float
+    doc_id: str | None
+    chunk_index: int | None
+    text: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "score": self.score,
+            "doc_id": self.doc_id,
+            "chunk_index": self.chunk_index,
+            "text": self.text,
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Hit:
+        return cls(
+            str(data["id"]),
+            float(data["score"]),
+            data.get("doc_id"),
+            data.get("chunk_index"),
+            data.get("text"),
+            dict(data.get("metadata") or {}),
+        )
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Hits in rank order, the mode that ran and where the time went (``encode_s`` is the
+    query's model time, ``search_s`` the Qdrant call)."""
+
+    query: str
+    collection: str
+    mode: str
+    hits: list[Hit]
+    encode_s: float
+    search_s: float
+    worker_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "collection": self.collection,
+            "mode": self.mode,
+            "hits": [h.to_dict() for h in self.hits],
+            "encode_s": self.encode_s,
+            "search_s": self.search_s,
+            "worker_id": self.worker_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchResult:
+        return cls(
+            str(data["query"]),
+            str(data["collection"]),
+            str(data["mode"]),
+            [Hit.from_dict(h) for h in data["hits"]],
+            float(data["encode_s"]),
+            float(data["search_s"]),
+            data.get("worker_id"),
+        )

@@ -1,0 +1,20 @@
+"""The arq application: settings for arq, its jobs (``jobs/``), the worker's start and stop.
+
+``arq poolq.worker.app.WorkerSettings`` and ``poolq worker`` run the same worker. The
+``WorkerSettings`` class is built on first use (PEP 562), from ``POOLQ_CONFIG`` and the
+``POOLQ_*`` variables, so importing this package reads no configuration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    if name == "WorkerSettings":
+        from poolq.worker.app.worker_settings import build_worker_settings
+
+        cls = build_worker_settings()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,145 @@
+"""The arq application: ``WorkerSettings`` (for ``arq poolq.worker.app.WorkerSettings``) and
+:func:`run_worker` (for ``poolq worker``), both from one :func:`worker_kwargs` of :class:`Settings`
+(config file, ``POOLQ_*`` variables, flags): the same jobs, cron entries, max tries, metrics,
+reaper and Redis-error-tolerant worker class.
+
+Models, engines and the Qdrant writer open in ``on_startup`` and close in ``on_shutdown``; jobs
+stay thin. A heartbeat with engine statistics is written to Redis every few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from arq.worker import func
+
+from poolq.worker.app.jobs.ingest import ingest
+from poolq.worker.app.jobs.reindex import reindex
+from poolq.worker.config.schedule import cron_jobs
+from poolq.worker.config.settings import Settings, load_settings
+from poolq.worker.observability import metrics
+from poolq.worker.reliability.arq_overrides import PoolqWorker, adopt_running
+from poolq.worker.reliability.job_guard import guarded
+from poolq.worker.reliability.reaper import reaper_loop
+from poolq.worker.runtime.runtime import Runtime
+from poolq.worker.runtime.search_service import SearchService
+from poolq.worker.wire import constants
+from poolq.worker.wire.connection import redis_settings
+from poolq.worker.wire.serialization import (
+    REJECTED_JOB,
+    job_deserializer,
+    rejected_payload,
+    serialize,
+)
+
+log = logging.getLogger("poolq.worker")
+REINDEX_MAX_TRIES = 3
+
+
+async def _heartbeat_loop(ctx: dict[str, Any]) -> None:
+    rt: Runtime = ctx["runtime"]
+    key = constants.HEARTBEAT_KEY.format(worker_id=rt.worker_id)
+    while True:
+        with contextlib.suppress(Exception):  # Redis may be restarting: the next beat will do
+            await ctx["redis"].set(key, serialize(rt.heartbeat()), ex=constants.HEARTBEAT_TTL_S)
+        await metrics.refresh(ctx)  # queue depths (Redis reads here, never in the scrape thread)
+        await asyncio.sleep(constants.HEARTBEAT_INTERVAL_S)
+
+
+async def startup(ctx: dict[str, Any]) -> None:
+    settings: Settings = ctx.get("settings") or load_settings()
+    ctx["settings"] = settings
+    adopt_running(ctx)  # under `arq ...WorkerSettings` too: the Redis-tolerant worker class
+    rt = await Runtime.open(settings, writer=ctx.pop("writer", None))
+    ctx["runtime"] = rt
+    ctx["heartbeat_task"] = asyncio.create_task(_heartbeat_loop(ctx))
+    ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
+    rt.search_service = SearchService(settings.redis_url, rt.queries)
+    rt.search_service.start()
+    ctx["metrics"] = metrics.start(ctx)  # None unless settings.metrics_port is set
+    log.info("worker %s ready: models %s", rt.worker_id, ", ".join(settings.profile.models))
+
+
+async def shutdown(ctx: dict[str, Any]) -> None:
+    metrics.stop(ctx)
+    for name in ("heartbeat_task", "reaper_task"):
+        task = ctx.pop(name, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    rt: Runtime | None = ctx.get("runtime")
+    if rt is None:
+        return
+    if rt.search_service is not None:
+        await rt.search_service.stop()
+    with contextlib.suppress(Exception):
+        key = constants.HEARTBEAT_KEY.format(worker_id=rt.worker_id)
+        final = rt.heartbeat() | {"stopped": True}
+        await ctx["redis"].set(key, serialize(final), ex=constants.HEARTBEAT_TTL_S * 20)
+    await rt.close()
+
+
+def worker_kwargs(settings: Settings) -> dict[str, Any]:
+    return {
+        "functions": [
+            func(
+                guarded(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries),
+                name=constants.INGEST_JOB,
+                max_tries=settings.max_tries,
+            ),
+            func(
+                guarded(reindex, name=constants.REINDEX_JOB, max_tries=REINDEX_MAX_TRIES),
+                name=constants.REINDEX_JOB,
+                max_tries=REINDEX_MAX_TRIES,
+                timeout=settings.reindex_timeout_s,
+            ),
+            func(
+                guarded(rejected_payload, name=REJECTED_JOB, max_tries=1),
+                name=REJECTED_JOB,
+                max_tries=1,
+            ),
+        ],
+        "cron_jobs": cron_jobs(
+            settings.reindex, reindex, settings.reindex_timeout_s, settings.keep_result_s
+        ),
+        "queue_name": constants.INGEST_QUEUE,
+        "redis_settings": redis_settings(settings.redis_url),
+        "on_startup": startup,
+        "on_shutdown": shutdown,
+        "job_serializer": serialize,
+        "job_deserializer": job_deserializer(settings.max_job_bytes),
+        "max_jobs": settings.max_jobs,
+        "job_timeout": settings.job_timeout_s,
+        "keep_result": settings.keep_result_s,
+        "max_tries": settings.max_tries,
+        "poll_delay": 0.05,
+        "health_check_interval": 10,
+        # SIGTERM/SIGINT: stop taking jobs, let running ones finish for the grace period, then
+        # cancel the rest, which arq puts back in the queue for another worker
+        "job_completion_wait": settings.shutdown_grace_s,
+        "log_results": False,  # results and arguments hold document text
+        "ctx": {
+            "settings": settings,
+            "max_tries": {
+                constants.INGEST_JOB: settings.max_tries,
+                constants.REINDEX_JOB: REINDEX_MAX_TRIES,
+            },
+        },
+    }
+
+
+def run_worker(settings: Settings, *, burst: bool = False) -> None:
+    """``poolq worker``: the same arguments as ``arq poolq.worker.app.WorkerSettings``."""
+    PoolqWorker(burst=burst, **worker_kwargs(settings)).run()
+
+
+def build_worker_settings(settings: Settings | None = None) -> type:
+    """A plain arq ``WorkerSettings`` class with every argument of :func:`worker_kwargs` (settings
+    from ``POOLQ_CONFIG`` and ``POOLQ_*`` variables by default): what
+    ``arq poolq.worker.app.WorkerSettings`` runs."""
+    kwargs = worker_kwargs(settings or load_settings())
+    return type("WorkerSettings", (), {"__doc__": build_worker_settings.__doc__, **kwargs})

@@ -1,0 +1,30 @@
+"""The ``poolq`` command line: one module per command, shared options in ``options.py``."""
+
+from __future__ import annotations
+
+import sys
+
+try:
+    import typer
+except ImportError:  # pragma: no cover - a client-only install
+    typer = None  # type: ignore[assignment]
+
+if typer is not None:
+    from poolq.worker.cli import (  # noqa: F401  (each registers its command on `app`)
+        demo,
+        dlq,
+        encode,
+        enqueue,
+        reindex,
+        search,
+        status,
+        worker,
+    )
+    from poolq.worker.cli.app import app
+
+
+def main() -> None:
+    """The ``poolq`` console script."""
+    if typer is None:  # pragma: no cover - a client-only install
+        sys.exit("poolq: the command line needs its extra: pip install 'poolq[cli]'")
+    app(prog_name="poolq")

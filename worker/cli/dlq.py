@@ -1,0 +1,87 @@
+"""``poolq dlq list|retry|drop``: the dead-letter list (jobs that failed for good)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import Any
+
+import typer
+
+from poolq.worker.cli.app import app
+from poolq.worker.cli.options import json_option, redis_url_option, resolve_redis_url
+from poolq.worker.reliability import dead_letter
+
+
+def _args_summary(e: dict[str, Any]) -> str:
+    args = e.get("args") or []
+    parts = []
+    for a in args:
+        if isinstance(a, list):
+            parts.append(f"[{len(a)} items]")
+        else:
+            text = repr(a)
+            parts.append(text if len(text) <= 40 else text[:39] + "…")
+    return ", ".join(parts)
+
+
+async def _run(action: str, job_ids: list[str] | None, redis_url: str) -> Any:
+    from poolq.ingest.client import PoolqClient
+
+    async with PoolqClient(redis_url) as client:
+        if action == "list":
+            return await dead_letter.entries(client.redis)
+        if action == "retry":
+            return await dead_letter.retry(client.redis, job_ids)
+        return await dead_letter.drop(client.redis, job_ids)
+
+
+def run_dlq(action: str, job_ids: list[str], all_: bool, redis_url: str, as_json: bool) -> int:
+    if action not in ("list", "retry", "drop"):
+        print(f"poolq dlq: expected list, retry or drop, got {action!r}", file=sys.stderr)
+        return 2
+    if action != "list" and not job_ids and not all_:
+        print(f"poolq dlq {action}: give job ids, or --all", file=sys.stderr)
+        return 2
+    try:
+        out = asyncio.run(_run(action, None if all_ else job_ids, redis_url))
+    except KeyError as e:
+        print(f"poolq dlq {action}: {e.args[0]}", file=sys.stderr)
+        return 1
+    except (ConnectionError, OSError) as e:
+        print(f"poolq dlq: error: {e}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps(out))
+        return 0
+    if action == "list":
+        if not out:
+            print("the dead-letter list is empty")
+        for entry in out:
+            age = time.time() - entry.get("failed_at", time.time())
+            print(
+                f"{entry['job_id']}  {entry['function']}({_args_summary(entry)})  "
+                f"tries {entry['tries']}, {age:.0f}s ago: {entry['error']}"
+            )
+    elif action == "retry":
+        for old, new in out.items():
+            print(f"{old} -> enqueued again as {new}")
+    else:
+        for job_id in out:
+            print(f"{job_id} dropped")
+    return 0
+
+
+@app.command()
+def dlq(
+    action: str = typer.Argument(..., metavar="list|retry|drop"),
+    job_ids: list[str] = typer.Argument(None, metavar="[JOB_ID...]"),
+    all_: bool = typer.Option(False, "--all", help="retry/drop: every dead-lettered job."),
+    redis_url: str | None = redis_url_option(),
+    as_json: bool = json_option("list: an array of entries {job_id, function, args, error, ...}."),
+) -> None:
+    """The dead-letter list: jobs that failed for good, with their errors. `retry` enqueues
+    them again (new job ids), `drop` forgets them."""
+    raise typer.Exit(run_dlq(action, job_ids or [], all_, resolve_redis_url(redis_url), as_json))

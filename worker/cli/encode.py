@@ -1,0 +1,82 @@
+"""``poolq encode``: encode a JSONL file offline, in this process (no Redis, no Qdrant)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from poolq.worker.cli.app import app
+
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+@app.command()
+def encode(
+    input_path: Path = typer.Argument(
+        ..., metavar="INPUT.jsonl", help='Lines of {"id": ..., "text": ...}.'
+    ),
+    model: str = typer.Option(..., "--model", help="Model folder or hub id."),
+    task: list[str] = typer.Option(
+        ["embed"], "--task", help="embed, sparse, token_embed or classify; repeat for several."
+    ),
+    dimensions: int | None = typer.Option(
+        None, "--dimensions", help="Matryoshka truncation of embed vectors."
+    ),
+    no_normalize: bool = typer.Option(
+        False, "--no-normalize", help="Return raw (unnormalised) embed/token_embed vectors."
+    ),
+    dtype: str | None = typer.Option(
+        None,
+        "--dtype",
+        help="float32, bfloat16 or float16 (default: float32 on CPU, bf16/fp16 on CUDA).",
+    ),
+    max_batch_tokens: int | None = typer.Option(
+        None,
+        "--max-batch-tokens",
+        min=1,
+        help="Token budget of one forward pass (default: 2048 on CPU, 16384 on CUDA).",
+    ),
+    device: str | None = typer.Option(
+        None, "--device", help="cpu, cuda, cuda:N (default: CUDA when present)."
+    ),
+    no_truncate: bool = typer.Option(
+        False, "--no-truncate", help="Over-long texts are errors instead of being truncated."
+    ),
+    prompt_name: str | None = typer.Option(
+        None, "--prompt-name", help="A prompt from the model's sentence-transformers config."
+    ),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", metavar="OUT.jsonl", help="Default: standard output."
+    ),
+) -> None:
+    """Encode a JSONL file offline: one output line per input line, in input order."""
+    if dtype is not None and dtype not in DTYPES:
+        raise typer.BadParameter(
+            f"expected one of {', '.join(DTYPES)}, got {dtype!r}", param_hint="--dtype"
+        )
+    from poolq.worker.runtime.offline_encode import EncodeOptions, run_encode
+
+    opts = EncodeOptions(
+        tuple(dict.fromkeys(task)), dimensions, not no_normalize, not no_truncate, prompt_name
+    )
+    try:
+        summary = run_encode(
+            model,
+            input_path,
+            output,
+            opts,
+            dtype=dtype,
+            device=device,
+            max_batch_tokens=max_batch_tokens,
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        typer.echo(f"poolq encode: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(
+        f"poolq encode: {summary.written} written, {summary.errors} skipped, {summary.truncated} truncated, "
+        f"{summary.tokens} tokens",
+        err=True,
+    )
+    if summary.errors:
+        raise typer.Exit(1)

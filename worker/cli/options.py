@@ -1,0 +1,62 @@
+"""What every command shares: its options, where the Redis URL comes from, and how it fails
+(one line on stderr, URLs redacted, a non-zero exit)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+from poolq.worker.wire import constants
+from poolq.worker.wire.connection import redact_text
+
+
+def redis_url_option() -> Any:
+    return typer.Option(
+        None, "--redis-url", help=f"env POOLQ_REDIS_URL (default {constants.DEFAULT_REDIS_URL})."
+    )
+
+
+def config_option() -> Any:
+    return typer.Option(None, "--config", help="TOML config (env POOLQ_CONFIG).")
+
+
+def json_option(shape: str) -> Any:
+    return typer.Option(False, "--json", help=f"Print JSON: {shape}")
+
+
+def timeout_option(help_: str = "Give up waiting after this many seconds.") -> Any:
+    return typer.Option(None, "--timeout", help=help_)
+
+
+def resolve_redis_url(flag: str | None, config: Path | str | None = None) -> str:
+    """``--redis-url``, else ``POOLQ_REDIS_URL``, else the config file's ``[worker] redis_url``
+    (``--config`` / ``POOLQ_CONFIG``), else the default. Reads the file's ``[worker]`` table
+    only: client commands never load the models' profile."""
+    if flag:
+        return flag
+    if env := os.environ.get("POOLQ_REDIS_URL"):
+        return env
+    config = config or os.environ.get("POOLQ_CONFIG")
+    if config:
+        path = Path(config)
+        if not path.is_file():
+            raise ValueError(f"config file {str(path)!r} does not exist")
+        worker = tomllib.loads(path.read_text(encoding="utf-8")).get("worker") or {}
+        if worker.get("redis_url"):
+            return str(worker["redis_url"])
+    return constants.DEFAULT_REDIS_URL
+
+
+def error(command: str, message: object) -> None:
+    """``poolq COMMAND: error: MESSAGE`` on stderr, credentials in any URL hidden."""
+    print(f"poolq {command}: error: {redact_text(str(message))}", file=sys.stderr)
+
+
+def fail(command: str, message: object, code: int = 2) -> NoReturn:
+    error(command, message)
+    raise typer.Exit(code)

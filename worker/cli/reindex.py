@@ -1,0 +1,133 @@
+"""``poolq reindex``: run one reindex now (in a worker), optionally waiting with progress."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from tqdm import tqdm
+
+from poolq.ingest.client import PoolqClient
+from poolq.worker.cli.app import app
+from poolq.worker.cli.options import redis_url_option, resolve_redis_url, timeout_option
+
+
+async def _run(
+    source: str, collection: str, full: bool, keep_old: bool, wait: bool, redis_url: str,
+    timeout_s: float | None, progress: bool,
+) -> tuple[str, dict[str, Any] | None, str | None]:  # fmt: skip
+    async with PoolqClient(redis_url) as client:
+        job_id = await client.reindex(source, collection, full=full, keep_old=keep_old)
+        if not wait:
+            return job_id, None, None
+        bar = tqdm(total=0, unit="doc", file=sys.stderr, disable=not progress, desc="reindexing")
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout_s is None else loop.time() + timeout_s
+        while True:
+            done = await client.finished([job_id])
+            records = await client.reindex_progress(collection)
+            rec = records[0] if records and records[0].get("job_id") == job_id else None
+            if rec is not None and rec.get("to_encode"):
+                bar.total = rec["to_encode"]
+                bar.n = rec.get("done", 0)
+                bar.set_postfix_str(str(rec.get("state")))
+                bar.refresh()
+            if job_id in done:
+                bar.close()
+                o = done[job_id]
+                return job_id, o.result, o.error
+            if deadline is not None and loop.time() > deadline:
+                bar.close()
+                raise TimeoutError(f"reindex job {job_id} not finished after {timeout_s}s")
+            await asyncio.sleep(0.25)
+
+
+def run_reindex_cli(
+    source: Path,
+    collection: str,
+    full: bool,
+    keep_old: bool,
+    wait: bool,
+    redis_url: str | None,
+    timeout_s: float | None,
+) -> int:
+    if not source.exists():
+        print(f"poolq reindex: error: source {str(source)!r} does not exist", file=sys.stderr)
+        return 2
+    try:
+        job_id, result, error = asyncio.run(
+            _run(
+                str(source.resolve()),
+                collection,
+                full,
+                keep_old,
+                wait,
+                resolve_redis_url(redis_url),
+                timeout_s,
+                True,
+            )
+        )
+    except (TimeoutError, ConnectionError, OSError, ValueError) as exc:
+        print(f"poolq reindex: error: {exc}", file=sys.stderr)
+        return 2
+    if not wait:
+        print(json.dumps({"job": job_id}))
+        return 0
+    if error is not None:
+        print(f"poolq reindex: job {job_id} failed: {error}", file=sys.stderr)
+        return 1
+    assert result is not None
+    if "skipped" in result:
+        print(f"poolq reindex: {result['skipped']}", file=sys.stderr)
+        return 1
+    for e in result.get("errors", []):
+        print(f"poolq reindex: document {e['id']!r}: {e['error']}", file=sys.stderr)
+    print(_summary(result))
+    return 1 if result.get("errors") else 0
+
+
+def _summary(r: dict[str, Any]) -> str:
+    kind = "full rebuild" if r["full"] else "incremental"
+    parts = [
+        f"{r[k]} {k.replace('_', ' ')}"
+        for k in ("new", "changed", "stale", "metadata_only", "unchanged", "removed")
+    ]
+    line = (
+        f"{kind} of {r['collection']!r}: {r['documents']} documents ({', '.join(parts)}); "
+        f"{r['encoded_chunks']} chunks encoded, {r['points_written']} points written, "
+        f"{len(r['errors'])} errors in {r['seconds']}s"
+    )
+    if r.get("switched_from") is not None or r["full"]:
+        line += f"; alias {r['collection']!r} -> {r['target']!r}"
+        if r.get("dropped"):
+            line += f", dropped {r['dropped']!r}"
+    return line
+
+
+@app.command()
+def reindex(
+    source: Path = typer.Option(
+        ..., "--source", help="A JSONL file or a folder of .txt/.md files (id = relative path)."
+    ),
+    collection: str = typer.Option(..., "--collection", help="Collection (alias) to reindex."),
+    full: bool = typer.Option(
+        False,
+        "--full",
+        help="Rebuild into a new collection and switch the alias to it when complete.",
+    ),
+    keep_old: bool = typer.Option(
+        False, "--keep-old", help="With --full: keep the previous collection after the switch."
+    ),
+    wait: bool = typer.Option(False, "--wait", help="Wait, with progress, and print a summary."),
+    redis_url: str | None = redis_url_option(),
+    timeout_s: float | None = timeout_option(),
+) -> None:
+    """Reindex a collection from its source now: incremental by content hash (unchanged
+    documents cost nothing, removed ones are deleted), or --full."""
+    raise typer.Exit(
+        run_reindex_cli(source, collection, full, keep_old, wait, redis_url, timeout_s)
+    )

@@ -1,0 +1,118 @@
+"""Worker settings: config file (TOML), then environment, then CLI flags (increasing precedence).
+
+Environment: ``POOLQ_CONFIG``, ``POOLQ_REDIS_URL``, ``POOLQ_QDRANT_URL``, ``POOLQ_QDRANT_PATH``,
+``POOLQ_QDRANT_API_KEY``, ``POOLQ_METRICS_PORT``. The config file's ``[worker]`` table takes the
+same names in lower case without the prefix; the rest of the file is the collection profile.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from poolq.ingest.profile import DEFAULT_PROFILE, Profile
+from poolq.worker.config.schedule import ReindexSchedule
+from poolq.worker.wire import constants
+
+ENV_PREFIX = "POOLQ_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    redis_url: str = constants.DEFAULT_REDIS_URL
+    qdrant_url: str | None = None
+    qdrant_path: str = "./poolq_data/qdrant"  # embedded Qdrant, used when no URL is given
+    qdrant_api_key: str | None = field(default=None, repr=False)
+    max_jobs: int = 32  # concurrent jobs per worker: they all feed the one engine
+    job_timeout_s: int = 300
+    max_tries: int = 5
+    keep_result_s: int = 24 * 3600
+    max_batch_tokens: int | None = None
+    max_documents_per_job: int = 1000
+    max_document_bytes: int = 1 << 20
+    max_job_bytes: int = 64 << 20  # whole job payload, refused before it is decoded
+    shutdown_grace_s: int = 30  # SIGTERM: running jobs may finish this long, then go back
+    metrics_port: int | None = None
+    metrics_addr: str = "0.0.0.0"  # where /metrics listens (with metrics_port)
+    device: str | None = None
+    reindex_timeout_s: int = 6 * 3600
+    # folders a reindex may read (os.pathsep-separated; default: the working directory);
+    # the sources of [[reindex]] entries are always allowed
+    source_roots: str | None = None
+    reindex: tuple[ReindexSchedule, ...] = ()  # [[reindex]] tables: scheduled reindexing
+    profile: Profile = DEFAULT_PROFILE
+
+    def __post_init__(self) -> None:
+        if self.max_jobs < 1:
+            raise ValueError(f"max_jobs must be >= 1, got {self.max_jobs}")
+        if not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                f"redis_url must start with redis://, rediss:// or unix://, got {self.redis_url!r}"
+            )
+
+    def allowed_source_roots(self) -> list[str]:
+        """Where a reindex may read: ``source_roots`` (default: the working directory) and the
+        sources the config's own ``[[reindex]]`` entries name."""
+        roots = (self.source_roots or os.getcwd()).split(os.pathsep)
+        return [r for r in roots if r] + [s.source for s in self.reindex]
+
+
+_INT_FIELDS = {f.name for f in fields(Settings) if f.type in ("int", "int | None")}
+_SETTING_NAMES = {f.name for f in fields(Settings)} - {"profile", "reindex"}
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if value is None or value == "":
+        return None
+    if name in _INT_FIELDS:
+        try:
+            return int(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"setting {name}: expected an integer, got {value!r}") from None
+    return value
+
+
+def load_settings(
+    config: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    env = os.environ if environ is None else environ
+    config = config or env.get(ENV_PREFIX + "CONFIG")
+    values: dict[str, Any] = {}
+    profile = DEFAULT_PROFILE
+    if config:
+        path = Path(config)
+        if not path.is_file():
+            raise ValueError(f"config file {str(path)!r} does not exist")
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        worker = data.pop("worker", {}) or {}
+        schedules = data.pop("reindex", []) or []
+        if not isinstance(schedules, list):
+            raise ValueError("config: reindex entries must be [[reindex]] tables")
+        values["reindex"] = tuple(ReindexSchedule.from_dict(x) for x in schedules)
+        unknown = set(worker) - _SETTING_NAMES
+        if unknown:
+            raise ValueError(
+                f"config [worker]: unknown keys {sorted(unknown)}; allowed: {sorted(_SETTING_NAMES)}"
+            )
+        values.update({k: _coerce(k, v) for k, v in worker.items()})
+        profile = Profile.from_dict(data)
+    for name in _SETTING_NAMES:
+        if (v := env.get(ENV_PREFIX + name.upper())) is not None:
+            values[name] = _coerce(name, v)
+    for name, v in (overrides or {}).items():
+        if v is not None:
+            values[name] = v if name == "reindex" else _coerce(name, v)
+    if (
+        values.get("qdrant_url")
+        and "qdrant_path" in values
+        and overrides
+        and overrides.get("qdrant_path")
+    ):
+        values.pop("qdrant_url")  # an explicit --qdrant-path beats a URL from file or env
+    return replace(Settings(profile=profile), **values)

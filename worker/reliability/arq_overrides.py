@@ -1,0 +1,102 @@
+"""The one place poolq overrides arq's private methods (arq is in maintenance mode; everything
+else goes through its public hooks and constructor arguments).
+
+:class:`PoolqWorker` rides out Redis outages and reports jobs that fail before they run:
+
+* ``_poll_iteration``: a Redis error inside one poll (a WATCH-ed check cannot be retried by the
+  client) would end ``Worker.main()`` and the process; here it is logged and the next poll tries
+  again;
+* ``run_job``: a job whose bookkeeping failed on Redis before or after it ran is handed back to
+  the queue (its in-progress key dropped once Redis answers) instead of waiting out arq's job
+  timeout; re-running it rewrites the same points;
+* ``finish_failed_job``: jobs arq fails without running them (expired, max tries exceeded,
+  unknown function) are passed to :attr:`PoolqWorker.failed_unrun` listeners (metrics).
+
+``poolq worker`` constructs a :class:`PoolqWorker`; under ``arq poolq.worker.app.WorkerSettings``
+arq constructs its own ``Worker``, which ``on_startup`` turns into one with :func:`adopt_running`.
+``tests/test_arq_overrides.py`` fails when arq's internals that these rely on change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from arq.constants import in_progress_key_prefix
+from arq.worker import Worker
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.exceptions import WatchError
+
+log = logging.getLogger("poolq.worker")
+
+# arq minor versions these overrides were tested on (pyproject pins the same range)
+ARQ_TESTED = ((0, 26), (0, 28))
+OVERRIDDEN = ("_poll_iteration", "run_job", "finish_failed_job")
+
+_REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, WatchError, ConnectionError, OSError)
+
+
+class PoolqWorker(Worker):
+    failed_unrun: list[Callable[[bytes | None], None]]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.failed_unrun = []
+
+    async def _poll_iteration(self) -> None:
+        try:
+            await super()._poll_iteration()
+        except _REDIS_DOWN as e:
+            log.warning("redis unavailable while polling (%s); retrying", e)
+            await asyncio.sleep(0.5)
+
+    async def run_job(self, job_id: str, score: int) -> None:
+        try:
+            await super().run_job(job_id, score)
+        except _REDIS_DOWN as e:
+            log.warning("job %s: redis failed around it (%s); handing it back", job_id, e)
+            for _ in range(120):
+                try:
+                    await self.pool.delete(in_progress_key_prefix + job_id)
+                    return
+                except _REDIS_DOWN:
+                    await asyncio.sleep(1.0)
+
+    async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
+        for listener in self.failed_unrun:
+            listener(result_data)
+        await super().finish_failed_job(job_id, result_data)
+
+
+def adopt(worker: Worker) -> PoolqWorker:
+    """``worker`` as a :class:`PoolqWorker` (it adds methods, and one list of listeners)."""
+    if not isinstance(worker, PoolqWorker):
+        if type(worker) is not Worker:
+            raise TypeError(f"expected arq's Worker or a PoolqWorker, got {type(worker).__name__}")
+        worker.__class__ = PoolqWorker
+        worker.failed_unrun = []
+    return worker
+
+
+def running_worker() -> Worker | None:
+    """The arq worker whose ``main()`` is awaiting us (from ``on_startup``), if any: arq runs
+    ``Worker.main`` as a task and awaits ``on_startup(ctx)`` inside it."""
+    task = asyncio.current_task()
+    coro: Any = task.get_coro() if task is not None else None
+    frame = getattr(coro, "cr_frame", None)
+    worker = frame.f_locals.get("self") if frame is not None else None
+    return worker if isinstance(worker, Worker) else None
+
+
+def adopt_running(ctx: dict[str, Any]) -> PoolqWorker | None:
+    """In ``on_startup``: make the running arq worker a :class:`PoolqWorker` and put it in
+    ``ctx["arq_worker"]`` (for the reaper and metrics). None outside an arq worker."""
+    worker = ctx.get("arq_worker") or running_worker()
+    if worker is None:
+        log.warning("on_startup outside an arq worker: Redis-error tolerance and job metrics off")
+        return None
+    ctx["arq_worker"] = adopt(worker)
+    return ctx["arq_worker"]

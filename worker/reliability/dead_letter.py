@@ -1,0 +1,80 @@
+"""The dead-letter list: jobs that failed for good (their last try, or an error no retry can
+fix), kept with their arguments and error so that ``poolq dlq list|retry|drop`` can act on them.
+
+Stored as one Redis hash (``DEAD_LETTER_KEY``): job id -> msgpack entry
+``{"job_id", "function", "args", "kwargs", "error", "tries", "failed_at"}``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+
+from poolq.worker.wire import constants
+from poolq.worker.wire.serialization import deserialize, serialize
+
+
+async def record(
+    redis: Redis,
+    job_id: str,
+    function: str,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    error: BaseException,
+    tries: int,
+) -> None:
+    entry = {
+        "job_id": job_id,
+        "function": function,
+        "args": list(args),
+        "kwargs": dict(kwargs),
+        "error": f"{type(error).__name__}: {error}",
+        "tries": tries,
+        "failed_at": time.time(),
+    }
+    await redis.hset(constants.DEAD_LETTER_KEY, job_id, serialize(entry))  # type: ignore[misc,arg-type]
+
+
+async def entries(redis: Redis) -> list[dict[str, Any]]:
+    """Every dead-lettered job, oldest first."""
+    raw = await redis.hgetall(constants.DEAD_LETTER_KEY)  # type: ignore[misc]
+    out = [deserialize(v) for v in raw.values()]
+    return sorted(out, key=lambda e: e.get("failed_at", 0))
+
+
+async def _select(redis: Redis, job_ids: Sequence[str] | None) -> list[dict[str, Any]]:
+    all_entries = await entries(redis)
+    if job_ids is None:
+        return all_entries
+    by_id = {e["job_id"]: e for e in all_entries}
+    missing = [j for j in job_ids if j not in by_id]
+    if missing:
+        raise KeyError(f"not in the dead-letter list: {', '.join(missing)}")
+    return [by_id[j] for j in job_ids]
+
+
+async def retry(redis: Any, job_ids: Sequence[str] | None = None) -> dict[str, str]:
+    """Enqueue the selected jobs again (same function and arguments, new job ids) and remove
+    them from the list. ``redis`` is an ``ArqRedis`` (it enqueues). Returns old id -> new id."""
+    out: dict[str, str] = {}
+    for e in await _select(redis, job_ids):
+        new_id = f"{e['job_id'].split('~retry-')[0]}~retry-{uuid.uuid4().hex[:8]}"
+        job = await redis.enqueue_job(e["function"], *e["args"], _job_id=new_id, **e["kwargs"])
+        if job is None:  # pragma: no cover - only if the new id exists already
+            raise RuntimeError(f"could not enqueue {new_id}")
+        await redis.sadd(constants.JOB_INDEX_KEY, new_id)
+        await redis.hdel(constants.DEAD_LETTER_KEY, e["job_id"])
+        out[e["job_id"]] = new_id
+    return out
+
+
+async def drop(redis: Redis, job_ids: Sequence[str] | None = None) -> list[str]:
+    """Remove the selected jobs from the list for good; returns their ids."""
+    selected = [e["job_id"] for e in await _select(redis, job_ids)]
+    if selected:
+        await redis.hdel(constants.DEAD_LETTER_KEY, *selected)  # type: ignore[misc]
+    return selected

@@ -1,0 +1,102 @@
+"""What a worker process holds open for its jobs: settings, the vectorizer (models + engines),
+and the single Qdrant writer. Built in arq's ``on_startup`` and closed in ``on_shutdown``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from poolq.sinks.schema import CollectionSchema
+from poolq.sinks.writer import QdrantWriter
+from poolq.worker.config.settings import Settings
+from poolq.worker.runtime.query import QueryService
+from poolq.worker.runtime.vectorizer import Vectorizer
+
+if TYPE_CHECKING:
+    from poolq.worker.runtime.search_service import SearchService
+
+
+def open_writer(settings: Settings) -> QdrantWriter:
+    """The Qdrant writer the settings name: a server URL, else the embedded folder."""
+    if settings.qdrant_url:
+        return QdrantWriter(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+    os.makedirs(settings.qdrant_path, exist_ok=True)
+    return QdrantWriter(path=settings.qdrant_path)
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    vectorizer: Vectorizer
+    writer: QdrantWriter
+    worker_id: str = field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    )
+    started_at: float = field(default_factory=time.time)
+    jobs_done: int = 0
+    jobs_failed: int = 0  # failed for good (dead-lettered)
+    jobs_retried: int = 0  # failed transiently, sent back to the queue
+    search_service: SearchService | None = None
+    _queries: QueryService | None = None
+    _collections: set[str] = field(default_factory=set)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @classmethod
+    async def open(cls, settings: Settings, *, writer: QdrantWriter | None = None) -> Runtime:
+        """Load the models and start the writer (``writer``: one built by the caller, e.g.
+        around a client with fault injection in tests; it is started here)."""
+        vectorizer = await Vectorizer.start(
+            settings.profile, device=settings.device, max_batch_tokens=settings.max_batch_tokens
+        )
+        writer = writer or open_writer(settings)
+        await writer.start()
+        return cls(settings, vectorizer, writer)
+
+    async def close(self) -> None:
+        await self.vectorizer.stop()
+        await self.writer.stop()
+
+    async def ensure_collection(self, name: str) -> None:
+        if name in self._collections:
+            return
+        async with self._lock:
+            if name not in self._collections:
+                await self.writer.ensure_collection(self.schema(name), behind_alias=True)
+                self._collections.add(name)
+
+    def schema(self, name: str) -> CollectionSchema:
+        return CollectionSchema(name, tuple(self.vectorizer.vector_specs()))
+
+    def forget_collection(self, name: str) -> None:
+        self._collections.discard(name)
+
+    @property
+    def queries(self) -> QueryService:
+        if self._queries is None:
+            self._queries = QueryService(self.vectorizer, self.writer, self.worker_id)
+        return self._queries
+
+    def heartbeat(self) -> dict[str, Any]:
+        return {
+            "worker_id": self.worker_id,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": self.started_at,
+            "seen_at": time.time(),
+            "jobs_done": self.jobs_done,
+            "jobs_failed": self.jobs_failed,
+            "jobs_retried": self.jobs_retried,
+            "points_written": self.writer.points_written,
+            "write_calls": self.writer.write_calls,
+            "sink_retries": self.writer.retries,
+            "searches": self._queries.searches if self._queries else 0,
+            "engines": {m: e.stats_snapshot() for m, e in self.vectorizer.engines.items()},
+            "query_engines": {
+                m: e.stats_snapshot() for m, e in self.vectorizer.query_engines.items()
+            },
+        }

@@ -1,0 +1,136 @@
+"""Searches answered by the worker through Redis, on a queue of their own.
+
+In embedded mode only the worker may open the Qdrant folder, so clients cannot query it
+themselves: they push a request onto the ``SEARCH_QUEUE`` list and wait on a reply key. Each
+request goes to exactly one worker (``BLPOP``); it is not an arq job, so it never waits behind
+the ingestion queue or arq's polling, and its query is encoded ahead of ingestion.
+
+Request (msgpack map)::
+
+    {"id": str, "query": str, "request": SearchRequest.to_dict(), "reply_to": str,
+     "deadline": epoch seconds}
+
+Reply, pushed onto ``reply_to`` (which expires after ``SEARCH_REPLY_TTL_S``)::
+
+    {"id": str, "result": SearchResult.to_dict()}   or   {"id": str, "error": {"type", "message"}}
+
+A request whose deadline has passed is dropped unanswered (its client has given up).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from poolq.sinks.search import SearchError, SearchRequest
+from poolq.worker.runtime.query import QueryService
+from poolq.worker.wire import constants
+from poolq.worker.wire.serialization import deserialize, serialize
+
+log = logging.getLogger("poolq.search")
+
+
+class SearchService:
+    def __init__(self, redis_url: str, queries: QueryService, *, concurrency: int = 8) -> None:
+        self.redis_url = redis_url
+        self.queries = queries
+        self.concurrency = concurrency
+        self.dropped_expired = 0
+        self.bad_requests = 0
+        self._task: asyncio.Task[None] | None = None
+        self._handlers: set[asyncio.Task[None]] = set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._serve(), name="poolq-search-service")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._handlers:
+            await asyncio.wait(set(self._handlers), timeout=10)
+
+    async def _serve(self) -> None:
+        slots = asyncio.Semaphore(self.concurrency)
+        backoff_s = 0.1
+        while True:
+            redis = Redis.from_url(self.redis_url)
+            try:
+                while True:
+                    await slots.acquire()
+                    try:
+                        item = await redis.blpop([constants.SEARCH_QUEUE], timeout=1)
+                    except BaseException:
+                        slots.release()
+                        raise
+                    if item is None:
+                        slots.release()
+                        continue
+                    backoff_s = 0.1
+                    task = asyncio.create_task(self._handle(redis, item[1], slots))
+                    self._handlers.add(task)
+                    task.add_done_callback(self._handlers.discard)
+            except (RedisConnectionError, RedisTimeoutError, OSError) as e:
+                # Redis restarting: reconnect with backoff, keep serving
+                log.warning("search queue: redis unavailable (%s); retrying in %.1fs", e, backoff_s)
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, 5.0)
+            finally:
+                with contextlib.suppress(Exception):
+                    await redis.aclose()
+
+    async def _handle(self, redis: Redis, raw: bytes, slots: asyncio.Semaphore) -> None:
+        try:
+            reply_to, reply = await self._answer(raw)
+            if reply_to is not None:
+                with contextlib.suppress(RedisConnectionError, RedisTimeoutError, OSError):
+                    async with redis.pipeline(transaction=False) as pipe:
+                        pipe.rpush(reply_to, serialize(reply))
+                        pipe.expire(reply_to, constants.SEARCH_REPLY_TTL_S)
+                        await pipe.execute()
+        except Exception:  # never let one request take the service down
+            log.exception("search request failed unexpectedly")
+        finally:
+            slots.release()
+
+    async def _answer(self, raw: bytes) -> tuple[str | None, dict[str, Any]]:
+        try:
+            msg = deserialize(raw)
+        except Exception as e:  # not msgpack (or a pickle): refused, and no one to answer
+            self.bad_requests += 1
+            log.warning("search queue: undecodable request dropped: %s", e)
+            return None, {}
+        if not isinstance(msg, dict) or not isinstance(msg.get("reply_to"), str):
+            self.bad_requests += 1
+            log.warning("search queue: request without reply_to dropped")
+            return None, {}
+        reply_to: str = msg["reply_to"]
+        if not reply_to.startswith(constants.SEARCH_REPLY_PREFIX):
+            self.bad_requests += 1
+            log.warning("search queue: reply_to outside %s dropped", constants.SEARCH_REPLY_PREFIX)
+            return None, {}
+        rid = msg.get("id")
+        deadline = msg.get("deadline")
+        if isinstance(deadline, int | float) and time.time() > deadline:
+            self.dropped_expired += 1
+            return None, {}
+        try:
+            query = msg.get("query")
+            if not isinstance(query, str):
+                raise SearchError(f"query: expected a string, got {type(query).__name__}")
+            request = SearchRequest.from_dict(msg.get("request") or {})
+            result = await self.queries.search(query, request)
+        except Exception as e:
+            if not isinstance(e, ValueError):
+                log.warning("search %s failed: %s", rid, e)
+            return reply_to, {"id": rid, "error": {"type": type(e).__name__, "message": str(e)}}
+        return reply_to, {"id": rid, "result": result.to_dict()}

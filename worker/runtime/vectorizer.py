@@ -1,0 +1,190 @@
+"""Turns chunk texts into a profile's named vectors: one engine per model, every vector that
+names the model served by the same forward pass of each chunk."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from poolq.ingest.chunking import Chunk, Chunker, TokenCounter
+from poolq.ingest.profile import Profile
+from poolq.ingest.versions import checkpoint_fingerprint, profile_version
+from poolq.sinks.points import SparseValues, VectorValue
+from poolq.sinks.schema import VectorSpec
+from poolq.worker.engine.description import ModelDescription
+from poolq.worker.engine.engine import AsyncEngine
+from poolq.worker.engine.loader import load_model
+from poolq.worker.pooling import SparseEmbedding
+
+
+@dataclass
+class Vectorizer:
+    profile: Profile
+    engines: dict[str, AsyncEngine]  # profile model name -> engine
+    chunker: Chunker
+    version: str = ""  # profile version (ingest/versions.py), recorded on every point
+    # a latency lane per model: the same weights, its own scheduler and model thread, so a
+    # query never waits for an ingestion batch already running (queries are small and few)
+    query_engines: dict[str, AsyncEngine] = field(default_factory=dict)
+
+    @classmethod
+    async def start(
+        cls, profile: Profile, *, device: str | None = None, max_batch_tokens: int | None = None
+    ) -> Vectorizer:
+        engines: dict[str, AsyncEngine] = {}
+        query_engines: dict[str, AsyncEngine] = {}
+        for model in profile.models:
+            cfg = profile.model_config(model)
+            if device is not None and cfg.device is None:
+                from dataclasses import replace
+
+                cfg = replace(cfg, device=device)
+            pooling_model = await asyncio.to_thread(load_model, cfg)
+            for v in profile.vectors_of(model):
+                try:
+                    pooling_model.pooler.validate([v.params()], [f"vector {v.name!r}"])
+                except ValueError as exc:
+                    raise ValueError(f"profile: model {model!r}: {exc}") from None
+            engines[model] = await AsyncEngine(
+                pooling_model, max_batch_tokens=max_batch_tokens
+            ).start()
+            query_engines[model] = await AsyncEngine(
+                pooling_model, max_batch_tokens=QUERY_BATCH_TOKENS
+            ).start()
+        counters = [
+            chunk_counter(e.description, e.model.tokenizer.backend) for e in engines.values()
+        ]
+        chunker = Chunker(
+            counters,
+            max_tokens=profile.chunk_max_tokens,
+            overlap_tokens=profile.chunk_overlap_tokens,
+        )
+        fingerprints = {
+            m: await asyncio.to_thread(checkpoint_fingerprint, e.description.path)
+            for m, e in engines.items()
+        }
+        return cls(profile, engines, chunker, profile_version(profile, fingerprints), query_engines)
+
+    async def stop(self) -> None:
+        everything = [*self.engines.values(), *self.query_engines.values()]
+        await asyncio.gather(*(e.stop() for e in everything))
+
+    def vector_specs(self) -> list[VectorSpec]:
+        specs = []
+        for v in self.profile.vectors:
+            desc = self.engines[v.model].description
+            size = None if v.task == "sparse" else (v.dimensions or desc.output_dim(v.task))
+            specs.append(VectorSpec(v.name, v.kind, size, desc.model_id))  # type: ignore[arg-type]
+        return specs
+
+    def model_ids(self) -> dict[str, str]:
+        return {v.name: v.model for v in self.profile.vectors}
+
+    def chunk(self, text: str) -> list[Chunk]:
+        return self.chunker.chunk(text)
+
+    async def encode(
+        self,
+        texts: Sequence[str],
+        ids: Sequence[str],
+        *,
+        group: str | None = None,
+        priority: int = 0,
+        whole_turn: bool = False,
+    ) -> list[dict[str, VectorValue] | Exception]:
+        """Per text, every vector of the profile (or the error that kept it from being encoded)."""
+        models = self.profile.models
+        per_model = await asyncio.gather(
+            *(
+                self.engines[m].encode(
+                    texts,
+                    [v.params() for v in self.profile.vectors_of(m)],
+                    request_ids=ids,
+                    group=group,
+                    priority=priority,
+                    return_exceptions=True,
+                    whole_turn=whole_turn,
+                )
+                for m in models
+            )
+        )
+        out: list[dict[str, VectorValue] | Exception] = []
+        for i in range(len(texts)):
+            vectors: dict[str, VectorValue] = {}
+            error: Exception | None = None
+            for m, results in zip(models, per_model, strict=True):
+                res: Any = results[i]
+                if isinstance(res, Exception):
+                    error = res
+                    break
+                for v in self.profile.vectors_of(m):
+                    vectors[v.name] = to_qdrant_value(res[v.task])
+            out.append(error if error is not None else vectors)
+        return out
+
+    async def encode_query(
+        self, text: str, vector_names: Sequence[str] | None = None, *, request_id: str = "query"
+    ) -> dict[str, VectorValue]:
+        """The query's vectors (all of the profile's, or only ``vector_names``), encoded the way
+        queries are: in the query engines (never behind an ingestion batch), with the model's
+        ``query`` prompt and its query input form where it defines them. Raises the encoding
+        error, naming ``request_id``."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"query: expected a non-empty string, got {text!r}")
+        wanted = [v for v in self.profile.vectors if vector_names is None or v.name in vector_names]
+        unknown = set(vector_names or ()) - {v.name for v in wanted}
+        if unknown:
+            raise ValueError(
+                f"query: unknown vectors {sorted(unknown)}; the profile has "
+                f"{[v.name for v in self.profile.vectors]}"
+            )
+        models = list(dict.fromkeys(v.model for v in wanted))
+
+        async def one(model: str) -> tuple[str, Any]:
+            engine = self.query_engines.get(model) or self.engines[model]
+            res = await engine.encode_one(
+                text,
+                [v.params() for v in wanted if v.model == model],
+                request_ids=[request_id],
+                priority=QUERY_PRIORITY,
+                prompt_name=query_prompt_name(engine.description),
+                input_form="query",
+            )
+            return model, res
+
+        results = dict(await asyncio.gather(*(one(m) for m in models)))
+        return {v.name: to_qdrant_value(results[v.model][v.task]) for v in wanted}
+
+
+def chunk_counter(description: ModelDescription, tokenizer: Any) -> TokenCounter:
+    """Token counting for chunking: the model's max length, or for a model with a document
+    input form (ColBERT), the text tokens that form leaves room for (marker included)."""
+    counter = TokenCounter(tokenizer, description.max_length)
+    forms = description.input_forms
+    if forms is not None:
+        counter.max_length = forms.document.content_tokens + counter.special_tokens
+    return counter
+
+
+QUERY_PRIORITY = 100  # ahead of anything else queued in the same engine
+QUERY_BATCH_TOKENS = 1024
+
+
+def query_prompt_name(description: ModelDescription) -> str | None:
+    """The sentence-transformers prompt for queries, when the model defines one."""
+    names = dict(description.prompts)
+    return "query" if "query" in names else None
+
+
+def to_qdrant_value(output: object) -> VectorValue:
+    """Sparse -> ``SparseValues``; dense/multi -> float32 numpy arrays (no Python float lists on
+    the event loop; the writer turns them into lists only for a Qdrant server)."""
+    if isinstance(output, SparseEmbedding):
+        return SparseValues(output.indices.tolist(), output.values.tolist())
+    if isinstance(output, torch.Tensor):
+        return output.numpy()
+    raise TypeError(f"unexpected pooled output {type(output).__name__}")
