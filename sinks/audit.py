@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from qdrant_client import QdrantClient
 
+from poolq.sinks.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
+
 
 @dataclass
 class CollectionAudit:
@@ -57,14 +59,14 @@ def audit_collection(
             collection,
             limit=page_size,
             offset=offset,
-            with_payload=["doc_id", "chunk_index", "chunk_count"],
+            with_payload=[DOC_ID, CHUNK_INDEX, CHUNK_COUNT],
             with_vectors=False,
         )
         for p in points:
             pl = p.payload or {}
-            doc_id = str(pl.get("doc_id"))
-            audit.chunks.setdefault(doc_id, []).append(int(pl.get("chunk_index", -1)))
-            audit.counts.setdefault(doc_id, set()).add(int(pl.get("chunk_count", 0)))
+            doc_id = str(pl.get(DOC_ID))
+            audit.chunks.setdefault(doc_id, []).append(int(pl.get(CHUNK_INDEX, -1)))
+            audit.counts.setdefault(doc_id, set()).add(int(pl.get(CHUNK_COUNT, 0)))
         audit.points += len(points)
         if offset is None:
             return audit

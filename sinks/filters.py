@@ -1,7 +1,8 @@
 """The filter language of ``poolq search --filter``, parsed into plain conditions.
 
 ``key=value``, ``key!=value`` and ranges ``key>n``, ``key>=n``, ``key<n``, ``key<=n``, all of
-them required (AND). Keys are payload fields (``doc_id``, ``chunk_index``, ...) or, for anything
+them required (AND). Keys are the top-level payload fields of ``sinks/payload.py`` (``doc_id``,
+``chunk_index``, ``meta_hash``, ``profile_version``, ..., ``models.<vector>``) or, for anything
 else, the document's ``metadata`` (``lang=en`` is ``metadata.lang``; nested keys with dots).
 Values: ``true``/``false``, integers and strings match exactly; a number with a fraction matches
 the equal number. Range values must be numbers.
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from poolq.sinks.payload import TOP_LEVEL_FIELDS
+from poolq.sinks.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
 from poolq.sinks.search_types import SearchError
 
 _FILTER_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(!=|>=|<=|=|>|<)\s*(.*?)\s*$", re.S)
@@ -38,7 +39,12 @@ class Condition:
 
 
 def payload_path(key: str) -> str:
-    return key if key in TOP_LEVEL_FIELDS or key.startswith("metadata.") else f"metadata.{key}"
+    """The payload path a filter key names: a top-level field, a path inside one holding an
+    object (``metadata.lang``, ``models.dense``), else a path in ``metadata``."""
+    head, dot, _ = key.partition(".")
+    if key in TOP_LEVEL_FIELDS or (dot and head in OBJECT_FIELDS):
+        return key
+    return f"{METADATA}.{key}"
 
 
 def parse_conditions(exprs: Sequence[str]) -> list[Condition]:

@@ -7,7 +7,16 @@ from dataclasses import dataclass
 
 from qdrant_client import QdrantClient, models
 
-INVENTORY_FIELDS = ["doc_id", "doc_hash", "meta_hash", "profile_version", "chunk_count"]
+from poolq.sinks.payload import (
+    CHUNK_COUNT,
+    CHUNK_INDEX,
+    DOC_HASH,
+    DOC_ID,
+    META_HASH,
+    PROFILE_VERSION,
+)
+
+INVENTORY_FIELDS = [DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT]
 
 
 @dataclass(frozen=True)
@@ -24,7 +33,7 @@ def document_inventory(
 ) -> dict[str, StoredDocument]:
     """Every document of ``collection`` (an alias is fine), read from its chunk 0."""
     first_chunks = models.Filter(
-        must=[models.FieldCondition(key="chunk_index", match=models.MatchValue(value=0))]
+        must=[models.FieldCondition(key=CHUNK_INDEX, match=models.MatchValue(value=0))]
     )
     out: dict[str, StoredDocument] = {}
     offset = None
@@ -39,15 +48,15 @@ def document_inventory(
         )
         for p in points:
             pl = p.payload or {}
-            doc_id = pl.get("doc_id")
+            doc_id = pl.get(DOC_ID)
             if not isinstance(doc_id, str):
                 continue
-            count = pl.get("chunk_count")
+            count = pl.get(CHUNK_COUNT)
             out[doc_id] = StoredDocument(
                 doc_id,
-                pl.get("doc_hash"),
-                pl.get("meta_hash"),
-                pl.get("profile_version"),
+                pl.get(DOC_HASH),
+                pl.get(META_HASH),
+                pl.get(PROFILE_VERSION),
                 count if isinstance(count, int) and count > 0 else 1,
             )
         if offset is None:

@@ -20,6 +20,7 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from poolq.sinks.filters import Condition, parse_conditions
+from poolq.sinks.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.sinks.points import SparseValues, VectorValue
 from poolq.sinks.schema import CollectionSchema, VectorKind, is_local, resolve_alias
 from poolq.sinks.search_types import (
@@ -74,13 +75,13 @@ def _field_condition(c: Condition) -> models.FieldCondition:
 
 def hit_from_point(point: models.ScoredPoint) -> Hit:
     payload = point.payload or {}
-    meta = payload.get("metadata")
+    meta = payload.get(METADATA)
     return Hit(
         str(point.id),
         float(point.score),
-        payload.get("doc_id"),
-        payload.get("chunk_index"),
-        payload.get("text"),
+        payload.get(DOC_ID),
+        payload.get(CHUNK_INDEX),
+        payload.get(TEXT),
         dict(meta) if isinstance(meta, dict) else {},
     )
 

@@ -5,6 +5,7 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from poolq.sinks.audit import audit_collection
+from poolq.sinks.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
 
 
 @pytest.fixture
@@ -24,7 +25,7 @@ def put(client, rows):
             models.PointStruct(
                 id=i,
                 vector={"d": np.ones(2).tolist()},
-                payload={"doc_id": d, "chunk_index": k, "chunk_count": n},
+                payload={DOC_ID: d, CHUNK_INDEX: k, CHUNK_COUNT: n},
             )
             for i, (d, k, n) in enumerate(rows)
         ],

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from qdrant_client import QdrantClient, models
 
+from poolq.sinks.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec, ensure_collection
 from poolq.sinks.search import (
@@ -50,7 +51,7 @@ def store():
         idx = sorted(rng.choice(50, size=int(rng.integers(1, 8)), replace=False).tolist())
         sparse = SparseValues(idx, rng.uniform(0.1, 2.0, size=len(idx)).round(3).tolist())
         meta = {"n": i, "lang": ["en", "de", "fr"][i % 3], "flag": i % 4 == 0, "w": i / 7}
-        payload = {"doc_id": f"d{i}", "chunk_index": 0, "text": f"t{i}", "metadata": meta}
+        payload = {DOC_ID: f"d{i}", CHUNK_INDEX: 0, TEXT: f"t{i}", METADATA: meta}
         rec = PointRecord(
             point_id(f"d{i}", 0), {"dense": dense, "colbert": multi, "sparse": sparse}, payload
         )
@@ -169,7 +170,7 @@ def test_top_level_fields_and_quoted_strings():
     f = parse_filters(["doc_id=d1", "chunk_index>=2", "code='007'"])
     assert f is not None and f.must is not None
     keys = [c.key for c in f.must]  # type: ignore[union-attr]
-    assert keys == ["doc_id", "chunk_index", "metadata.code"]
+    assert keys == [DOC_ID, CHUNK_INDEX, f"{METADATA}.code"]
     assert f.must[2].match == models.MatchValue(value="007")  # type: ignore[union-attr]
     assert parse_filters([]) is None
 
