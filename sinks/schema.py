@@ -13,13 +13,15 @@ from typing import Any, Literal
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
+from poolq.sinks import payload as fields
+
 VectorKind = Literal["dense", "sparse", "multi"]
 _KINDS: tuple[VectorKind, ...] = ("dense", "sparse", "multi")
 
 # payload fields every point carries, indexed on a server for the filters the sink uses
 PAYLOAD_INDEXES: dict[str, models.PayloadSchemaType] = {
-    "doc_id": models.PayloadSchemaType.KEYWORD,
-    "chunk_index": models.PayloadSchemaType.INTEGER,
+    fields.DOC_ID: models.PayloadSchemaType.KEYWORD,
+    fields.CHUNK_INDEX: models.PayloadSchemaType.INTEGER,
 }
 DISTANCE = models.Distance.COSINE
 

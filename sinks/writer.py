@@ -29,6 +29,7 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from poolq.sinks import payload as fields
 from poolq.sinks.aliases import ensure_served_collection
 from poolq.sinks.points import PointRecord, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, is_local
@@ -92,8 +93,8 @@ def stale_chunks_filter(doc_id: str, n_chunks: int) -> models.Filter:
     """Points of ``doc_id`` whose ``chunk_index`` is ``n_chunks`` or more."""
     return models.Filter(
         must=[
-            models.FieldCondition(key="doc_id", match=models.MatchValue(value=doc_id)),
-            models.FieldCondition(key="chunk_index", range=models.Range(gte=n_chunks)),
+            models.FieldCondition(key=fields.DOC_ID, match=models.MatchValue(value=doc_id)),
+            models.FieldCondition(key=fields.CHUNK_INDEX, range=models.Range(gte=n_chunks)),
         ]
     )
 
@@ -101,7 +102,7 @@ def stale_chunks_filter(doc_id: str, n_chunks: int) -> models.Filter:
 def documents_filter(doc_ids: Sequence[str]) -> models.Filter:
     """Points of any of ``doc_ids``."""
     return models.Filter(
-        must=[models.FieldCondition(key="doc_id", match=models.MatchAny(any=list(doc_ids)))]
+        must=[models.FieldCondition(key=fields.DOC_ID, match=models.MatchAny(any=list(doc_ids)))]
     )
 
 
@@ -414,7 +415,7 @@ class QdrantWriter:
         stale_ids: list[str] = []
         for rec in found:
             doc_id = probe[str(rec.id)]
-            old_count = (rec.payload or {}).get("chunk_count")
+            old_count = (rec.payload or {}).get(fields.CHUNK_COUNT)
             if isinstance(old_count, int) and old_count > replace[doc_id]:
                 stale_ids += [point_id(doc_id, i) for i in range(replace[doc_id], old_count)]
             else:  # no usable count: fall back to the filter

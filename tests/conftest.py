@@ -34,3 +34,13 @@ def multi_head(tmp_path_factory):
     from tests.models import build_multi_head
 
     return str(build_multi_head(tmp_path_factory.mktemp("multi_head")))
+
+
+@pytest.fixture
+def redis_server(tmp_path):
+    """A real ``redis-server`` on a free port, stopped after the test."""
+    from poolq.worker.dev.local_redis import LocalRedis
+
+    server = LocalRedis(tmp_path / "redis").start()
+    yield server
+    server.stop()

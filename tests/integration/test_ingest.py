@@ -11,26 +11,14 @@ from qdrant_client import QdrantClient
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.sinks import payload as fields
 from poolq.worker.dev.local_worker import WorkerProcess
 from poolq.worker.wire import constants
 from tests.models import minilm_path
 
 pytestmark = pytest.mark.slow
-PAYLOAD_FIELDS = {
-    "doc_id",
-    "chunk_index",
-    "chunk_count",
-    "text",
-    "char_start",
-    "char_end",
-    "chunk_hash",
-    "doc_hash",
-    "meta_hash",
-    "profile_version",
-    "metadata",
-    "models",
-    "ingested_at",
-}
+# the payload's one owner; tests/sinks/test_payload.py holds the literal expected payload
+PAYLOAD_FIELDS = set(fields.PAYLOAD_FIELDS)
 
 
 def corpus(n=300):

@@ -84,7 +84,10 @@ def adopt(worker: Worker) -> PoolqWorker:
 def running_worker() -> Worker | None:
     """The arq worker whose ``main()`` is awaiting us (from ``on_startup``), if any: arq runs
     ``Worker.main`` as a task and awaits ``on_startup(ctx)`` inside it."""
-    task = asyncio.current_task()
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop
+        return None
     coro: Any = task.get_coro() if task is not None else None
     frame = getattr(coro, "cr_frame", None)
     worker = frame.f_locals.get("self") if frame is not None else None

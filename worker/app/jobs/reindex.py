@@ -27,6 +27,7 @@ from poolq.ingest.reindex import (
     plan_reindex,
     read_source,
 )
+from poolq.sinks import payload as fields
 from poolq.sinks.aliases import new_physical_name, physical_collections, point_alias
 from poolq.sinks.inventory import StoredDocument, document_inventory
 from poolq.sinks.points import point_id
@@ -163,7 +164,7 @@ async def run_reindex(
             await rt.writer.set_payload(
                 target,
                 [point_id(doc.id, i) for i in range(count)],
-                {"metadata": doc.metadata, "meta_hash": doc.metadata_hash},
+                {fields.METADATA: doc.metadata, fields.META_HASH: doc.metadata_hash},
             )
         removed_ids = [point_id(s.doc_id, i) for s in plan.removed for i in range(s.chunk_count)]
         await rt.writer.delete_points(target, removed_ids)

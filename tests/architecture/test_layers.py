@@ -1,0 +1,134 @@
+"""Import layers: data flows client -> queue -> jobs -> engine -> pooling -> sink, and a lower
+layer never imports a higher one. Checked over the source's ``ast`` (every ``import`` statement,
+including function-local and TYPE_CHECKING ones), so it runs in milliseconds without importing
+anything."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# repository folder -> installed package
+FOLDERS = {"ingest/api": "poolq", "worker": "poolq.worker", "ingest": "poolq.ingest", "sinks": "poolq.sinks"}
+
+# Highest first. A module may import modules of its own layer or of any layer below it.
+LAYERS: list[tuple[str, ...]] = [
+    ("poolq",),  # the public client API (ingest/api/__init__.py)
+    ("poolq.worker.cli",),  # the transport: command line
+    ("poolq.worker.dev",),  # local development helpers (demo, local Redis, worker process)
+    ("poolq.worker.app",),  # the arq application and its jobs
+    ("poolq.worker.reliability", "poolq.worker.observability"),
+    ("poolq.worker.runtime",),  # what a worker holds: engines, writer, query and search services
+    ("poolq.worker.config",),  # settings, schedules
+    ("poolq.ingest",),  # documents, chunking, profiles, reindex planning, the client
+    ("poolq.worker.engine",),
+    ("poolq.worker.pooling",),
+    ("poolq.sinks",),
+    ("poolq.worker.wire",),  # Redis keys and wire formats, shared with the client
+]
+# the worker package's own __init__/__main__ (``python -m poolq.worker`` runs the CLI)
+ENTRY_POINTS = {"poolq.worker": 1, "poolq.worker.__main__": 1}
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts
+    for folder, package in sorted(FOLDERS.items(), key=lambda kv: -len(kv[0])):
+        fparts = tuple(folder.split("/"))
+        if parts[: len(fparts)] == fparts:
+            rest = [p for p in parts[len(fparts) :] if p != "__init__"]
+            return ".".join([package, *rest])
+    raise AssertionError(path)
+
+
+def layer_of(module: str) -> int:
+    if module in ENTRY_POINTS:
+        return ENTRY_POINTS[module]
+    best, best_len = None, -1
+    for i, prefixes in enumerate(LAYERS):
+        for p in prefixes:
+            if (module == p or module.startswith(p + ".")) and len(p) > best_len:
+                best, best_len = i, len(p)
+    if best is None:
+        raise AssertionError(f"{module}: in no layer; add its package to LAYERS")
+    return best
+
+
+def source_files() -> list[Path]:
+    files = []
+    for folder in ("worker", "ingest", "sinks"):
+        files += sorted((ROOT / folder).rglob("*.py"))
+    return files
+
+
+def poolq_imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "poolq"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                raise AssertionError(f"{path}:{node.lineno}: use absolute poolq.* imports")
+            mod = node.module or ""
+            if mod.split(".")[0] == "poolq":
+                # `from poolq.x import y`: y may be a submodule; the layer is that of the deepest
+                out += [(node.lineno, f"{mod}.{a.name}") for a in node.names]
+    return out
+
+
+def resolve(name: str) -> str:
+    """``poolq.worker.wire.constants.INGEST_QUEUE`` -> the module part, by longest match."""
+    known = {module_name(p) for p in source_files()}
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        if ".".join(parts[:i]) in known:
+            return ".".join(parts[:i])
+    raise AssertionError(f"import of unknown module {name}")
+
+
+def violations() -> list[str]:
+    bad = []
+    for path in source_files():
+        me = module_name(path)
+        mine = layer_of(me)
+        for lineno, name in poolq_imports(path):
+            target = resolve(name)
+            if layer_of(target) < mine:
+                bad.append(
+                    f"{path.relative_to(ROOT)}:{lineno}: {me} (layer {LAYERS[mine][0]}) imports "
+                    f"{target} (higher layer {LAYERS[layer_of(target)][0]})"
+                )
+    return bad
+
+
+def test_no_lower_layer_imports_a_higher_one():
+    assert violations() == []
+
+
+def test_every_module_is_in_a_layer():
+    for path in source_files():
+        layer_of(module_name(path))
+
+
+def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
+    """The checker itself: an upward import (ingest importing the arq app) is reported."""
+    fake = ROOT / "ingest" / "_layer_probe.py"
+    fake.write_text("from poolq.worker.app.worker_settings import worker_kwargs\n")
+    try:
+        found = violations()
+    finally:
+        fake.unlink()
+    assert any("_layer_probe" in v and "poolq.worker.app" in v for v in found), found
+
+
+@pytest.mark.parametrize("folder", ["ingest", "sinks", "worker/engine", "worker/pooling"])
+def test_lower_layers_never_import_the_arq_app_or_cli(folder):
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        for lineno, name in poolq_imports(path):
+            assert not name.startswith(("poolq.worker.app", "poolq.worker.cli")), (
+                f"{path}:{lineno} imports {name}"
+            )

@@ -1,0 +1,166 @@
+"""arq is in maintenance mode and poolq overrides three of its private methods, in one module
+(``worker/reliability/arq_overrides.py``). These tests fail when the arq internals that the
+overrides rely on change, and check that ``arq poolq.worker.app.WorkerSettings`` and
+``poolq worker`` build the same worker."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import arq
+import arq.worker
+import pytest
+from arq.worker import Worker, create_worker, func, get_kwargs
+
+from poolq.worker.reliability import arq_overrides
+from poolq.worker.reliability.arq_overrides import ARQ_TESTED, OVERRIDDEN, PoolqWorker
+from poolq.worker.wire.connection import redis_settings
+from poolq.worker.wire.serialization import REJECTED_JOB
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _minor(v: str) -> tuple[int, int]:
+    major, minor = v.split(".")[:2]
+    return int(major), int(minor)
+
+
+def test_arq_is_a_tested_version_and_pyproject_pins_that_range():
+    low, high = ARQ_TESTED
+    assert low <= _minor(arq.VERSION) <= high, f"arq {arq.VERSION}: re-check arq_overrides.py"
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    (pin,) = [d for d in deps if d.startswith("arq")]
+    m = re.fullmatch(r"arq>=(\d+\.\d+),<(\d+)\.(\d+)(\s*#.*)?", pin.split("#")[0].strip())
+    assert m, pin
+    assert _minor(m.group(1)) == low and (int(m.group(2)), int(m.group(3)) - 1) == high
+
+
+@pytest.mark.parametrize("name", OVERRIDDEN)
+def test_each_overridden_method_still_exists_with_the_same_signature(name):
+    ours, theirs = getattr(PoolqWorker, name), getattr(Worker, name, None)
+    assert theirs is not None, f"arq.worker.Worker.{name} is gone"
+    assert inspect.iscoroutinefunction(theirs)
+    def shape(f):
+        return [(p.name, p.kind) for p in inspect.signature(f).parameters.values()]
+
+    assert shape(ours) == shape(theirs), name
+    assert name in PoolqWorker.__dict__
+
+
+def test_what_the_overrides_call_is_still_there():
+    src = inspect.getsource(Worker)
+    # _poll_iteration is awaited by main's poll loop; run_job is started per job id
+    assert "await self._poll_iteration()" in inspect.getsource(Worker.main)
+    assert "self.run_job(" in inspect.getsource(Worker.start_jobs)
+    # finish_failed_job: jobs failed without running (expired / max tries / unknown function)
+    assert src.count("self.finish_failed_job(job_id, ") >= 2
+    # running_worker(): arq awaits on_startup(ctx) inside the main() task
+    assert "await self.on_startup(self.ctx)" in inspect.getsource(Worker.main)
+    assert "self.loop.create_task(self.main())" in inspect.getsource(Worker.run)
+    assert "self.loop.create_task(self.main())" in inspect.getsource(Worker.async_run)
+    # the reaper reads these public attributes
+    w = Worker(functions=[func(_noop, name="noop")], redis_settings=redis_settings("redis://x"))
+    for attr in ("queue_name", "in_progress_timeout_s", "functions", "jobs_complete"):
+        assert hasattr(w, attr), attr
+
+
+async def _noop(ctx):
+    return None
+
+
+async def test_arqs_own_worker_becomes_a_poolq_worker_in_on_startup(redis_server):
+    """As ``arq poolq.worker.app.WorkerSettings`` runs it: arq constructs its own Worker from a
+    settings class; on_startup adopts it (class, listeners) and puts it in ctx."""
+    seen: dict = {}
+
+    async def on_startup(ctx):
+        seen["adopted"] = arq_overrides.adopt_running(ctx)
+        seen["ctx_worker"] = ctx.get("arq_worker")
+
+    settings_cls = type(
+        "S",
+        (),
+        {
+            "functions": [func(_noop, name="noop")],
+            "redis_settings": redis_settings(redis_server.url),
+            "on_startup": on_startup,
+            "burst": True,
+            "poll_delay": 0.01,
+        },
+    )
+    worker = create_worker(settings_cls)
+    assert type(worker) is Worker
+    await worker.async_run()
+    await worker.close()
+    assert seen["adopted"] is worker and seen["ctx_worker"] is worker
+    assert type(worker) is PoolqWorker and worker.failed_unrun == []
+
+
+def test_adopt_refuses_a_foreign_worker_subclass():
+    class Other(Worker):
+        pass
+
+    w = Other(functions=[func(_noop, name="noop")], redis_settings=redis_settings("redis://x"))
+    with pytest.raises(TypeError, match="expected arq's Worker"):
+        arq_overrides.adopt(w)
+
+
+async def test_running_worker_is_none_outside_arq():
+    assert arq_overrides.running_worker() is None
+
+
+def test_arq_cli_settings_and_poolq_worker_are_built_the_same(tmp_path):
+    """``arq poolq.worker.app.WorkerSettings`` reads the config file and POOLQ_* variables, and
+    hands arq every argument ``poolq worker`` gives its worker."""
+    config = tmp_path / "poolq.toml"
+    config.write_text(
+        '[worker]\nmax_jobs = 7\nshutdown_grace_s = 3\n\n[[reindex]]\nsource = "/data/docs"\n'
+        'collection = "docs"\ncron = "0 3 * * *"\n'
+    )
+    code = (
+        "import json\n"
+        "from arq.worker import get_kwargs\n"
+        "from poolq.worker.app import WorkerSettings\n"
+        "from poolq.worker.app.worker_settings import worker_kwargs, startup\n"
+        "from poolq.worker.config.settings import load_settings\n"
+        "kw = get_kwargs(WorkerSettings)\n"
+        "ref = worker_kwargs(load_settings())\n"
+        "print(json.dumps({'keys': sorted(kw), 'ref': sorted(ref), 'max_jobs': kw['max_jobs'],\n"
+        "  'max_tries': kw['max_tries'], 'grace': kw['job_completion_wait'],\n"
+        "  'cron': [c.name for c in kw['cron_jobs']], 'startup': kw['on_startup'] is startup,\n"
+        "  'functions': sorted(f.name for f in kw['functions']),\n"
+        "  'ingest_tries': [f.max_tries for f in kw['functions'] if f.name == 'ingest'][0],\n"
+        "  'redis': kw['redis_settings'].port}))\n"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "POOLQ_CONFIG": str(config),
+        "POOLQ_MAX_TRIES": "9",
+        "POOLQ_REDIS_URL": "redis://localhost:6390/0",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["keys"] == got["ref"]  # arq accepts every argument poolq worker passes
+    assert got["max_jobs"] == 7 and got["grace"] == 3  # from the config file
+    assert got["max_tries"] == 9 and got["ingest_tries"] == 9  # from POOLQ_MAX_TRIES
+    assert got["redis"] == 6390
+    assert len(got["cron"]) == 1 and got["startup"]
+    assert got["functions"] == sorted(["ingest", "reindex", REJECTED_JOB])
+
+
+def test_get_kwargs_keeps_every_argument_of_worker_kwargs():
+    from poolq.worker.app.worker_settings import build_worker_settings, worker_kwargs
+    from poolq.worker.config.settings import Settings
+
+    s = Settings()
+    assert set(get_kwargs(build_worker_settings(s))) == set(worker_kwargs(s))
+    assert arq.worker.Worker is Worker
