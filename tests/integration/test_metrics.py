@@ -1,6 +1,8 @@
-"""The worker's Prometheus endpoint: a real worker process scraped before and after some jobs
-(every named series present, counters and histogram counts moving, a failed job counted), and
-the adapter alone with fake observations."""
+"""The worker's Prometheus endpoint: job outcomes counted on a real :class:`PoolqWorker` against
+a real Redis (arq's own run_job, failures before a job runs included), and a real worker process
+scraped before and after some jobs (every named series present, counters and histogram counts
+moving, a failed job counted) and before and after a search (the query engines' lane). The
+collector alone, with fake observations, is in ``tests/observability``."""
 
 import asyncio
 import socket
@@ -8,12 +10,16 @@ import time
 import urllib.request
 
 import pytest
-from prometheus_client import generate_latest
+from arq import create_pool
+from arq.worker import Retry, func
 from prometheus_client.parser import text_string_to_metric_families
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.worker.observability.metrics import EngineMetrics, WorkerMetrics
+from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.observability.collector import WorkerMetrics
+from poolq.worker.reliability.arq_overrides import PoolqWorker
+from poolq.worker.wire.connection import redis_settings
 
 STAGES = ("tokenize", "queue_wait", "forward", "pool", "write")
 FAMILIES = (
@@ -28,6 +34,7 @@ FAMILIES = (
     "poolq_searches",
     "poolq_sink_retries",
 )
+BACKLOG = "poolq_engine_backlog_tokens"
 
 
 def parse(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -53,100 +60,61 @@ def total(samples, name, **labels) -> float:
     return sum(v for (n, ls), v in samples.items() if n == name and want <= set(ls))
 
 
-# The adapter alone ---------------------------------------------------------------------------
+# Job outcomes on a real PoolqWorker -----------------------------------------------------------
 
 
-def test_adapter_exposes_fake_observations():
-    m = WorkerMetrics()
-    em = EngineMetrics(max_batch_tokens=1000)
-    m.engines["mini"] = em
-    em.tokenized(0.002)
-    em.batch(500, [0.01, 0.02, 0.3], forward_s=0.05, pool_s=0.001)
-    em.batch(1000, [0.001], forward_s=0.07, pool_s=0.002)
-    m.write_observed(0.004)
-    m.job_ended("ingest", "done")
-    m.job_ended("ingest", "failed")
-    m.job_ended("reindex", "retried")
-    m.queue_depth = {"ingest": 3.0, "search": 0.0}
-    text = generate_latest(m.registry).decode()
-    s = parse(text)
-    assert families(text) == set(FAMILIES)
-    assert value(s, "poolq_jobs_total", function="ingest", outcome="done") == 1
-    assert value(s, "poolq_jobs_total", function="ingest", outcome="failed") == 1
-    assert value(s, "poolq_jobs_total", function="reindex", outcome="retried") == 1
-    assert value(s, "poolq_jobs_total", function="reindex", outcome="done") == 0
-    assert value(s, "poolq_queue_depth", queue="ingest") == 3
-    assert value(s, "poolq_batch_tokens_count", model="mini") == 2
-    assert value(s, "poolq_batch_tokens_sum", model="mini") == 1500
-    assert value(s, "poolq_batch_fill_ratio_bucket", model="mini", le="0.5") == 1
-    assert value(s, "poolq_batch_fill_ratio_bucket", model="mini", le="1.0") == 2
-    count = "poolq_stage_seconds_count"
-    assert value(s, count, stage="tokenize", model="mini") == 1
-    assert value(s, count, stage="queue_wait", model="mini") == 4  # one per text
-    assert value(s, count, stage="forward", model="mini") == 2
-    assert value(s, count, stage="pool", model="mini") == 2
-    assert value(s, count, stage="write", model="") == 1
-    assert value(s, "poolq_stage_seconds_sum", stage="forward", model="mini") == pytest.approx(0.12)
-    assert value(s, "poolq_stage_seconds_bucket", stage="queue_wait", model="mini", le="0.01") == 2
-    assert value(s, "poolq_stage_seconds_bucket", stage="queue_wait", model="mini", le="+Inf") == 4
+async def _job(ctx, outcome="done"):
+    if outcome == "failed":
+        raise RuntimeError("boom")
+    if outcome == "retried" or (outcome == "retried_once" and ctx["job_try"] == 1):
+        raise Retry(defer=0.01)
+    return outcome
 
 
-class _FakeArqWorker:
-    """What ``hook_arq`` touches of arq's Worker, driven like ``Worker.run_job`` drives it."""
+def test_job_outcomes_follow_arq_counters_per_function(redis_server):
+    """arq's run_job classifies, the on_job_end hook counts per function; jobs arq fails before
+    they run (max tries exceeded, unknown function) reach the ``failed_unrun`` listener."""
 
-    def __init__(self):
-        self.functions = {"ingest": _Fn(), "reindex:docs:0": _Fn()}
-        self.jobs_complete = self.jobs_failed = self.jobs_retried = 0
-        self.on_job_end = None
-        self.job_deserializer = None
-        self.failed_before_run = []
-
-    async def finish_failed_job(self, job_id, result_data):
-        self.failed_before_run.append(job_id)
-
-    async def run(self, name, outcome):
-        ctx = {"job_id": "j"}
+    async def drive() -> tuple[WorkerMetrics, PoolqWorker]:
+        settings = redis_settings(redis_server.url)
+        pool = await create_pool(settings)
+        for outcome in ("done", "done", "failed"):
+            await pool.enqueue_job("ingest", outcome)
+        await pool.enqueue_job("reindex:docs:0", "retried_once")  # retried, then done
+        await pool.enqueue_job("other", "retried")  # retried, then max tries exceeded
+        await pool.enqueue_job("nope")  # unknown function
+        worker = PoolqWorker(
+            functions=[
+                func(_job, name="ingest"),
+                func(_job, name="reindex:docs:0", max_tries=3),
+                func(_job, name="other", max_tries=1),
+            ],
+            redis_pool=pool,
+            burst=True,
+            poll_delay=0.05,
+            handle_signals=False,
+        )
+        m = WorkerMetrics()
+        m.hook_arq(worker)
         try:
-            await self.functions[name].coroutine(ctx, outcome)
-        except RuntimeError:
-            self.jobs_failed += 1
-        except asyncio.CancelledError:
-            self.jobs_retried += 1
-        else:
-            self.jobs_complete += 1
-        await self.on_job_end(ctx)
+            await asyncio.wait_for(worker.main(), 60)
+        finally:
+            await worker.close()
+        return m, worker
 
-
-class _Fn:
-    @staticmethod
-    async def coroutine(ctx, outcome):
-        if outcome == "failed":
-            raise RuntimeError("boom")
-        if outcome == "retried":
-            raise asyncio.CancelledError
-
-
-def test_job_outcomes_follow_arq_counters_per_function():
-    m = WorkerMetrics()
-    w = _FakeArqWorker()
-    m.hook_arq(w)
-
-    async def drive():
-        await w.run("ingest", "done")
-        await w.run("ingest", "done")
-        await w.run("ingest", "failed")
-        await w.run("reindex:docs:0", "retried")
-        await w.run("reindex:docs:0", "done")
-        w.jobs_failed += 1  # a job failed before it ran (max tries exceeded)
-        await w.finish_failed_job("k", None)
-
-    asyncio.run(drive())
-    assert w.failed_before_run == ["k"]
-    assert m.jobs[("ingest", "done")] == 2
-    assert m.jobs[("ingest", "failed")] == 1
-    assert m.jobs[("reindex", "retried")] == 1
-    assert m.jobs[("reindex", "done")] == 1
-    assert m.jobs[("unknown", "failed")] == 1
+    m, worker = asyncio.run(drive())
+    assert (worker.jobs_complete, worker.jobs_retried, worker.jobs_failed) == (3, 2, 3)
+    assert m.jobs.snapshot() == {
+        ("ingest", "done"): 2,
+        ("ingest", "failed"): 1,
+        ("ingest", "retried"): 0,
+        ("reindex", "done"): 1,
+        ("reindex", "failed"): 0,
+        ("reindex", "retried"): 1,
+        ("other", "retried"): 1,
+        ("other", "failed"): 1,
+        ("nope", "failed"): 1,
+    }
 
 
 # A real worker -------------------------------------------------------------------------------
@@ -170,6 +138,20 @@ def scrape(port: int, timeout_s: float = 30) -> str:
             time.sleep(0.2)
 
 
+@pytest.fixture(scope="module")
+def metrics_worker(tmp_path_factory):
+    """A real ``poolq worker --metrics-port`` (default profile) and its Redis: (url, port)."""
+    from poolq.worker.dev.local_worker import WorkerProcess
+
+    tmp = tmp_path_factory.mktemp("metrics")
+    port = _free_port()
+    with (
+        LocalRedis(tmp / "redis") as server,
+        WorkerProcess(server.url, tmp / "qdrant", "--metrics-port", str(port)),
+    ):
+        yield server.url, port
+
+
 async def _ingest_and_fail(url: str, docs: list[dict]) -> tuple[list, str]:
     async with PoolqClient(url) as client:
         ids = await client.enqueue("metrics", docs, job_size=4)
@@ -181,20 +163,17 @@ async def _ingest_and_fail(url: str, docs: list[dict]) -> tuple[list, str]:
 
 
 @pytest.mark.slow
-def test_metrics_endpoint_moves_with_jobs(redis_server, tmp_path):
-    from poolq.worker.dev.local_worker import WorkerProcess
-
-    port = _free_port()
+def test_metrics_endpoint_moves_with_jobs(metrics_worker):
+    url, port = metrics_worker
     docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(passages(12))]
-    with WorkerProcess(redis_server.url, tmp_path / "qdrant", "--metrics-port", str(port)):
-        before_text = scrape(port)
-        before = parse(before_text)
-        assert families(before_text) == set(FAMILIES)
-        outcomes, bad_status = asyncio.run(_ingest_and_fail(redis_server.url, docs))
-        assert all(o.status == "done" for o in outcomes), [o.error for o in outcomes]
-        assert bad_status == "failed"
-        time.sleep(2.5)  # a heartbeat: queue depths refreshed
-        after_text = scrape(port)
+    before_text = scrape(port)
+    before = parse(before_text)
+    assert families(before_text) == set(FAMILIES)
+    outcomes, bad_status = asyncio.run(_ingest_and_fail(url, docs))
+    assert all(o.status == "done" for o in outcomes), [o.error for o in outcomes]
+    assert bad_status == "failed"
+    time.sleep(2.5)  # a heartbeat: queue depths refreshed
+    after_text = scrape(port)
     after = parse(after_text)
     assert families(after_text) == set(FAMILIES)
 
@@ -208,6 +187,9 @@ def test_metrics_endpoint_moves_with_jobs(redis_server, tmp_path):
     for stage in STAGES:
         assert moved("poolq_stage_seconds_count", stage=stage) > 0, stage
         assert moved("poolq_stage_seconds_sum", stage=stage) > 0, stage
+    for stage in STAGES[:-1]:  # ingestion runs in the ingest lane only
+        assert moved("poolq_stage_seconds_count", stage=stage, lane="ingest") > 0, stage
+        assert moved("poolq_stage_seconds_count", stage=stage, lane="query") == 0, stage
     assert moved("poolq_batch_tokens_count") > 0
     assert moved("poolq_batch_tokens_sum") > 0
     assert moved("poolq_batch_fill_ratio_count") == moved("poolq_batch_tokens_count")
@@ -217,10 +199,62 @@ def test_metrics_endpoint_moves_with_jobs(redis_server, tmp_path):
     )
     assert value(after, "poolq_queue_depth", queue="ingest") == 0
     assert value(after, "poolq_queue_depth", queue="search") == 0
-    models = {dict(ls)["model"] for n, ls in after if n == "poolq_engine_backlog_tokens"}
+    engines = {(dict(ls)["model"], dict(ls)["lane"]) for n, ls in after if n == BACKLOG}
+    models = {model for model, _ in engines}
     assert models and "" not in models
-    for model in models:
-        assert value(after, "poolq_engine_backlog_tokens", model=model) == 0
-        assert value(after, "poolq_engine_backlog_requests", model=model) == 0
+    assert engines == {(m, lane) for m in models for lane in ("ingest", "query")}
+    for model, lane in engines:
+        assert value(after, BACKLOG, model=model, lane=lane) == 0
+        assert value(after, "poolq_engine_backlog_requests", model=model, lane=lane) == 0
     assert ("poolq_sink_retries_total", ()) in after
     assert ("poolq_searches_total", (("outcome", "ok"),)) in after
+
+
+@pytest.mark.slow
+def test_query_engines_are_reported_in_the_query_lane(metrics_worker):
+    """A search is encoded by the query engines (Vectorizer.query_engines): their batches and
+    stages move the ``lane="query"`` series, and their backlog is reported."""
+    url, port = metrics_worker
+    collection = "metrics-search"
+
+    async def ingest() -> None:
+        docs = [{"id": f"s{i}", "text": t} for i, t in enumerate(passages(3))]
+        async with PoolqClient(url) as client:
+            outcomes = await client.wait(await client.enqueue(collection, docs), timeout_s=300)
+            assert all(o.status == "done" for o in outcomes), [o.error for o in outcomes]
+
+    async def search() -> int:
+        async with PoolqClient(url) as client:
+            return len((await client.search("how to read a file", collection, limit=3)).hits)
+
+    asyncio.run(ingest())
+    before = parse(scrape(port))
+    assert asyncio.run(search()) > 0
+
+    def moved(after, name, **labels):
+        return total(after, name, **labels) - total(before, name, **labels)
+
+    # the model thread records a batch right after handing back its results: poll a moment
+    deadline = time.monotonic() + 10
+    while True:
+        after = parse(scrape(port))
+        if moved(after, "poolq_stage_seconds_count", stage="pool", lane="query") > 0:
+            break
+        assert time.monotonic() < deadline, "no query-lane batch in the metrics"
+        time.sleep(0.1)
+    assert moved(after, "poolq_searches_total", outcome="ok") == 1
+    for stage in STAGES[:-1]:
+        assert moved(after, "poolq_stage_seconds_count", stage=stage, lane="query") > 0, stage
+        assert moved(after, "poolq_stage_seconds_count", stage=stage, lane="ingest") == 0, stage
+    assert moved(after, "poolq_batch_tokens_count", lane="query") > 0
+    assert moved(after, "poolq_batch_tokens_sum", lane="query") > 0
+    assert moved(after, "poolq_batch_fill_ratio_count", lane="query") == moved(
+        after, "poolq_batch_tokens_count", lane="query"
+    )
+    assert moved(after, "poolq_batch_tokens_count", lane="ingest") == 0
+    query_backlog = [
+        dict(ls)["model"] for n, ls in after if n == BACKLOG and ("lane", "query") in ls
+    ]
+    assert query_backlog and all(
+        value(after, BACKLOG, model=m, lane="query") == 0 for m in query_backlog
+    )

@@ -1,0 +1,200 @@
+""":class:`WorkerMetrics`: every series of one worker as a Prometheus ``Collector`` on a private
+registry, served by ``prometheus_client``'s HTTP server thread (series listed in
+``metrics.py``). Observers are attached to every engine of the runtime, the ingestion engines
+(``lane="ingest"``) and the query engines (``lane="query"``), and to the Qdrant writer; the
+counters of the writer and the query service and the engines' backlogs are read at scrape time.
+``collect`` runs in the scrape thread and only reads: it never touches Redis."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from poolq.worker.observability.histogram import SECONDS_BUCKETS, EngineMetrics, Histogram
+from poolq.worker.observability.job_outcomes import JobOutcomes
+
+if TYPE_CHECKING:
+    from poolq.worker.engine.engine import EngineObserver
+    from poolq.worker.reliability.arq_overrides import PoolqWorker
+    from poolq.worker.runtime.runtime import Runtime
+
+log = logging.getLogger("poolq.metrics")
+
+INGEST_LANE, QUERY_LANE = "ingest", "query"  # Vectorizer.engines, Vectorizer.query_engines
+
+
+class _Scheduler(Protocol):
+    @property
+    def max_batch_tokens(self) -> int: ...
+    @property
+    def queued_tokens(self) -> int: ...
+    @property
+    def queued_requests(self) -> int: ...
+
+
+class ObservedEngine(Protocol):
+    """What is used of an ``AsyncEngine``."""
+
+    @property
+    def scheduler(self) -> _Scheduler: ...
+
+    def set_observer(self, observer: EngineObserver | None) -> None: ...
+
+
+class WorkerMetrics(Collector):
+    """Every series of one worker. ``engines`` maps ``(model, lane)`` to its observer."""
+
+    def __init__(self, runtime: Runtime | None = None) -> None:
+        self.runtime = runtime
+        self.engines: dict[tuple[str, str], EngineMetrics] = {}
+        self._observed: dict[tuple[str, str], ObservedEngine] = {}
+        self.write = Histogram(SECONDS_BUCKETS)
+        self.jobs = JobOutcomes()
+        self.queue_depth: dict[str, float] = {}
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self)
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        if runtime is not None:
+            vectorizer = runtime.vectorizer
+            self.observe_engines(INGEST_LANE, vectorizer.engines)
+            self.observe_engines(QUERY_LANE, vectorizer.query_engines)
+            runtime.writer.observer = self.write_observed
+
+    # Observations ----------------------------------------------------------------------------
+    def observe_engines(self, lane: str, engines: Mapping[str, ObservedEngine]) -> None:
+        """Observe each ``model -> engine`` of ``lane`` (an engine observed already is left to
+        its first lane: a model without a query engine queries its ingestion engine)."""
+        attached = {id(e) for e in self._observed.values()}
+        for model, engine in engines.items():
+            if id(engine) in attached:
+                continue
+            em = EngineMetrics(engine.scheduler.max_batch_tokens)
+            self.engines[(model, lane)] = em
+            self._observed[(model, lane)] = engine
+            engine.set_observer(em)
+
+    def write_observed(self, seconds: float) -> None:
+        self.write.observe(seconds)
+
+    def job_ended(self, function: str, outcome: str) -> None:
+        self.jobs.job_ended(function, outcome)
+
+    def hook_arq(self, worker: PoolqWorker) -> None:
+        """Count ``worker``'s job outcomes per function (see ``job_outcomes.py``)."""
+        self.jobs.hook_arq(worker)
+
+    def detach(self) -> None:
+        """Stop every observation this attached (engines of both lanes, the writer)."""
+        for engine in self._observed.values():
+            engine.set_observer(None)
+        if self.runtime is not None:
+            self.runtime.writer.observer = None
+
+    # Scrape ----------------------------------------------------------------------------------
+    def collect(self) -> Iterator[Metric]:
+        jobs = CounterMetricFamily(
+            "poolq_jobs", "Jobs ended, by function and outcome.", labels=["function", "outcome"]
+        )
+        for (function, outcome), n in sorted(self.jobs.snapshot().items()):
+            jobs.add_metric([function, outcome], n)
+        yield jobs
+
+        depth = GaugeMetricFamily(
+            "poolq_queue_depth",
+            "Jobs waiting in the ingest queue and searches in the search queue (Redis).",
+            labels=["queue"],
+        )
+        for queue, size in sorted(self.queue_depth.items()):
+            depth.add_metric([queue], size)
+        yield depth
+
+        yield from self._engine_families()
+
+        points = CounterMetricFamily("poolq_points_written", "Points upserted into Qdrant.")
+        retries = CounterMetricFamily(
+            "poolq_sink_retries", "Qdrant calls retried after a transient error."
+        )
+        searches = CounterMetricFamily(
+            "poolq_searches", "Searches answered, by outcome.", labels=["outcome"]
+        )
+        if self.runtime is not None:
+            points.add_metric([], self.runtime.writer.points_written)
+            retries.add_metric([], self.runtime.writer.retries)
+            queries = self.runtime.queries
+            searches.add_metric(["ok"], queries.searches)
+            searches.add_metric(["error"], queries.search_errors)
+        yield points
+        yield retries
+        yield searches
+
+    def _engine_families(self) -> Iterator[Metric]:
+        tokens = HistogramMetricFamily(
+            "poolq_batch_tokens", "Tokens per engine batch.", labels=["model", "lane"]
+        )
+        fill = HistogramMetricFamily(
+            "poolq_batch_fill_ratio",
+            "Tokens per engine batch over the engine's batch token budget.",
+            labels=["model", "lane"],
+        )
+        stages = HistogramMetricFamily(
+            "poolq_stage_seconds",
+            "Seconds per stage: tokenize (per encode call), queue_wait (per text, admission to "
+            "batch cut), forward and pool (per batch), write (per Qdrant upsert/delete call; "
+            'model and lane "").',
+            labels=["stage", "model", "lane"],
+        )
+        backlog_tokens = GaugeMetricFamily(
+            "poolq_engine_backlog_tokens", "Tokens queued in the engine.", labels=["model", "lane"]
+        )
+        backlog_requests = GaugeMetricFamily(
+            "poolq_engine_backlog_requests",
+            "Texts queued in the engine.",
+            labels=["model", "lane"],
+        )
+        for (model, lane), em in sorted(self.engines.items()):
+            _add_histogram(tokens, [model, lane], em.batch_tokens)
+            _add_histogram(fill, [model, lane], em.fill_ratio)
+            for stage, h in em.stages():
+                _add_histogram(stages, [stage, model, lane], h)
+            if (engine := self._observed.get((model, lane))) is not None:
+                sched = engine.scheduler
+                backlog_tokens.add_metric([model, lane], sched.queued_tokens)
+                backlog_requests.add_metric([model, lane], sched.queued_requests)
+        _add_histogram(stages, ["write", "", ""], self.write)
+        yield tokens
+        yield fill
+        yield stages
+        yield backlog_tokens
+        yield backlog_requests
+
+    # Serving ---------------------------------------------------------------------------------
+    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
+        self._server, self._thread = start_http_server(port, addr, registry=self.registry)
+        log.info("metrics on http://%s:%d/metrics", addr, port)
+
+    def close(self) -> None:
+        self.detach()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+
+def _add_histogram(family: HistogramMetricFamily, labels: list[str], h: Histogram) -> None:
+    buckets, total = h.snapshot()
+    family.add_metric(labels, buckets, total)
