@@ -3,7 +3,8 @@
 Prints texts/s for each and the ratio poolq / sentence-transformers for: dense fp32, dense bf16,
 sparse (SPLADE-tiny), and dense + token_embed (one MiniLM forward) + sparse against the three
 sentence-transformers calls done separately. Also prints the useful GFLOP/s of the dense fp32
-run next to this machine's measured fp32 GEMM rate.
+run next to this machine's measured fp32 GEMM rate. Exit status 1 if any ratio (or the
+efficiency) misses its target.
 
     python benchmarks/bench_encode_vs_st.py [--limit N] [--threads N]
 """
@@ -27,6 +28,8 @@ from poolq.ingest.sample_corpus import passages
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.models import minilm_path, splade_path
+
+EFFICIENCY_TARGET = 0.80  # useful GFLOP/s of the dense fp32 run / this machine's fp32 GEMM rate
 
 
 def timed(fn, repeats: int = 1) -> float:
@@ -129,22 +132,34 @@ def main() -> None:
     rows.append(("dense+token_embed+sparse", t_st_dense + t_st_tokens + t_st_sparse, t_all, 1.8))
 
     n = len(texts)
+    misses: list[str] = []
     print(
         f"\n{'workload':28s} {'ST texts/s':>11s} {'poolq texts/s':>14s} {'ratio':>7s} {'target':>7s}"
     )
     for name, t_ref, t_ours, target in rows:
         ratio = t_ref / t_ours
         mark = "ok" if ratio >= target else "MISS"
+        if ratio < target:
+            misses.append(f"{name}: {ratio:.2f}x < {target:.1f}x")
         print(
             f"{name:28s} {n / t_ref:11.1f} {n / t_ours:14.1f} {ratio:6.2f}x {target:5.1f}x {mark}"
         )
 
     peak = gemm_gflops()
     useful = minilm_flops(lengths) / t_dense32 / 1e9
+    efficiency = useful / peak
+    if efficiency < EFFICIENCY_TARGET:
+        misses.append(
+            f"dense fp32 efficiency {100 * efficiency:.0f}% < {100 * EFFICIENCY_TARGET:.0f}%"
+        )
     print(
         f"\ndense fp32 useful rate: {useful:.1f} GFLOP/s; fp32 GEMM 2048^3: {peak:.1f} GFLOP/s; "
-        f"efficiency {100 * useful / peak:.0f}% (target >= 80%)"
+        f"efficiency {100 * efficiency:.0f}% (target >= {100 * EFFICIENCY_TARGET:.0f}%) "
+        f"{'ok' if efficiency >= EFFICIENCY_TARGET else 'MISS'}"
     )
+    if misses:
+        print(f"MISS: {'; '.join(misses)}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -3,11 +3,12 @@ labelled query set (``benchmarks/search_queries.jsonl``), through a real worker,
 
     python benchmarks/eval_search.py [--corpus-size N] [--candidates N] [--json]
 
-The corpus is ``worker/demo.py::_sample_corpus`` (standard-library docstrings, ids
+The corpus is ``worker/dev/demo.py::_sample_corpus`` (standard-library docstrings, ids
 ``stdlib-0000``...). Each mode (dense, sparse, hybrid RRF, hybrid DBSF, rerank) runs every query
 with limit 10; hits are deduplicated by ``doc_id`` in rank order before scoring (document level).
 The peer of hybrid is the better of dense and sparse in the same run; the requirement is that
-hybrid is not worse than it by more than 0.02 recall@10.
+hybrid is not worse than it by more than 0.02 recall@10 (exit status 1 otherwise, with
+``--json`` too).
 
 How the query set was judged (read this before adding queries):
 
@@ -27,8 +28,9 @@ How the query set was judged (read this before adding queries):
 The labels refer to the corpus as ``poolq demo`` builds it. ``ingest.sample_corpus.passages``
 walks ``inspect.getmembers`` of each module, which also lists the submodules that happen to be
 imported, so the corpus depends on what the process imported before: it is built here in a
-fresh interpreter that imports only ``worker.demo`` (what ``poolq demo`` gets), and the texts of
-the labelled documents are checked against a fingerprint taken when the labels were written.
+fresh interpreter that imports only ``poolq.worker.dev.demo`` (what ``poolq demo`` gets), and
+the texts of the labelled documents are checked against a fingerprint taken when the labels
+were written.
 With ``--corpus-size`` below 400, relevant ids beyond the corpus are dropped and queries left
 with none are skipped (the first 400 documents are the same for any larger size).
 """
@@ -75,7 +77,7 @@ MODES = [
 def build_corpus(path: Path, n: int) -> dict[str, str]:
     """The demo corpus, built in a fresh interpreter (see the module docstring)."""
     code = (
-        "import sys; from pathlib import Path; from worker.demo import _sample_corpus; "
+        "import sys; from pathlib import Path; from poolq.worker.dev.demo import _sample_corpus; "
         "_sample_corpus(Path(sys.argv[1]), int(sys.argv[2]))"
     )
     subprocess.run([sys.executable, "-c", code, str(path), str(n)], cwd=ROOT, check=True)
@@ -220,9 +222,12 @@ def main() -> None:
             for label in ("hybrid-rrf", "hybrid-dbsf")
         },
     }
+    misses = [
+        label for label in ("hybrid-rrf", "hybrid-dbsf") if not out["requirement"][label]["ok"]
+    ]
     if args.json:
         print(json.dumps(out, indent=2))
-        return
+        sys.exit(1 if misses else 0)
     kinds = sorted(next(iter(modes.values()))["by_kind"])
     counts = ", ".join(f"{k} {modes['dense']['by_kind'][k]['n']}" for k in kinds)
     print(
@@ -247,6 +252,9 @@ def main() -> None:
             f"{label}: recall@10 {r['recall@10']:.3f}, delta vs peer {r['delta']:+.3f} "
             f"(requirement >= -0.020) {'ok' if r['ok'] else 'MISS'}"
         )
+    if misses:
+        print(f"MISS: {', '.join(misses)} below the peer by more than 0.02", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

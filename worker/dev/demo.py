@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -71,6 +72,14 @@ def _searches(redis_url: str) -> None:
     asyncio.run(run())
 
 
+def check_enqueue(rc: int, log: Path) -> None:
+    """Stop the demo unless ``poolq enqueue --wait`` exited 0: 1 means documents or jobs failed
+    (the worker logged why), 2 that nothing could be enqueued."""
+    if rc != 0:
+        print(f"demo: poolq enqueue failed (exit status {rc}); worker log: {log}", file=sys.stderr)
+        raise SystemExit(rc)
+
+
 def run_demo(workdir: Path | None = None) -> None:
     work = workdir or Path("poolq_data/demo")
     qdrant_path = work / "qdrant"
@@ -85,7 +94,6 @@ def run_demo(workdir: Path | None = None) -> None:
             from poolq.worker.cli.enqueue import run_enqueue
 
             rc = run_enqueue(corpus, COLLECTION, True, 16, redis_server.url, 1800)
-            if rc not in (0, 1):
-                raise SystemExit(rc)
+            check_enqueue(rc, work / "worker.log")
             _describe_collection()
             _searches(redis_server.url)

@@ -35,6 +35,15 @@ def is_transient_job_error(e: BaseException) -> bool:
     return is_transient(e)
 
 
+def retry_delay(e: BaseException, job_try: int, max_tries: int) -> float | None:
+    """What a job's failure on try ``job_try`` (of ``max_tries``) becomes: the queue-level delay
+    in seconds before the next try, or None when it fails for good (a permanent error, or a
+    transient one on the last try) and goes to the dead-letter list."""
+    if is_transient_job_error(e) and job_try < max_tries:
+        return RETRY_BACKOFF_S[min(job_try - 1, len(RETRY_BACKOFF_S) - 1)]
+    return None
+
+
 def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
     """Wrap a job coroutine (see the module docstring)."""
 
@@ -57,8 +66,8 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
             result = await fn(ctx, *args, **kwargs)
         except Exception as e:
             seconds = time.perf_counter() - t0
-            if is_transient_job_error(e) and job_try < max_tries:
-                delay = RETRY_BACKOFF_S[min(job_try - 1, len(RETRY_BACKOFF_S) - 1)]
+            delay = retry_delay(e, job_try, max_tries)
+            if delay is not None:
                 log.warning(
                     "job %s %s try %d of %d failed after %.2fs, retrying in %.0fs: %s",
                     job_id, name, job_try, max_tries, seconds, delay, e, extra=fields,

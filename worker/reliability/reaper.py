@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
@@ -30,47 +32,141 @@ class WorkerDied(RuntimeError):
     pass
 
 
-async def _dead_letter_if_last_try(
-    redis: Any, job_id: str, worker_id: str, max_tries: dict[str, int]
-) -> None:
-    """A job whose last try died with its worker is failed by arq on its next pick ("max
-    retries exceeded") without running: record it in the dead-letter list first."""
-    raw_try, raw_job = (
-        await redis.get(retry_key_prefix + job_id),
-        await redis.get(job_key_prefix + job_id),
-    )
+# ---------------------------------------------------------------- decisions (no Redis)
+
+
+@dataclass(frozen=True)
+class WorkerJobs:
+    """A worker's list of running jobs, and whether the worker still has a heartbeat."""
+
+    worker_id: str
+    alive: bool
+    jobs: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Mark:
+    """An arq in-progress mark: whether its job is still in the queue, and what is left of its
+    expiry (``PTTL``: -1 without one, -2 gone)."""
+
+    job_id: str
+    queued: bool
+    ttl_ms: int
+
+
+@dataclass(frozen=True)
+class LastTry:
+    """A job that died on its last try: what its dead-letter entry records."""
+
+    function: str
+    args: list[Any]
+    kwargs: dict[str, Any]
+    tries: int
+
+
+def worker_id_of(key: str) -> str:
+    return key[len(constants.KEY_PREFIX + "worker-jobs:") :]
+
+
+def dead_workers(lists: Iterable[WorkerJobs]) -> list[WorkerJobs]:
+    """The job lists whose worker has no heartbeat: their jobs are handed back."""
+    return [w for w in lists if not w.alive]
+
+
+def orphaned_marks(
+    marks: Iterable[Mark],
+    lists: Iterable[WorkerJobs],
+    in_progress_ttl_ms: int,
+    grace_s: float = ORPHAN_GRACE_S,
+) -> list[str]:
+    """The marks to hand back: of jobs still queued, listed by no live worker, and set more
+    than ``grace_s`` ago (arq sets them with ``in_progress_ttl_ms``, so their age is that
+    minus what is left). A mark without an expiry, or gone, is left alone."""
+    live = {j for w in lists if w.alive for j in w.jobs}
+    out = []
+    for m in marks:
+        if m.job_id in live or not m.queued:
+            continue
+        if m.ttl_ms <= 0 or in_progress_ttl_ms - m.ttl_ms < grace_s * 1000:
+            continue
+        out.append(m.job_id)
+    return out
+
+
+def last_try(
+    raw_try: bytes | None, raw_job: bytes | None, max_tries: Mapping[str, int]
+) -> LastTry | None:
+    """The job, if the try that died with its worker was its last (``raw_try`` and ``raw_job``
+    are arq's retry counter and job payload). arq fails such a job on its next pick ("max
+    retries exceeded") without running it: it goes to the dead-letter list first. None for a
+    job with tries left, of a function without a limit, or unreadable."""
     if raw_try is None or raw_job is None:
-        return
+        return None
     try:
         job = deserialize(raw_job)
         function, args, kwargs = job["f"], job["a"], job["k"]
         tries = int(raw_try)
     except Exception:
-        return
+        return None
     if function in max_tries and tries >= max_tries[function]:
-        error = WorkerDied(f"worker {worker_id} died during the job's last try ({tries})")
-        await dead_letter.record(redis, job_id, function, args, kwargs, error, tries)
+        return LastTry(function, args, kwargs, tries)
+    return None
 
 
-async def reap_dead_workers(redis: Any, max_tries: dict[str, int] | None = None) -> list[str]:
+# ---------------------------------------------------------------- Redis
+
+
+async def _dead_letter_if_last_try(
+    redis: Any, job_id: str, worker_id: str, max_tries: Mapping[str, int]
+) -> None:
+    raw_try, raw_job = (
+        await redis.get(retry_key_prefix + job_id),
+        await redis.get(job_key_prefix + job_id),
+    )
+    job = last_try(raw_try, raw_job, max_tries)
+    if job is not None:
+        error = WorkerDied(f"worker {worker_id} died during the job's last try ({job.tries})")
+        await dead_letter.record(
+            redis, job_id, job.function, job.args, job.kwargs, error, job.tries
+        )
+
+
+async def _worker_lists(redis: Any) -> list[WorkerJobs]:
+    out = []
+    async for raw_key in redis.scan_iter(match=constants.WORKER_JOBS_PATTERN):
+        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+        worker_id = worker_id_of(key)
+        alive = bool(await redis.exists(constants.HEARTBEAT_KEY.format(worker_id=worker_id)))
+        jobs = frozenset(j.decode() for j in await redis.smembers(key))
+        out.append(WorkerJobs(worker_id, alive, jobs))
+    return out
+
+
+async def _marks(redis: Any, queue: str) -> list[Mark]:
+    out = []
+    async for raw_key in redis.scan_iter(match=in_progress_key_prefix + "*"):
+        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+        job_id = key[len(in_progress_key_prefix) :]
+        queued = await redis.zscore(queue, job_id) is not None
+        out.append(Mark(job_id, queued, int(await redis.pttl(key))))
+    return out
+
+
+async def reap_dead_workers(redis: Any, max_tries: Mapping[str, int] | None = None) -> list[str]:
     """One pass; returns the ids of the jobs handed back. ``max_tries`` (function name ->
     tries) lets jobs that died on their last try go to the dead-letter list."""
     handed_back: list[str] = []
-    async for raw_key in redis.scan_iter(match=constants.WORKER_JOBS_PATTERN):
-        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
-        worker_id = key[len(constants.KEY_PREFIX + "worker-jobs:") :]
-        if await redis.exists(constants.HEARTBEAT_KEY.format(worker_id=worker_id)):
-            continue
-        job_ids = [j.decode() for j in await redis.smembers(key)]
+    for worker in dead_workers(await _worker_lists(redis)):
+        job_ids = sorted(worker.jobs)
         for job_id in job_ids:
             if await redis.delete(in_progress_key_prefix + job_id):
                 handed_back.append(job_id)
-                await _dead_letter_if_last_try(redis, job_id, worker_id, max_tries or {})
-        await redis.delete(key)
+                await _dead_letter_if_last_try(redis, job_id, worker.worker_id, max_tries or {})
+        await redis.delete(constants.WORKER_JOBS_KEY.format(worker_id=worker.worker_id))
         if job_ids:
             log.warning(
                 "worker %s has no heartbeat: handed back its %d running jobs %s",
-                worker_id,
+                worker.worker_id,
                 len(job_ids),
                 job_ids,
             )
@@ -81,29 +177,18 @@ async def reap_orphans(
     redis: Any,
     queue: str,
     in_progress_ttl_ms: int,
-    max_tries: dict[str, int] | None = None,
+    max_tries: Mapping[str, int] | None = None,
     grace_s: float = ORPHAN_GRACE_S,
 ) -> list[str]:
     """Hand back queued jobs marked in progress that no live worker lists, once the mark is
     older than ``grace_s``: a worker killed between arq marking a job and the job registering
     itself leaves such a mark, which arq would keep for its longest job timeout (hours, with
     reindex jobs). Marks of finished jobs (kept by arq for unique cron jobs) are left alone."""
-    live: set[str] = set()
-    async for raw_key in redis.scan_iter(match=constants.WORKER_JOBS_PATTERN):
-        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
-        worker_id = key[len(constants.KEY_PREFIX + "worker-jobs:") :]
-        if await redis.exists(constants.HEARTBEAT_KEY.format(worker_id=worker_id)):
-            live |= {j.decode() for j in await redis.smembers(key)}
+    lists = await _worker_lists(redis)
+    marks = await _marks(redis, queue)
     handed_back = []
-    async for raw_key in redis.scan_iter(match=in_progress_key_prefix + "*"):
-        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
-        job_id = key[len(in_progress_key_prefix) :]
-        if job_id in live or await redis.zscore(queue, job_id) is None:
-            continue
-        ttl_ms = await redis.pttl(key)
-        if ttl_ms <= 0 or in_progress_ttl_ms - ttl_ms < grace_s * 1000:
-            continue
-        if await redis.delete(key):
+    for job_id in orphaned_marks(marks, lists, in_progress_ttl_ms, grace_s):
+        if await redis.delete(in_progress_key_prefix + job_id):
             handed_back.append(job_id)
             await _dead_letter_if_last_try(redis, job_id, "(unknown)", max_tries or {})
             log.warning("job %s was marked running by no live worker: handed back", job_id)

@@ -23,18 +23,80 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.sinks.search import SearchError, SearchRequest
-from poolq.worker.runtime.query import QueryService
+from poolq.sinks.search_types import SearchError, SearchRequest, SearchResult
 from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import deserialize, serialize
 
+if TYPE_CHECKING:
+    from poolq.worker.runtime.query import QueryService
+
 log = logging.getLogger("poolq.search")
+
+
+# ---------------------------------------------------------------- envelopes (no Redis, no models)
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A decoded request that has someone to answer: ``query`` and ``request`` as they came
+    (checked by :func:`parse_search`)."""
+
+    id: Any
+    reply_to: str
+    query: Any
+    request: Any
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A request dropped unanswered: ``expired`` (its client has given up), or a bad one
+    (``undecodable``, ``no_reply_to``, ``foreign_reply_to``: no one to answer)."""
+
+    reason: Literal["undecodable", "no_reply_to", "foreign_reply_to", "expired"]
+    detail: str = ""
+
+
+def decode_request(raw: bytes, now: float) -> Envelope | Dropped:
+    """A request off the search queue, or why it is dropped (``now``: epoch seconds)."""
+    try:
+        msg = deserialize(raw)
+    except Exception as e:  # not msgpack (or a pickle): refused, and no one to answer
+        return Dropped("undecodable", str(e))
+    if not isinstance(msg, dict) or not isinstance(msg.get("reply_to"), str):
+        return Dropped("no_reply_to")
+    reply_to: str = msg["reply_to"]
+    if not reply_to.startswith(constants.SEARCH_REPLY_PREFIX):
+        return Dropped("foreign_reply_to")
+    deadline = msg.get("deadline")
+    if isinstance(deadline, int | float) and now > deadline:
+        return Dropped("expired")
+    return Envelope(msg.get("id"), reply_to, msg.get("query"), msg.get("request"))
+
+
+def parse_search(envelope: Envelope) -> tuple[str, SearchRequest]:
+    """The query text and request to run; :class:`SearchError` for a malformed one."""
+    query = envelope.query
+    if not isinstance(query, str):
+        raise SearchError(f"query: expected a string, got {type(query).__name__}")
+    return query, SearchRequest.from_dict(envelope.request or {})
+
+
+def result_reply(rid: Any, result: SearchResult) -> dict[str, Any]:
+    return {"id": rid, "result": result.to_dict()}
+
+
+def error_reply(rid: Any, e: BaseException) -> dict[str, Any]:
+    return {"id": rid, "error": {"type": type(e).__name__, "message": str(e)}}
+
+
+# ---------------------------------------------------------------- the service
 
 
 class SearchService:
@@ -103,34 +165,26 @@ class SearchService:
             slots.release()
 
     async def _answer(self, raw: bytes) -> tuple[str | None, dict[str, Any]]:
-        try:
-            msg = deserialize(raw)
-        except Exception as e:  # not msgpack (or a pickle): refused, and no one to answer
+        envelope = decode_request(raw, time.time())
+        if isinstance(envelope, Dropped):
+            if envelope.reason == "expired":
+                self.dropped_expired += 1
+                return None, {}
             self.bad_requests += 1
-            log.warning("search queue: undecodable request dropped: %s", e)
-            return None, {}
-        if not isinstance(msg, dict) or not isinstance(msg.get("reply_to"), str):
-            self.bad_requests += 1
-            log.warning("search queue: request without reply_to dropped")
-            return None, {}
-        reply_to: str = msg["reply_to"]
-        if not reply_to.startswith(constants.SEARCH_REPLY_PREFIX):
-            self.bad_requests += 1
-            log.warning("search queue: reply_to outside %s dropped", constants.SEARCH_REPLY_PREFIX)
-            return None, {}
-        rid = msg.get("id")
-        deadline = msg.get("deadline")
-        if isinstance(deadline, int | float) and time.time() > deadline:
-            self.dropped_expired += 1
+            if envelope.reason == "undecodable":
+                log.warning("search queue: undecodable request dropped: %s", envelope.detail)
+            elif envelope.reason == "no_reply_to":
+                log.warning("search queue: request without reply_to dropped")
+            else:
+                log.warning(
+                    "search queue: reply_to outside %s dropped", constants.SEARCH_REPLY_PREFIX
+                )
             return None, {}
         try:
-            query = msg.get("query")
-            if not isinstance(query, str):
-                raise SearchError(f"query: expected a string, got {type(query).__name__}")
-            request = SearchRequest.from_dict(msg.get("request") or {})
+            query, request = parse_search(envelope)
             result = await self.queries.search(query, request)
         except Exception as e:
             if not isinstance(e, ValueError):
-                log.warning("search %s failed: %s", rid, e)
-            return reply_to, {"id": rid, "error": {"type": type(e).__name__, "message": str(e)}}
-        return reply_to, {"id": rid, "result": result.to_dict()}
+                log.warning("search %s failed: %s", envelope.id, e)
+            return envelope.reply_to, error_reply(envelope.id, e)
+        return envelope.reply_to, result_reply(envelope.id, result)
