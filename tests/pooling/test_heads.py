@@ -87,16 +87,17 @@ def test_only_torch_nn_activations_allowed():
 def test_token_embed_head_projection_and_normalisation():
     proj = seeded_linear(6, 4, 0, bias=False)
     head = TokenEmbedHead(4, proj)
-    rows = [torch.randn(3, 6), None, torch.randn(1, 6)]
+    rows = [torch.randn(3, 6), torch.randn(2, 6), torch.randn(1, 6)]
     params = [
         PoolingParams("token_embed"),
         PoolingParams("token_embed"),
         PoolingParams("token_embed", use_activation=False),
     ]
     out = head(rows, params)
-    assert out[1] is None
     assert_close(out[0], l2(proj(rows[0])))
+    assert_close(out[1], l2(proj(rows[1])))
     assert_close(out[2], proj(rows[2]))
+    assert head([], []) == []
 
 
 def test_token_embed_head_drops_special_tokens_and_first():

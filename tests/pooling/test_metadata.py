@@ -9,26 +9,14 @@ def test_prefix_sums_give_first_and_last_rows():
     assert c.first_token_indices_cpu.tolist() == [0, 3, 4]
     assert c.last_token_indices_cpu.tolist() == [2, 3, 7]
     assert c.num_tokens == 8
-    assert not c.partial_prefill
-    assert c.finished_mask.tolist() == [True, True, True]
     assert c.is_tiled
     assert c.segment_ids_dev.tolist() == [0, 0, 0, 1, 2, 2, 2, 2]
 
 
-def test_partial_prefill_and_finished_mask():
-    # request 0: first chunk of 10 (unfinished); request 1: last chunk (4 of 9, 5 computed before)
-    c = PoolingCursor.build([4, 4, 2], prompt_lens=[10, 9, 2], num_computed_tokens=[0, 5, 0])
-    assert c.partial_prefill
-    assert c.finished_mask.tolist() == [False, True, True]
-    assert c.seq_lens_cpu.tolist() == [4, 9, 2]
-
-
-def test_select_recomputes_flags_and_never_mutates():
-    c = PoolingCursor.build([4, 4, 2], prompt_lens=[10, 4, 2])
-    assert c.partial_prefill
+def test_select_keeps_absolute_rows_and_never_mutates():
+    c = PoolingCursor.build([4, 4, 2])
     sub = c.select([1, 2])
-    assert not sub.partial_prefill  # the partial request is not in the slice
-    assert sub.finished_mask.tolist() == [True, True]
+    assert sub.num_scheduled_tokens_cpu.tolist() == [4, 2]
     assert sub.first_token_indices_cpu.tolist() == [4, 8]  # absolute until re-offset
     assert not sub.is_tiled
     shifted = sub.shifted(4)
@@ -38,8 +26,7 @@ def test_select_recomputes_flags_and_never_mutates():
     # the originals are untouched
     assert c.first_token_indices_cpu.tolist() == [0, 4, 8]
     assert sub.first_token_indices_cpu.tolist() == [4, 8]
-    assert c.partial_prefill
-    assert c.select(slice(0, 1)).partial_prefill
+    assert c.select(slice(0, 1)).num_scheduled_tokens_cpu.tolist() == [4]
 
 
 def test_per_request_shift():
@@ -49,15 +36,14 @@ def test_per_request_shift():
 
 def test_empty_cursor():
     c = PoolingCursor.build([])
-    assert len(c) == 0 and c.num_tokens == 0 and not c.partial_prefill and c.is_tiled
+    assert len(c) == 0 and c.num_tokens == 0 and c.is_tiled
 
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"num_scheduled_tokens": [0, 2]}, "expected >= 1 per request"),
-        ({"num_scheduled_tokens": [3], "prompt_lens": [2]}, "scheduled past the prompt"),
-        ({"num_scheduled_tokens": [3], "prompt_lens": [3, 4]}, "prompt_lens: expected 1 entries"),
+        ({"num_scheduled_tokens": [3], "token_starts": [0, 3]}, "token_starts: expected 1 entries"),
     ],
 )
 def test_cursor_rejects_inconsistent_counts(kwargs, match):
@@ -65,20 +51,28 @@ def test_cursor_rejects_inconsistent_counts(kwargs, match):
         PoolingCursor.build(**kwargs)
 
 
-def test_metadata_select_and_step_token_ids():
-    ids = [torch.arange(10), torch.arange(100, 104)]
+def test_metadata_select_and_token_ids():
+    ids = [torch.arange(3), torch.arange(100, 104)]
     md = PoolingMetadata.build(
         [PoolingParams("embed"), PoolingParams("sparse")],
         [3, 4],
-        prompt_lens=[10, 4],
-        num_computed_tokens=[5, 0],
         prompt_token_ids=ids,
         request_ids=["a", "b"],
     )
-    assert [t.tolist() for t in md.step_token_ids_cpu()] == [[5, 6, 7], [100, 101, 102, 103]]
+    assert [t.tolist() for t in md.token_ids_cpu()] == [[0, 1, 2], [100, 101, 102, 103]]
     sub = md.select([1])
     assert sub.request_ids == ("b",)
     assert sub.pooling_params[0].task == "sparse"
     assert sub.request_name(0) == "'b'"
+    assert [t.tolist() for t in sub.token_ids_cpu()] == [[100, 101, 102, 103]]
     with pytest.raises(ValueError, match="request_ids: expected 2 entries"):
         PoolingMetadata(md.pooling_params, md.cursor, request_ids=("x",))
+
+
+def test_metadata_token_ids_one_per_row():
+    cursor = PoolingCursor.build([3, 4])
+    params = (PoolingParams("sparse"),) * 2
+    with pytest.raises(ValueError, match=r"expected one id per row \(\[3, 4\]\), got \[3, 5\]"):
+        PoolingMetadata(params, cursor, (torch.arange(3), torch.arange(5)))
+    with pytest.raises(ValueError, match="built without them"):
+        PoolingMetadata(params, cursor).token_ids_cpu()

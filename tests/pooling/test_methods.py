@@ -2,15 +2,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from poolq.worker.pooling import (
-    AllPool,
-    CLSPool,
-    LastPool,
-    MeanPool,
-    PoolingParams,
-    PoolingStates,
-    StepPool,
-)
+from poolq.worker.pooling import AllPool, CLSPool, LastPool, MeanPool, PoolingParams
 from poolq.worker.pooling import methods as methods_mod
 from tests.pooling.builders import flat_hidden, metadata
 
@@ -66,47 +58,9 @@ def test_mean_accumulates_in_fp32_in_small_chunks(monkeypatch):
     assert (naive - expected).abs().max() > 1e-2
 
 
-@pytest.mark.parametrize("method", [CLSPool(), MeanPool()])
-def test_cls_and_mean_refuse_partial_prefill(method):
-    md = metadata([2, 3], prompt_lens=[4, 3])
-    with pytest.raises(ValueError, match="partial prefill"):
-        method(flat_hidden([2, 3]), md)
-
-
-def test_last_under_chunked_prefill_reads_the_last_chunk():
-    md = metadata([2, 3], prompt_lens=[4, 3])
-    h = flat_hidden([2, 3])
-    assert_close(LastPool()(h, md), h[[1, 4]])
-
-
-def test_all_splits_and_caches_across_steps():
-    full = flat_hidden([7, 2])
-    a, b = full[:7], full[7:]
-    states = [PoolingStates(), PoolingStates()]
-    params = [PoolingParams("token_embed")] * 2
-    # step 1: 4 of 7 rows of request 0, all of request 1
-    md1 = metadata([4, 2], params, prompt_lens=[7, 2], pooling_states=states)
-    out1 = AllPool()(torch.cat([a[:4], b]), md1)
-    assert out1[0] is None
-    assert_close(out1[1], b)
-    # step 2: the remaining 3 rows
-    md2 = metadata(
-        [3], params[:1], prompt_lens=[7], num_computed_tokens=[4], pooling_states=states[:1]
-    )
-    out2 = AllPool()(a[4:], md2)
-    assert_close(out2[0], a)
-    assert states[0].hidden_states_cache == []
-
-
-def test_all_without_states_under_chunked_prefill_is_an_error():
-    with pytest.raises(ValueError, match="pooling_states"):
-        AllPool()(flat_hidden([2]), metadata([2], [PoolingParams("token_embed")], prompt_lens=[3]))
-
-
-def test_step_keeps_rows_of_the_tag_token():
-    lens = [5, 3]
-    ids = [torch.tensor([1, 9, 2, 9, 9]), torch.tensor([3, 4, 5])]
-    h = flat_hidden(lens)
-    out = StepPool(step_tag_id=9)(h, metadata(lens, ids=ids))
-    assert_close(out[0], h[[1, 3, 4]])
-    assert out[1].shape == (0, 16)
+def test_all_returns_each_requests_rows():
+    h = flat_hidden(LENS)
+    out = AllPool()(h, metadata(LENS, [PoolingParams("token_embed")] * len(LENS)))
+    assert [o.shape[0] for o in out] == LENS
+    for o, s in zip(out, split(h, LENS), strict=True):
+        assert_close(o, s)

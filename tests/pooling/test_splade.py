@@ -85,11 +85,9 @@ def test_splade_top_k_per_request_and_default():
         check([o], [r], top_k=k)
 
 
-def test_splade_empty_batch_and_partial_prefill():
+def test_splade_empty_batch_and_bad_mode():
     head = seeded_linear(HIDDEN, VOCAB, 0)
     pooler = SpladePooler(head, VOCAB)
     assert pooler(torch.zeros(0, HIDDEN), metadata([], [])) == []
-    with pytest.raises(ValueError, match="partial prefill"):
-        pooler(flat_hidden([2]), metadata([2], [PoolingParams("sparse")], prompt_lens=[5]))
     with pytest.raises(ValueError, match="mode must be"):
         SpladePooler(head, VOCAB, mode="mean")  # type: ignore[arg-type]

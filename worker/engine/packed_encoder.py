@@ -114,10 +114,6 @@ class _AttnPlan:
     # Per group: None, or bool [n, 1, 1, L] on the device (True: the key is attended to).
     key_masks: tuple[Tensor | None, ...] = ()
 
-    @property
-    def has_key_masks(self) -> bool:
-        return any(m is not None for m in self.key_masks)
-
 
 def _group_key_masks(
     groups: list[tuple[int, int, int]], key_mask_cpu: Tensor, device: torch.device

@@ -66,10 +66,6 @@ class EncodeRequest:
     def num_tokens(self) -> int:
         return len(self.token_ids)
 
-    @property
-    def task_key(self) -> tuple[str, ...]:
-        return tuple(sorted(p.task for p in self.params))
-
     def order_key(self) -> tuple[int, int, int]:
         """Higher priority first, then earlier turn, then arrival."""
         return (-self.priority, self.round, self.arrival)

@@ -116,9 +116,8 @@ class ModelRunner:
             tuple(params),
             cursor,
             tuple(token_ids) if need_ids else None,
-            None,
-            tuple(batch[j].request_id for j, _ in owners),
-            keep_rows,
+            request_ids=tuple(batch[j].request_id for j, _ in owners),
+            keep_rows_cpu=keep_rows,
         )
         encoder_kw: dict[str, torch.Tensor] = {}
         if any(r.key_mask_cpu is not None for r in batch):  # only then: no cost otherwise

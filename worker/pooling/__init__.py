@@ -2,15 +2,8 @@
 
 from poolq.worker.pooling.dispatch import DispatchPooler
 from poolq.worker.pooling.heads import ClassifierHead, EmbeddingHead, TokenEmbedHead
-from poolq.worker.pooling.metadata import PoolingCursor, PoolingMetadata, PoolingStates
-from poolq.worker.pooling.methods import (
-    AllPool,
-    CLSPool,
-    LastPool,
-    MeanPool,
-    StepPool,
-    sequence_method,
-)
+from poolq.worker.pooling.metadata import PoolingCursor, PoolingMetadata
+from poolq.worker.pooling.methods import AllPool, CLSPool, LastPool, MeanPool, sequence_method
 from poolq.worker.pooling.multi_output import TokenWeightSparsePooler, multi_output_pooler
 from poolq.worker.pooling.outputs import PoolerOutput, SparseEmbedding
 from poolq.worker.pooling.params import PoolingParams, PoolingParamsError
@@ -33,12 +26,10 @@ __all__ = [
     "PoolingMetadata",
     "PoolingParams",
     "PoolingParamsError",
-    "PoolingStates",
     "PoolingTask",
     "SequencePooler",
     "SparseEmbedding",
     "SpladePooler",
-    "StepPool",
     "TokenEmbedHead",
     "TokenPooler",
     "TokenWeightSparsePooler",

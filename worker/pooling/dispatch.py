@@ -14,6 +14,7 @@ each request is re-offset by its own amount.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import torch
 
@@ -25,9 +26,6 @@ from poolq.worker.pooling.tasks import PoolingTask, parse_task
 
 
 class DispatchPooler(Pooler):
-    # Tests turn this off to show that the re-offset is what makes mixed batches correct.
-    reoffset_cursor = True
-
     def __init__(self, poolers_by_task: Mapping[str, Pooler]) -> None:
         super().__init__()
         if not poolers_by_task:
@@ -53,9 +51,6 @@ class DispatchPooler(Pooler):
     @property
     def requires_token_ids(self) -> bool:
         return any(p.requires_token_ids for p in self.poolers_by_task.values())
-
-    def requires_token_ids_for(self, task: PoolingTask) -> bool:
-        return self.poolers_by_task[task].requires_token_ids
 
     def check_params(self, params: PoolingParams) -> None:
         parse_task(params.task, supported=self.get_supported_tasks())
@@ -84,12 +79,12 @@ class DispatchPooler(Pooler):
         groups: dict[PoolingTask, list[int]] = {}
         for i, task in enumerate(tasks):
             groups.setdefault(task, []).append(i)
-        outputs: list[PoolerOutput] = [None] * len(tasks)
+        outputs: list[PoolerOutput | None] = [None] * len(tasks)
         for task, idx in groups.items():
             group_hidden, group_md = self._slice_group(hidden, metadata.select(idx))
             for i, out in zip(idx, self.poolers_by_task[task](group_hidden, group_md), strict=True):
                 outputs[i] = out
-        return outputs
+        return cast(list[PoolerOutput], outputs)  # every request is in one group: all filled
 
     def _slice_group(
         self, hidden: torch.Tensor, md: PoolingMetadata
@@ -112,6 +107,4 @@ class DispatchPooler(Pooler):
             )
             group_hidden = hidden.index_select(0, cursor._to_dev(rows_cpu))
             shift = starts_cpu - (torch.cumsum(counts_cpu, 0) - counts_cpu)
-        if self.reoffset_cursor:
-            md = md.with_cursor(cursor.shifted(shift))
-        return group_hidden, md
+        return group_hidden, md.with_cursor(cursor.shifted(shift))

@@ -148,9 +148,6 @@ class TokenEmbedHead(nn.Module):
     def requires_token_ids(self) -> bool:
         return bool(self.skip_token_ids)
 
-    def check_params(self, params: PoolingParams) -> None:
-        pass
-
     def _keep_mask_cpu(
         self,
         n_rows: int,
@@ -175,29 +172,25 @@ class TokenEmbedHead(nn.Module):
 
     def forward(
         self,
-        rows: Sequence[torch.Tensor | None],
+        rows: Sequence[torch.Tensor],
         params: Sequence[PoolingParams],
         token_ids_cpu: Sequence[torch.Tensor] | None = None,
         keep_rows_cpu: Sequence[torch.Tensor | None] | None = None,
-    ) -> list[torch.Tensor | None]:
-        """``keep_rows_cpu``: per request, ``None`` or a host bool ``[n_i]`` of rows to keep
-        (an input form's row skipping), combined with the head's own filters."""
-        done = [i for i, r in enumerate(rows) if r is not None]
-        out: list[torch.Tensor | None] = [None] * len(rows)
-        if not done:
-            return out
-        parts = [r for r in rows if r is not None]
-        x = torch.cat(parts) if len(parts) > 1 else parts[0]  # [R, H]
-        counts = [int(r.shape[0]) for r in parts]
-        row_masks = (
-            [keep_rows_cpu[i] for i in done] if keep_rows_cpu is not None else [None] * len(done)
-        )
+    ) -> list[torch.Tensor]:
+        """``rows``: per request ``[n_i, H]``. ``keep_rows_cpu``: per request, ``None`` or a host
+        bool ``[n_i]`` of rows to keep (an input form's row skipping), combined with the head's
+        own filters. Returns per request ``[k_i, D]`` (``k_i <= n_i`` rows kept)."""
+        if not rows:
+            return []
+        x = torch.cat(list(rows)) if len(rows) > 1 else rows[0]  # [R, H]
+        counts = [int(r.shape[0]) for r in rows]
+        row_masks = list(keep_rows_cpu) if keep_rows_cpu is not None else [None] * len(rows)
         if self.drop_first_token or self.skip_token_ids or any(m is not None for m in row_masks):
             masks = [
                 self._keep_mask_cpu(c, None if token_ids_cpu is None else token_ids_cpu[i], m)
-                for c, i, m in zip(counts, done, row_masks, strict=True)
+                for i, (c, m) in enumerate(zip(counts, row_masks, strict=True))
             ]
-            keep_cpu = torch.cat(masks)
+            keep_cpu = torch.cat(masks)  # [R] bool
             x = x.index_select(
                 0, torch.nonzero(keep_cpu).squeeze(1).to(x.device, non_blocking=True)
             )
@@ -205,12 +198,10 @@ class TokenEmbedHead(nn.Module):
         x = x.to(self.head_dtype)
         if self.projector is not None:
             x = self.projector(x)  # [R, D]
-        norm = [
-            self.normalize if params[i].use_activation is None else params[i].use_activation
-            for i in done
-        ]
+        norm = [self.normalize if p.use_activation is None else p.use_activation for p in params]
         if all(norm):
             x = F.normalize(x, p=2, dim=-1)
-        for i, chunk, do_norm in zip(done, torch.split(x, counts), norm, strict=True):
-            out[i] = F.normalize(chunk, p=2, dim=-1) if do_norm and not all(norm) else chunk
-        return out
+        return [
+            F.normalize(chunk, p=2, dim=-1) if do_norm and not all(norm) else chunk
+            for chunk, do_norm in zip(torch.split(x, counts), norm, strict=True)
+        ]

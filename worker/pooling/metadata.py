@@ -1,9 +1,11 @@
 """Where each request sits in a flat batch of hidden states, and what it asked for.
 
 The hidden states of a step are flat, ``[total_tokens, hidden]``: no batch dimension and no
-padding. :class:`PoolingCursor` is the ledger of each request's rows. All counts live on the host
-(``_cpu``); the device copies of the row indices are made lazily, with a non-blocking host-to-device
-copy, so building or slicing a cursor never waits for the device.
+padding. :class:`PoolingCursor` is the ledger of each request's rows. A request's rows are its
+whole prompt: the supported encoders attend bidirectionally, so a sequence is never split across
+batches. All counts live on the host (``_cpu``); the device copies of the row indices are made
+lazily, with a non-blocking host-to-device copy, so building or slicing a cursor never waits for
+the device.
 
 Invariant kept by :class:`~worker.pooling.dispatch.DispatchPooler` for every pooler it calls: the
 requests of a metadata *tile* the hidden states they are given, in order (request ``i`` owns rows
@@ -31,60 +33,40 @@ def _exclusive_cumsum(counts_cpu: torch.Tensor) -> torch.Tensor:
 
 @dataclass(frozen=True, eq=False)
 class PoolingCursor:
-    """Row ledger of one step. All tensors are int64 ``[num_requests]`` on the host.
+    """Row ledger of one step. Both tensors are int64 ``[num_requests]`` on the host.
 
     ``token_starts_cpu``: first row of each request in this step's hidden states (the prefix sum
-    of the scheduled counts unless the caller lays rows out otherwise).
-    ``num_scheduled_tokens_cpu``: rows this step computed for the request.
-    ``prompt_lens_cpu``: the request's whole prompt length.
-    ``seq_lens_cpu``: tokens computed so far, this step included.
+    of the counts unless the caller lays rows out otherwise).
+    ``num_scheduled_tokens_cpu``: rows of the request, its whole prompt.
     """
 
     token_starts_cpu: torch.Tensor
     num_scheduled_tokens_cpu: torch.Tensor
-    prompt_lens_cpu: torch.Tensor
-    seq_lens_cpu: torch.Tensor
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
 
     @classmethod
     def build(
         cls,
         num_scheduled_tokens: Sequence[int] | torch.Tensor,
-        prompt_lens: Sequence[int] | torch.Tensor | None = None,
-        num_computed_tokens: Sequence[int] | torch.Tensor | None = None,
         token_starts: Sequence[int] | torch.Tensor | None = None,
         device: torch.device | str = "cpu",
     ) -> PoolingCursor:
-        """From host-side counts. By default each prompt is scheduled whole in this step and
-        requests follow each other (``first = cumsum[:n]``, ``last = cumsum[1:] - 1``)."""
+        """From host-side counts. By default requests follow each other
+        (``first = cumsum[:n]``, ``last = cumsum[1:] - 1``)."""
         sched_cpu = _as_index_cpu(num_scheduled_tokens)
-        prompt_cpu = sched_cpu.clone() if prompt_lens is None else _as_index_cpu(prompt_lens)
-        computed_cpu = (
-            torch.zeros_like(sched_cpu)
-            if num_computed_tokens is None
-            else _as_index_cpu(num_computed_tokens)
-        )
         starts_cpu = (
             _exclusive_cumsum(sched_cpu) if token_starts is None else _as_index_cpu(token_starts)
         )
         n = sched_cpu.numel()
-        for name, t in (
-            ("prompt_lens", prompt_cpu),
-            ("num_computed_tokens", computed_cpu),
-            ("token_starts", starts_cpu),
-        ):
-            if t.numel() != n:
-                raise ValueError(f"{name}: expected {n} entries (one per request), got {t.numel()}")
+        if starts_cpu.numel() != n:
+            raise ValueError(
+                f"token_starts: expected {n} entries (one per request), got {starts_cpu.numel()}"
+            )
         if n and bool((sched_cpu < 1).any()):
             raise ValueError(
                 f"num_scheduled_tokens: expected >= 1 per request, got {sched_cpu.tolist()}"
             )
-        seq_cpu = computed_cpu + sched_cpu
-        if bool((seq_cpu > prompt_cpu).any()):
-            raise ValueError(
-                f"scheduled past the prompt: computed + scheduled {seq_cpu.tolist()} > prompt_lens {prompt_cpu.tolist()}"
-            )
-        return cls(starts_cpu, sched_cpu, prompt_cpu, seq_cpu, torch.device(device))
+        return cls(starts_cpu, sched_cpu, torch.device(device))
 
     def __len__(self) -> int:
         return int(self.num_scheduled_tokens_cpu.numel())
@@ -100,18 +82,8 @@ class PoolingCursor:
 
     @cached_property
     def num_tokens(self) -> int:
-        """Rows this cursor covers (the sum of scheduled counts)."""
+        """Rows this cursor covers (the sum of the counts)."""
         return int(self.num_scheduled_tokens_cpu.sum())
-
-    @cached_property
-    def partial_prefill(self) -> bool:
-        """True when some request had only part of its prompt scheduled in this step."""
-        return bool((self.prompt_lens_cpu != self.num_scheduled_tokens_cpu).any())
-
-    @cached_property
-    def finished_mask(self) -> torch.Tensor:
-        """bool ``[n]``: the request's whole prompt has been computed once this step ends."""
-        return self.seq_lens_cpu == self.prompt_lens_cpu
 
     @cached_property
     def is_tiled(self) -> bool:
@@ -142,14 +114,10 @@ class PoolingCursor:
 
     # Derivations (new objects; the original is never mutated) --------------------------------
     def select(self, index: slice | Sequence[int] | torch.Tensor) -> PoolingCursor:
-        """The cursor of a subset of requests. Row indices stay absolute; flags are recomputed."""
+        """The cursor of a subset of requests. Row indices stay absolute."""
         idx = index if isinstance(index, slice) else _as_index_cpu(index)
         return PoolingCursor(
-            self.token_starts_cpu[idx],
-            self.num_scheduled_tokens_cpu[idx],
-            self.prompt_lens_cpu[idx],
-            self.seq_lens_cpu[idx],
-            self.device,
+            self.token_starts_cpu[idx], self.num_scheduled_tokens_cpu[idx], self.device
         )
 
     def shifted(self, offset: int | torch.Tensor) -> PoolingCursor:
@@ -157,47 +125,37 @@ class PoolingCursor:
         return replace(self, token_starts_cpu=self.token_starts_cpu - offset)
 
 
-class PoolingStates:
-    """Per-request state carried across steps (hidden rows cached under chunked prefill)."""
-
-    def __init__(self) -> None:
-        self.hidden_states_cache: list[torch.Tensor] = []
-
-    def clean(self) -> None:
-        self.hidden_states_cache.clear()
-
-
 @dataclass(frozen=True, eq=False)
 class PoolingMetadata:
     """Everything a pooler needs about the requests of one step.
 
-    ``prompt_token_ids_cpu``: each request's whole prompt (host int64), present when a pooler
+    ``prompt_token_ids_cpu``: each request's prompt (host int64 ``[n_i]``), present when a pooler
     declared ``requires_token_ids``. ``request_ids`` name requests in error messages.
-    ``keep_rows_cpu``: per request, ``None`` or a host bool ``[prompt_len]`` of the rows a
-    token-level output keeps (a ColBERT document drops its punctuation rows); ``None`` for the
-    whole batch when no request drops rows.
+    ``keep_rows_cpu``: per request, ``None`` or a host bool ``[n_i]`` of the rows a token-level
+    output keeps (a ColBERT document drops its punctuation rows); ``None`` for the whole batch
+    when no request drops rows.
     """
 
     pooling_params: tuple[PoolingParams, ...]
     cursor: PoolingCursor
     prompt_token_ids_cpu: tuple[torch.Tensor, ...] | None = None
-    pooling_states: tuple[PoolingStates, ...] | None = None
     request_ids: tuple[str, ...] | None = None
     keep_rows_cpu: tuple[torch.Tensor | None, ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.cursor)
-        for name in (
-            "pooling_params",
-            "prompt_token_ids_cpu",
-            "pooling_states",
-            "request_ids",
-            "keep_rows_cpu",
-        ):
+        for name in ("pooling_params", "prompt_token_ids_cpu", "request_ids", "keep_rows_cpu"):
             value = getattr(self, name)
             if value is not None and len(value) != n:
                 raise ValueError(
                     f"{name}: expected {n} entries (one per request), got {len(value)}"
+                )
+        if self.prompt_token_ids_cpu is not None:
+            counts = self.cursor.num_scheduled_tokens_cpu.tolist()
+            got = [int(t.numel()) for t in self.prompt_token_ids_cpu]
+            if got != counts:
+                raise ValueError(
+                    f"prompt_token_ids_cpu: expected one id per row ({counts}), got {got}"
                 )
 
     @classmethod
@@ -206,16 +164,11 @@ class PoolingMetadata:
         pooling_params: Sequence[PoolingParams],
         num_scheduled_tokens: Sequence[int] | torch.Tensor,
         *,
-        prompt_lens: Sequence[int] | torch.Tensor | None = None,
-        num_computed_tokens: Sequence[int] | torch.Tensor | None = None,
         prompt_token_ids: Sequence[Sequence[int] | torch.Tensor] | None = None,
-        pooling_states: Sequence[PoolingStates] | None = None,
         request_ids: Sequence[str] | None = None,
         device: torch.device | str = "cpu",
     ) -> PoolingMetadata:
-        cursor = PoolingCursor.build(
-            num_scheduled_tokens, prompt_lens, num_computed_tokens, device=device
-        )
+        cursor = PoolingCursor.build(num_scheduled_tokens, device=device)
         ids = (
             None if prompt_token_ids is None else tuple(_as_index_cpu(t) for t in prompt_token_ids)
         )
@@ -223,7 +176,6 @@ class PoolingMetadata:
             tuple(pooling_params),
             cursor,
             ids,
-            None if pooling_states is None else tuple(pooling_states),
             None if request_ids is None else tuple(request_ids),
         )
 
@@ -244,7 +196,6 @@ class PoolingMetadata:
             tuple(self.pooling_params[i] for i in idx),
             self.cursor.select(idx),
             pick(self.prompt_token_ids_cpu),
-            pick(self.pooling_states),
             pick(self.request_ids),
             pick(self.keep_rows_cpu),
         )
@@ -252,12 +203,8 @@ class PoolingMetadata:
     def with_cursor(self, cursor: PoolingCursor) -> PoolingMetadata:
         return replace(self, cursor=cursor)
 
-    def step_token_ids_cpu(self) -> list[torch.Tensor]:
-        """Per request, the token ids of the rows computed in this step."""
+    def token_ids_cpu(self) -> tuple[torch.Tensor, ...]:
+        """Per request, the token ids of its rows (host int64 ``[n_i]``)."""
         if self.prompt_token_ids_cpu is None:
             raise ValueError("this pooler needs token ids, but the batch was built without them")
-        seq = self.cursor.seq_lens_cpu.tolist()
-        sched = self.cursor.num_scheduled_tokens_cpu.tolist()
-        return [
-            ids[s - c : s] for ids, s, c in zip(self.prompt_token_ids_cpu, seq, sched, strict=True)
-        ]
+        return self.prompt_token_ids_cpu

@@ -1,14 +1,13 @@
 """Pooling methods: which rows of the flat hidden states make a request's output.
 
-Sequence methods (CLS, LAST, MEAN) return one row per request, ``[n, hidden]``. Token methods
-(ALL, STEP) return each request's rows, a list of ``[n_i, hidden]`` (``None`` while a chunked
-prompt is unfinished). The metadata must tile the hidden states (see ``metadata.py``).
+Sequence methods (CLS, LAST, MEAN) return one row per request, ``[n, hidden]``. The token method
+(ALL) returns each request's rows, a list of ``[n_i, hidden]``. The metadata must tile the hidden
+states (see ``metadata.py``).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Literal
 
 import torch
 
@@ -17,21 +16,9 @@ from poolq.worker.pooling.metadata import PoolingMetadata
 # Bound on the FP32 temporary of MEAN pooling (vLLM uses the same 16 MiB). Patched in tests.
 MEAN_CHUNK_BYTES = 16 << 20
 
-PoolingType = Literal["CLS", "LAST", "MEAN", "ALL", "STEP"]
-
-
-def _refuse_partial_prefill(name: str, metadata: PoolingMetadata) -> None:
-    if metadata.cursor.partial_prefill:
-        raise ValueError(
-            f"{name} pooling needs whole prompts in one step, got a partial prefill "
-            f"(scheduled {metadata.cursor.num_scheduled_tokens_cpu.tolist()} of prompt lengths "
-            f"{metadata.cursor.prompt_lens_cpu.tolist()}); disable chunked prefill for this model"
-        )
-
 
 class SequencePoolingMethod(ABC):
     name: str
-    supports_partial_prefill = False
 
     @abstractmethod
     def __call__(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> torch.Tensor:
@@ -42,15 +29,13 @@ class CLSPool(SequencePoolingMethod):
     name = "CLS"
 
     def __call__(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> torch.Tensor:
-        _refuse_partial_prefill(self.name, metadata)
         return hidden.index_select(0, metadata.cursor.first_token_indices_dev)
 
 
 class LastPool(SequencePoolingMethod):
-    """Last row of each request; valid under chunked prefill once the request's last chunk ran."""
+    """Last row of each request."""
 
     name = "LAST"
-    supports_partial_prefill = True
 
     def __call__(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> torch.Tensor:
         return hidden.index_select(0, metadata.cursor.last_token_indices_dev)
@@ -63,7 +48,6 @@ class MeanPool(SequencePoolingMethod):
     name = "MEAN"
 
     def __call__(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> torch.Tensor:
-        _refuse_partial_prefill(self.name, metadata)
         cursor = metadata.cursor
         n, width = len(cursor), hidden.shape[1]
         acc = torch.zeros((n, width), dtype=torch.float32, device=hidden.device)  # [n, H]
@@ -74,77 +58,28 @@ class MeanPool(SequencePoolingMethod):
         for lo in range(0, cursor.num_tokens, rows_per_chunk):
             hi = min(lo + rows_per_chunk, cursor.num_tokens)
             acc.index_add_(0, segment_ids[lo:hi], hidden[lo:hi].float())
-        lens_dev = cursor._to_dev(cursor.prompt_lens_cpu).to(torch.float32)
+        lens_dev = cursor._to_dev(cursor.num_scheduled_tokens_cpu).to(torch.float32)  # [n]
         return acc / lens_dev.unsqueeze(1)
 
 
 class TokenPoolingMethod(ABC):
     name: str
-    requires_token_ids = False
 
     @abstractmethod
-    def __call__(
-        self, hidden: torch.Tensor, metadata: PoolingMetadata
-    ) -> list[torch.Tensor | None]:
-        """``[T, H]`` -> per request ``[n_i, H]`` (``None`` while unfinished)."""
+    def __call__(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[torch.Tensor]:
+        """``[T, H]`` -> per request ``[n_i, H]``."""
 
 
 class AllPool(TokenPoolingMethod):
-    """Every row of each request. Under chunked prefill the chunks are cached in the request's
-    :class:`PoolingStates` until its prompt is complete."""
+    """Every row of each request (views of ``hidden``, no copy)."""
 
     name = "ALL"
 
-    def __call__(
-        self, hidden: torch.Tensor, metadata: PoolingMetadata
-    ) -> list[torch.Tensor | None]:
+    def __call__(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[torch.Tensor]:
         cursor = metadata.cursor
-        chunks = list(
+        return list(
             torch.split(hidden[: cursor.num_tokens], cursor.num_scheduled_tokens_cpu.tolist())
         )
-        if not cursor.partial_prefill:
-            return list(chunks)
-        if metadata.pooling_states is None:
-            raise ValueError(
-                "ALL pooling under chunked prefill needs pooling_states in the metadata"
-            )
-        out: list[torch.Tensor | None] = []
-        finished = cursor.finished_mask.tolist()
-        for chunk, state, done in zip(chunks, metadata.pooling_states, finished, strict=True):
-            state.hidden_states_cache.append(chunk)
-            if done:
-                out.append(torch.cat(state.hidden_states_cache))
-                state.clean()
-            else:
-                out.append(None)
-        return out
-
-
-class StepPool(TokenPoolingMethod):
-    """ALL, then only the rows whose token id is ``step_tag_id`` (process reward models)."""
-
-    name = "STEP"
-    requires_token_ids = True
-
-    def __init__(self, step_tag_id: int) -> None:
-        self.step_tag_id = step_tag_id
-        self._all = AllPool()
-
-    def __call__(
-        self, hidden: torch.Tensor, metadata: PoolingMetadata
-    ) -> list[torch.Tensor | None]:
-        rows = self._all(hidden, metadata)
-        assert metadata.prompt_token_ids_cpu is not None, "STEP pooling requires token ids"
-        out: list[torch.Tensor | None] = []
-        for r, ids_cpu, seq_len in zip(
-            rows, metadata.prompt_token_ids_cpu, metadata.cursor.seq_lens_cpu.tolist(), strict=True
-        ):
-            if r is None:
-                out.append(None)
-                continue
-            keep_cpu = torch.nonzero(ids_cpu[:seq_len] == self.step_tag_id).squeeze(1)
-            out.append(r.index_select(0, keep_cpu.to(r.device, non_blocking=True)))
-        return out
 
 
 def sequence_method(pooling_type: str) -> SequencePoolingMethod:

@@ -51,16 +51,12 @@ class TokenWeightSparsePooler(Pooler):
 
     def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
         cursor = metadata.cursor
-        if cursor.partial_prefill:
-            raise ValueError(
-                "sparse token-weight pooling needs whole prompts in one step, got a partial prefill"
-            )
         if len(cursor) == 0:
             return []
         weights = torch.relu(self.weight_linear(hidden[: cursor.num_tokens].float())).squeeze(
             1
         )  # [T]
-        ids_cpu = metadata.step_token_ids_cpu()
+        ids_cpu = metadata.token_ids_cpu()  # per request [n_i]
         out: list[PoolerOutput] = []
         special = torch.tensor(self.special_token_ids, dtype=torch.int64)
         for w, ids in zip(

@@ -40,5 +40,5 @@ class SparseEmbedding:
         return {"indices": self.indices.tolist(), "values": self.values.tolist()}
 
 
-# One request's pooled result; ``None`` means "not finished in this step" (chunked prefill).
-PoolerOutput = torch.Tensor | SparseEmbedding | None
+# One request's pooled result.
+PoolerOutput = torch.Tensor | SparseEmbedding

@@ -16,7 +16,7 @@ from torch import nn
 
 from poolq.worker.pooling.heads import ClassifierHead, EmbeddingHead, TokenEmbedHead
 from poolq.worker.pooling.metadata import PoolingMetadata
-from poolq.worker.pooling.methods import AllPool, SequencePoolingMethod, TokenPoolingMethod
+from poolq.worker.pooling.methods import SequencePoolingMethod, TokenPoolingMethod
 from poolq.worker.pooling.outputs import PoolerOutput
 from poolq.worker.pooling.params import PoolingParams
 from poolq.worker.pooling.tasks import PoolingTask, parse_task
@@ -69,15 +69,11 @@ class SequencePooler(Pooler):
 
     def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
         pooled = self.method(hidden, metadata)  # [n, H]
-        outputs: list[PoolerOutput] = list(self.head(pooled, metadata.pooling_params))
-        if metadata.cursor.partial_prefill:  # only LAST gets here: unfinished requests yield None
-            finished = metadata.cursor.finished_mask.tolist()
-            outputs = [o if f else None for o, f in zip(outputs, finished, strict=True)]
-        return outputs
+        return list(self.head(pooled, metadata.pooling_params))
 
 
 class TokenPooler(Pooler):
-    """ALL/STEP rows -> a token-embedding head (``token_embed``: multi-vectors)."""
+    """ALL rows -> a token-embedding head (``token_embed``: multi-vectors)."""
 
     def __init__(self, method: TokenPoolingMethod, head: TokenEmbedHead) -> None:
         super().__init__()
@@ -89,23 +85,12 @@ class TokenPooler(Pooler):
 
     @property
     def requires_token_ids(self) -> bool:
-        return self.method.requires_token_ids or self.head.requires_token_ids
+        return self.head.requires_token_ids
 
     def output_dim(self, task: PoolingTask) -> int | None:
         return self.head.output_dim
 
     def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
-        rows = self.method(hidden, metadata)
-        keep_cpu = metadata.keep_rows_cpu
-        if keep_cpu is not None and not isinstance(self.method, AllPool):
-            raise ValueError(
-                f"per-request row masks apply to ALL pooling (every prompt row), got {self.method.name}"
-            )
-        ids_cpu = None
-        if self.head.requires_token_ids:
-            assert metadata.prompt_token_ids_cpu is not None, "token ids are required"
-            seq_lens = metadata.cursor.seq_lens_cpu.tolist()
-            ids_cpu = [
-                ids[:s] for ids, s in zip(metadata.prompt_token_ids_cpu, seq_lens, strict=True)
-            ]
-        return list(self.head(rows, metadata.pooling_params, ids_cpu, keep_cpu))
+        rows = self.method(hidden, metadata)  # per request [n_i, H]
+        ids_cpu = metadata.token_ids_cpu() if self.head.requires_token_ids else None
+        return list(self.head(rows, metadata.pooling_params, ids_cpu, metadata.keep_rows_cpu))

@@ -18,7 +18,6 @@ from torch import nn
 
 from poolq.worker.pooling.metadata import PoolingMetadata
 from poolq.worker.pooling.outputs import PoolerOutput, SparseEmbedding
-from poolq.worker.pooling.params import PoolingParams
 from poolq.worker.pooling.poolers import Pooler
 from poolq.worker.pooling.tasks import PoolingTask
 
@@ -86,9 +85,6 @@ class SpladePooler(Pooler):
     def output_dim(self, task: PoolingTask) -> int | None:
         return self.vocab_size
 
-    def check_params(self, params: PoolingParams) -> None:
-        super().check_params(params)
-
     def _logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """``[t, H]`` -> FP32 ``[t, V]``; the vocabulary projection runs in ``compute_dtype``."""
         if self.compute_dtype in (torch.bfloat16, torch.float16):
@@ -98,10 +94,6 @@ class SpladePooler(Pooler):
 
     def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:
         cursor = metadata.cursor
-        if cursor.partial_prefill:
-            raise ValueError(
-                "SPLADE pooling needs whole prompts in one step, got a partial prefill"
-            )
         n, vocab = len(cursor), self.vocab_size
         if n == 0:
             return []
@@ -109,7 +101,7 @@ class SpladePooler(Pooler):
         acc = torch.full((n, vocab), fill, dtype=torch.float32, device=hidden.device)  # [n, V]
         keep_dev = None
         if self.remove_token_ids:
-            ids_cpu = torch.cat(metadata.step_token_ids_cpu())
+            ids_cpu = torch.cat(metadata.token_ids_cpu())  # [T]
             keep_cpu = ~torch.isin(
                 ids_cpu, torch.tensor(self.remove_token_ids, dtype=ids_cpu.dtype)
             )
