@@ -84,3 +84,48 @@ def test_closed_scheduler_returns_none_and_refuses(loop):
     assert s.next_batch(0.01) is None
     with pytest.raises(RuntimeError, match="stopped"):
         s.add([req(loop, 1)])
+
+
+def test_cancel_queued_then_again_then_batched(loop):
+    s = Scheduler(max_batch_tokens=100, max_batch_requests=10)
+    a, b = req(loop, 5, rid="a"), req(loop, 7, turn=1, rid="b")
+    stranger = req(loop, 2, rid="never-added")
+    s.add([a, b])
+    b.future.cancel()
+    assert s.cancel(b)  # queued: its place is freed
+    assert s.queued_tokens == 5 and s.queued_requests == 1
+    assert not s.cancel(b)  # already cancelled: nothing freed twice
+    assert s.queued_tokens == 5 and s.queued_requests == 1
+    assert not s.cancel(stranger)
+    assert [r.request_id for r in s.next_batch(0)] == ["a"]  # b dropped when reached
+    assert s.queued_tokens == 0 and s.queued_requests == 0  # not decremented twice for b
+    assert not s.cancel(a)  # already batched
+    assert s.queued_tokens == 0 and s.queued_requests == 0
+    assert s.next_batch(0) is None
+
+
+class _NoScanHeap(list):
+    """A heap that refuses to be scanned: heapq and indexing still work (they use the list's
+    C API), iteration and ``in`` fail."""
+
+    def __iter__(self):
+        raise AssertionError("the heap was scanned")
+
+    def __contains__(self, item):
+        raise AssertionError("the heap was scanned")
+
+
+def test_cancel_does_not_scan_the_heap(loop):
+    s = Scheduler(max_batch_tokens=1000, max_batch_requests=100)
+    s._heap = _NoScanHeap()
+    reqs = [req(loop, 3, turn=i, rid=str(i)) for i in range(50)]
+    s.add(reqs)
+    for r in reqs[10:40]:
+        r.future.cancel()
+        assert s.cancel(r)
+        assert not s.cancel(r)
+    assert s.queued_requests == 20 and s.queued_tokens == 60
+    batch = s.next_batch(0)
+    assert [r.request_id for r in batch] == [str(i) for i in [*range(10), *range(40, 50)]]
+    assert not s.cancel(reqs[0])  # batched
+    assert s.queued_requests == 0 and s.queued_tokens == 0

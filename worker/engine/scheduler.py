@@ -3,9 +3,10 @@
 Ordering: higher ``priority`` first (queries ahead of bulk ingestion); within a priority callers
 take turns of about one batch each (the engine numbers a caller's turns), so a request that arrives
 while a long backlog is being worked through joins the next batch instead of waiting behind the
-whole backlog; then arrival order (small callers are served first come, first served). Each batch is filled up to ``max_batch_tokens`` and ``max_batch_requests``;
-cancelled requests are dropped before they are batched. Every method is thread-safe: the event
-loop adds, the model thread takes.
+whole backlog; then arrival order (small callers are served first come, first served). Each
+batch is filled up to ``max_batch_tokens`` and ``max_batch_requests``; cancelled requests are
+dropped before they are batched. Every method is thread-safe: the event loop adds, the model
+thread takes.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ class Scheduler:
         self._heap: list[tuple[tuple[int, int, int], EncodeRequest]] = []
         self._cv = threading.Condition()
         self._closed = False
-        self._released: set[EncodeRequest] = set()  # cancelled, place freed, still in the heap
+        # Requests in the heap whose place still counts: cancel() is a set lookup, not a heap
+        # scan. A cancelled request leaves this set at once and the heap when next reached.
+        self._queued: set[EncodeRequest] = set()
         self.queued_tokens = 0
         self.queued_requests = 0
 
@@ -49,6 +52,7 @@ class Scheduler:
             for r in requests:
                 r.queued_at = now
                 heapq.heappush(self._heap, (r.order_key(), r))
+                self._queued.add(r)
                 self.queued_tokens += r.num_tokens
                 self.queued_requests += 1
             self._cv.notify()
@@ -67,6 +71,7 @@ class Scheduler:
         with self._cv:
             left = [r for _, r in self._heap]
             self._heap.clear()
+            self._queued.clear()
             self.queued_tokens = self.queued_requests = 0
             return left
 
@@ -85,11 +90,10 @@ class Scheduler:
         tokens = 0
         while self._heap and len(batch) < self.max_batch_requests:
             req = self._heap[0][1]
-            if req.future.done():  # cancelled (or failed) before it was batched: drop it
+            if req.future.done() or req not in self._queued:  # cancelled or failed: drop it
                 heapq.heappop(self._heap)
-                if req not in self._released:
+                if req in self._queued:
                     self._release(req)
-                self._released.discard(req)
                 continue
             if batch and tokens + req.num_tokens > self.max_batch_tokens:
                 break
@@ -101,14 +105,15 @@ class Scheduler:
 
     def cancel(self, req: EncodeRequest) -> bool:
         """Free a cancelled request's place at once (it leaves the heap when next reached).
-        Returns False if it was already batched."""
+        Returns False if it was already batched or already cancelled. O(1): no heap scan."""
         with self._cv:
-            if req in self._released or not any(r is req for _, r in self._heap):
+            if req not in self._queued:
                 return False
             self._release(req)
-            self._released.add(req)
             return True
 
     def _release(self, req: EncodeRequest) -> None:
+        """The request no longer counts as queued (batched or cancelled)."""
+        self._queued.discard(req)
         self.queued_tokens -= req.num_tokens
         self.queued_requests -= 1
