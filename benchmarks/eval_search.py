@@ -3,7 +3,7 @@ labelled query set (``benchmarks/search_queries.jsonl``), through a real worker,
 
     python benchmarks/eval_search.py [--corpus-size N] [--candidates N] [--json]
 
-The corpus is ``worker/dev/demo.py::_sample_corpus`` (standard-library docstrings, ids
+The corpus is ``worker/cli/demo.py::_sample_corpus`` (standard-library docstrings, ids
 ``stdlib-0000``...). Each mode (dense, sparse, hybrid RRF, hybrid DBSF, rerank) runs every query
 with limit 10; hits are deduplicated by ``doc_id`` in rank order before scoring (document level).
 The peer of hybrid is the better of dense and sparse in the same run; the requirement is that
@@ -28,7 +28,7 @@ How the query set was judged (read this before adding queries):
 The labels refer to the corpus as ``poolq demo`` builds it. ``ingest.sample_corpus.passages``
 walks ``inspect.getmembers`` of each module, which also lists the submodules that happen to be
 imported, so the corpus depends on what the process imported before: it is built here in a
-fresh interpreter that imports only ``poolq.worker.dev.demo`` (what ``poolq demo`` gets), and
+fresh interpreter that imports only ``poolq.worker.cli.demo`` (what ``poolq demo`` gets), and
 the texts of the labelled documents are checked against a fingerprint taken when the labels
 were written.
 With ``--corpus-size`` below 400, relevant ids beyond the corpus are dropped and queries left
@@ -77,7 +77,7 @@ MODES = [
 def build_corpus(path: Path, n: int) -> dict[str, str]:
     """The demo corpus, built in a fresh interpreter (see the module docstring)."""
     code = (
-        "import sys; from pathlib import Path; from poolq.worker.dev.demo import _sample_corpus; "
+        "import sys; from pathlib import Path; from poolq.worker.cli.demo import _sample_corpus; "
         "_sample_corpus(Path(sys.argv[1]), int(sys.argv[2]))"
     )
     subprocess.run([sys.executable, "-c", code, str(path), str(n)], cwd=ROOT, check=True)

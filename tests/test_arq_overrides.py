@@ -46,6 +46,7 @@ def test_each_overridden_method_still_exists_with_the_same_signature(name):
     ours, theirs = getattr(PoolqWorker, name), getattr(Worker, name, None)
     assert theirs is not None, f"arq.worker.Worker.{name} is gone"
     assert inspect.iscoroutinefunction(theirs)
+
     def shape(f):
         return [(p.name, p.kind) for p in inspect.signature(f).parameters.values()]
 

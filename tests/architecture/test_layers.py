@@ -12,7 +12,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # repository folder -> installed package
-FOLDERS = {"ingest/api": "poolq", "worker": "poolq.worker", "ingest": "poolq.ingest", "sinks": "poolq.sinks"}
+FOLDERS = {
+    "ingest/api": "poolq",
+    "worker": "poolq.worker",
+    "ingest": "poolq.ingest",
+    "sinks": "poolq.sinks",
+}
 
 # Highest first. A module may import modules of its own layer or of any layer below it.
 LAYERS: list[tuple[str, ...]] = [

@@ -17,11 +17,7 @@ ENGINE = ("poolq.worker.engine", "poolq.worker.pooling", "poolq.worker.runtime")
 
 
 def loaded_after(code: str) -> list[str]:
-    probe = (
-        code
-        + "\nimport json, sys\n"
-        + "print(json.dumps(sorted(m for m in sys.modules)))\n"
-    )
+    probe = code + "\nimport json, sys\n" + "print(json.dumps(sorted(m for m in sys.modules)))\n"
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )

@@ -4,6 +4,7 @@ shadowed. Checked on a wheel built from this tree, installed into a folder of it
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,10 +20,15 @@ FOLDERS = {"worker": "poolq/worker", "ingest": "poolq/ingest", "sinks": "poolq/s
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+    """Built from a copy of the tree (setuptools writes build/ beside the sources)."""
+    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheel")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for folder in FOLDERS:
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(ROOT)],
+         "-w", str(out), str(src)],
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     (whl,) = out.glob("poolq-*.whl")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from poolq.worker.dev.demo import check_enqueue
+from poolq.worker.cli.demo import check_enqueue
 
 
 def test_a_clean_enqueue_lets_the_demo_go_on(capsys: pytest.CaptureFixture[str]) -> None:
