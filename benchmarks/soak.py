@@ -45,6 +45,7 @@ from qdrant_client import QdrantClient
 
 from poolq.ingest.client import JobOutcome, PoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.sinks import payload as fields
 from poolq.worker.config.settings import Settings
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
@@ -131,12 +132,12 @@ def check_exact(qpath: Path, expected: dict[str, int]) -> Exactness:
                 COLLECTION,
                 limit=512,
                 offset=offset,
-                with_payload=["doc_id", "chunk_index", "chunk_count"],
+                with_payload=[fields.DOC_ID, fields.CHUNK_INDEX, fields.CHUNK_COUNT],
             )
             for p in batch:
                 payload = p.payload or {}
-                seen.setdefault(payload["doc_id"], []).append(payload["chunk_index"])
-                counts[payload["doc_id"]] = payload["chunk_count"]
+                seen.setdefault(payload[fields.DOC_ID], []).append(payload[fields.CHUNK_INDEX])
+                counts[payload[fields.DOC_ID]] = payload[fields.CHUNK_COUNT]
             total += len(batch)
             if offset is None:
                 break

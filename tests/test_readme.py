@@ -72,3 +72,11 @@ def test_what_is_here_names_every_package_folder():
     packages |= {"tests", "benchmarks"}
     assert packages - named == set(), "folders missing from the README tree"
     assert named - packages == set(), "the README tree names folders that do not exist"
+
+
+def test_links_stay_inside_the_repository():
+    for target in re.findall(r"\]\(([^)]+)\)", README) + re.findall(r"`(\.\./[^`]+)`", README):
+        assert not target.startswith(("../", "/")), target
+        if not target.startswith(("http://", "https://", "#")):
+            assert (ROOT / target).exists(), target
+    assert "../shared" not in README
