@@ -1,9 +1,12 @@
 """The job guard's decisions: which failures the queue retries and after how long, which fail
 for good (dead-lettered at once), and what the last try does; and that the wrapper acts on them
-(arq's ``Retry``, the dead-letter entry, the worker's list of running jobs)."""
+(arq's ``Retry``, the dead-letter entry, the worker's list of running jobs), checked on a real
+``redis-server``, or one that is stopped when Redis is down."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,10 +16,12 @@ from arq.worker import Retry
 from hypothesis import given
 from hypothesis import strategies as st
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.sinks.writer import SinkUnavailableError
+from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability.job_guard import (
     RETRY_BACKOFF_S,
     guarded,
@@ -25,7 +30,6 @@ from poolq.worker.reliability.job_guard import (
 )
 from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import PayloadRejectedError, deserialize
-from tests.reliability.fakes import BrokenRedis, FakeRedis
 
 
 def http_error(status: int) -> UnexpectedResponse:
@@ -90,7 +94,7 @@ def test_a_failure_is_retried_exactly_when_transient_with_tries_left(
         assert job_try == 1 or delay >= retry_delay(e, job_try - 1, max_tries)
 
 
-# ---------------------------------------------------------------- the wrapper
+# ---------------------------------------------------------------- the wrapper, on a real Redis
 
 
 def job_ctx(redis: Any, job_try: int = 1, job_id: str = "j-1") -> dict[str, Any]:
@@ -108,12 +112,25 @@ def failing(e: BaseException):
     return job
 
 
-def dead_letters(redis: FakeRedis) -> dict[str, dict[str, Any]]:
-    return {k: deserialize(v) for k, v in redis.hashes.get(constants.DEAD_LETTER_KEY, {}).items()}
+@pytest.fixture
+async def redis(redis_server: LocalRedis) -> AsyncIterator[Redis]:
+    r = Redis.from_url(redis_server.url)
+    yield r
+    await r.aclose()
 
 
-async def test_a_job_is_listed_as_running_while_it_runs_and_not_after() -> None:
-    redis = FakeRedis()
+async def dead_letters(redis: Redis) -> dict[str, dict[str, Any]]:
+    raw = await redis.hgetall(constants.DEAD_LETTER_KEY)
+    return {k.decode(): deserialize(v) for k, v in raw.items()}
+
+
+async def command_calls(redis: Redis) -> dict[str, int]:
+    """How many times the server ran each command since its stats were reset (failed ones too)."""
+    stats = await redis.info("commandstats")
+    return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
+
+
+async def test_a_job_is_listed_as_running_while_it_runs_and_not_after(redis: Redis) -> None:
     seen = []
 
     async def job(ctx: dict[str, Any], collection: str) -> dict[str, int]:
@@ -124,11 +141,11 @@ async def test_a_job_is_listed_as_running_while_it_runs_and_not_after() -> None:
     assert await run(job_ctx(redis), "c") == {"points": 3}
     assert seen == [{b"j-1"}]
     assert await redis.smembers(RUNNING) == set()
-    assert dead_letters(redis) == {}
+    assert not await redis.exists(RUNNING)
+    assert await dead_letters(redis) == {}
 
 
-async def test_a_transient_failure_with_tries_left_becomes_a_retry() -> None:
-    redis = FakeRedis()
+async def test_a_transient_failure_with_tries_left_becomes_a_retry(redis: Redis) -> None:
     ctx = job_ctx(redis, job_try=2)
     run = guarded(
         failing(SinkUnavailableError("upsert", 4, TimeoutError())), name="ingest", max_tries=3
@@ -138,18 +155,19 @@ async def test_a_transient_failure_with_tries_left_becomes_a_retry() -> None:
     assert info.value.defer_score == 10_000  # RETRY_BACKOFF_S[1], in ms
     assert isinstance(info.value.__cause__, SinkUnavailableError)
     assert ctx["runtime"].jobs_retried == 1 and ctx["runtime"].jobs_failed == 0
-    assert dead_letters(redis) == {}
+    assert await dead_letters(redis) == {}
     assert await redis.smembers(RUNNING) == set()
 
 
-async def test_a_transient_failure_on_the_last_try_is_dead_lettered_and_raised() -> None:
-    redis = FakeRedis()
+async def test_a_transient_failure_on_the_last_try_is_dead_lettered_and_raised(
+    redis: Redis,
+) -> None:
     ctx = job_ctx(redis, job_try=3)
     error = RedisConnectionError("redis down")
     run = guarded(failing(error), name="ingest", max_tries=3)
     with pytest.raises(RedisConnectionError):
         await run(ctx, "c", [{"id": "d", "text": "t"}], source="s")
-    entry = dead_letters(redis)["j-1"]
+    entry = (await dead_letters(redis))["j-1"]
     assert entry["function"] == "ingest"
     assert entry["args"] == ["c", [{"id": "d", "text": "t"}]]
     assert entry["kwargs"] == {"source": "s"}
@@ -157,26 +175,55 @@ async def test_a_transient_failure_on_the_last_try_is_dead_lettered_and_raised()
     assert entry["tries"] == 3
     assert ctx["runtime"].jobs_failed == 1 and ctx["runtime"].jobs_retried == 0
     assert await redis.smembers(RUNNING) == set()
+    assert await redis.pttl(constants.DEAD_LETTER_KEY) == -1  # kept until dropped or retried
 
 
-async def test_a_permanent_failure_is_dead_lettered_on_its_first_try() -> None:
-    redis = FakeRedis()
+async def test_a_permanent_failure_is_dead_lettered_on_its_first_try(redis: Redis) -> None:
     ctx = job_ctx(redis, job_try=1)
     run = guarded(failing(ValueError("document 'd': no text")), name="ingest", max_tries=5)
     with pytest.raises(ValueError, match="no text"):
         await run(ctx, "c", [])
-    assert dead_letters(redis)["j-1"]["tries"] == 1
-    assert dead_letters(redis)["j-1"]["error"] == "ValueError: document 'd': no text"
+    entries = await dead_letters(redis)
+    assert list(entries) == ["j-1"]
+    assert entries["j-1"]["tries"] == 1
+    assert entries["j-1"]["error"] == "ValueError: document 'd': no text"
 
 
-async def test_redis_down_neither_masks_the_error_nor_the_retry() -> None:
-    redis = BrokenRedis()
+async def test_redis_down_neither_masks_the_error_nor_the_retry(
+    redis_server: LocalRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    redis_server.stop()  # nothing listens on its port now: every command is refused
+    redis = Redis.from_url(redis_server.url, socket_connect_timeout=0.5, socket_timeout=0.5)
+    try:
+        with pytest.raises(RedisConnectionError):  # the real error a down Redis gives
+            await redis.ping()
+        run = guarded(failing(ValueError("bad")), name="ingest", max_tries=3)
+        with (
+            caplog.at_level(logging.ERROR, logger="poolq.jobs"),
+            pytest.raises(ValueError, match="bad"),  # not the dead-letter list's ConnectionError
+        ):
+            await run(job_ctx(redis), "c")
+        (failed,) = [r for r in caplog.records if "could not record it" in r.getMessage()]
+        assert failed.exc_info is not None and isinstance(failed.exc_info[1], RedisConnectionError)
+        with pytest.raises(Retry):
+            await guarded(failing(TimeoutError()), name="ingest", max_tries=3)(job_ctx(redis))
+    finally:
+        await redis.aclose()
+
+
+async def test_failing_redis_calls_are_all_tried_and_mask_nothing(redis: Redis) -> None:
+    # keys of the wrong type make SADD, HSET and SREM fail on the server itself, which counts them
+    await redis.set(RUNNING, b"not a set")
+    await redis.set(constants.DEAD_LETTER_KEY, b"not a hash")
+    await redis.config_resetstat()
     run = guarded(failing(ValueError("bad")), name="ingest", max_tries=3)
-    with pytest.raises(ValueError, match="bad"):  # not the dead-letter list's ConnectionError
+    with pytest.raises(ValueError, match="bad"):  # not the dead-letter list's ResponseError
         await run(job_ctx(redis), "c")
-    assert redis.calls == 3  # sadd, hset, srem all tried
+    calls = await command_calls(redis)
+    assert (calls.get("sadd"), calls.get("hset"), calls.get("srem")) == (1, 1, 1)
     with pytest.raises(Retry):
         await guarded(failing(TimeoutError()), name="ingest", max_tries=3)(job_ctx(redis))
+    assert await redis.get(RUNNING) == b"not a set"
 
 
 async def test_without_redis_or_runtime_the_decisions_are_the_same() -> None:

@@ -1,16 +1,21 @@
 """The reaper's decisions, from plain inputs: which jobs of dead workers are handed back, which
 orphaned in-progress marks (no live worker lists them) are, once older than the grace period and
 still queued, and which jobs died on their last try and go to the dead-letter list. The Redis
-wrappers are checked against an in-memory stand-in (tests/integration/test_reaper.py runs
-them against a real Redis)."""
+wrappers that act on them are checked against a real ``redis-server`` (the ``redis_server``
+fixture), by the state they leave there."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from hypothesis import given
 from hypothesis import strategies as st
+from redis.asyncio import Redis
 
+from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability.reaper import (
     ORPHAN_GRACE_S,
     LastTry,
@@ -25,7 +30,6 @@ from poolq.worker.reliability.reaper import (
 )
 from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import deserialize, serialize
-from tests.reliability.fakes import FakeRedis
 
 TTL_MS = 3_600_000  # arq's in-progress timeout: a mark set s seconds ago has TTL_MS - 1000 s left
 Q = constants.INGEST_QUEUE
@@ -171,15 +175,33 @@ def test_an_unreadable_job_is_not_dead_lettered(
 # ---------------------------------------------------------------- the Redis wrappers
 
 
-async def worker(r: FakeRedis, worker_id: str, *jobs: str, live: bool) -> None:
+@pytest.fixture
+async def r(redis_server: LocalRedis) -> AsyncIterator[Redis]:
+    client = Redis.from_url(redis_server.url)
+    yield client
+    await client.aclose()
+
+
+async def worker(r: Redis, worker_id: str, *jobs: str, live: bool) -> None:
     if live:
-        await r.set(constants.HEARTBEAT_KEY.format(worker_id=worker_id), b"{}")
+        await r.set(constants.HEARTBEAT_KEY.format(worker_id=worker_id), b"{}", ex=60)
     if jobs:
         await r.sadd(constants.WORKER_JOBS_KEY.format(worker_id=worker_id), *jobs)
 
 
-async def test_reap_dead_workers_hands_back_marks_and_dead_letters_last_tries() -> None:
-    r = FakeRedis()
+async def dead_letters(r: Redis) -> dict[str, dict[str, Any]]:
+    raw = await r.hgetall(constants.DEAD_LETTER_KEY)
+    return {k.decode(): deserialize(v) for k, v in raw.items()}
+
+
+async def marked_ago(r: Redis, job_id: str) -> float:
+    """How long ago, in seconds, arq would have set the job's mark (from its real PTTL)."""
+    ttl_ms = await r.pttl(in_progress_key_prefix + job_id)
+    assert ttl_ms > 0, f"{job_id}: its mark is gone or has no expiry ({ttl_ms})"
+    return (TTL_MS - ttl_ms) / 1000
+
+
+async def test_reap_dead_workers_hands_back_marks_and_dead_letters_last_tries(r: Redis) -> None:
     await worker(r, "alive", "j-live", live=True)
     await worker(r, "dead", "j-dead", "j-last", "j-done", live=False)
     for j in ("j-live", "j-dead", "j-last"):  # j-done finished: its mark is gone
@@ -190,9 +212,13 @@ async def test_reap_dead_workers_hands_back_marks_and_dead_letters_last_tries() 
 
     assert sorted(await reap_dead_workers(r, {"ingest": 2})) == ["j-dead", "j-last"]
     assert await r.exists(in_progress_key_prefix + "j-live")
+    assert await marked_ago(r, "j-live") < 5  # left as it was, expiry included
+    for j in ("j-dead", "j-last"):
+        assert not await r.exists(in_progress_key_prefix + j)
+        assert await r.exists(job_key_prefix + j)  # still queued: the next poll runs it again
     assert not await r.exists(constants.WORKER_JOBS_KEY.format(worker_id="dead"))
-    assert await r.exists(constants.WORKER_JOBS_KEY.format(worker_id="alive"))
-    entries = {k: deserialize(v) for k, v in r.hashes[constants.DEAD_LETTER_KEY].items()}
+    assert await r.smembers(constants.WORKER_JOBS_KEY.format(worker_id="alive")) == {b"j-live"}
+    entries = await dead_letters(r)
     assert list(entries) == ["j-last"]
     assert entries["j-last"]["error"] == (
         "WorkerDied: worker dead died during the job's last try (2)"
@@ -200,8 +226,7 @@ async def test_reap_dead_workers_hands_back_marks_and_dead_letters_last_tries() 
     assert await reap_dead_workers(r, {"ingest": 2}) == []  # nothing left to do
 
 
-async def test_reap_orphans_hands_back_only_old_unlisted_queued_marks() -> None:
-    r = FakeRedis()
+async def test_reap_orphans_hands_back_only_old_unlisted_queued_marks(r: Redis) -> None:
     await worker(r, "alive", "listed", live=True)
     await worker(r, "dead", "of-dead", live=False)
     await r.zadd(Q, {j: 1.0 for j in ("old", "fresh", "listed", "of-dead", "last")})
@@ -213,9 +238,12 @@ async def test_reap_orphans_hands_back_only_old_unlisted_queued_marks() -> None:
 
     handed = await reap_orphans(r, Q, TTL_MS, {"ingest": 3}, grace_s=30)
     assert sorted(handed) == ["last", "of-dead", "old"]
-    for j in ("fresh", "listed", "done"):
-        assert await r.exists(in_progress_key_prefix + j)
-    (entry,) = r.hashes[constants.DEAD_LETTER_KEY].values()
-    assert deserialize(entry)["error"] == (
-        "WorkerDied: worker (unknown) died during the job's last try (3)"
-    )
+    for j in handed:
+        assert not await r.exists(in_progress_key_prefix + j)
+    # the marks left alone keep their expiry: real PTTL, within the test's own running time
+    for j, age_s in (("fresh", 1), ("listed", 40), ("done", 40)):
+        assert age_s <= await marked_ago(r, j) < age_s + 5
+    assert await r.zcard(Q) == 5  # handing back leaves every job queued
+    (entry,) = (await dead_letters(r)).values()
+    assert entry["job_id"] == "last"
+    assert entry["error"] == "WorkerDied: worker (unknown) died during the job's last try (3)"

@@ -1,7 +1,7 @@
 """Search-queue envelopes: decoding a request (as the client writes it), refusing one that
 cannot be decoded or answered, dropping one whose deadline has passed, and the shape of the
-success and error replies the client reads back. No Redis and no models: the query service is
-a stand-in."""
+success and error replies the client reads back. No models: the query service is a small class
+answering with a real ``SearchResult``; the reply is pushed onto a real ``redis-server``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from redis.asyncio import Redis
 
 from poolq.sinks.search_types import Hit, SearchError, SearchRequest, SearchResult
+from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.runtime.search_service import (
     Dropped,
     Envelope,
@@ -147,7 +149,7 @@ def test_the_replies_have_the_shape_the_client_reads() -> None:
     assert err == {"id": "r-1", "error": {"type": "SearchError", "message": "no collection 'docs'"}}
 
 
-# ---------------------------------------------------------------- the service, without Redis
+# ---------------------------------------------------------------- the service
 
 
 class Queries:
@@ -223,45 +225,30 @@ async def test_dropped_requests_are_counted_and_never_searched(
     assert queries.calls == []
 
 
-class Pipeline:
-    def __init__(self, log: list[tuple[Any, ...]]) -> None:
-        self.log = log
-
-    async def __aenter__(self) -> Pipeline:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    def rpush(self, key: str, value: bytes) -> None:
-        self.log.append(("rpush", key, deserialize(value)))
-
-    def expire(self, key: str, seconds: int) -> None:
-        self.log.append(("expire", key, seconds))
-
-    async def execute(self) -> None:
-        self.log.append(("execute",))
+async def command_calls(redis: Redis) -> dict[str, int]:
+    """How many times the server ran each command since its stats were reset."""
+    stats = await redis.info("commandstats")
+    return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
 
 
-class Redis:
-    def __init__(self) -> None:
-        self.log: list[tuple[Any, ...]] = []
-
-    def pipeline(self, transaction: bool = True) -> Pipeline:
-        assert transaction is False
-        return Pipeline(self.log)
-
-
-async def test_the_reply_is_pushed_onto_reply_to_which_expires() -> None:
-    redis, slots = Redis(), asyncio.Semaphore(1)
-    await slots.acquire()
-    await service(Queries())._handle(redis, live(), slots)  # type: ignore[arg-type]
-    assert redis.log == [
-        ("rpush", REPLY_TO, result_reply("r-1", result())),
-        ("expire", REPLY_TO, constants.SEARCH_REPLY_TTL_S),
-        ("execute",),
-    ]
-    assert not slots.locked()  # its slot is given back
-    await slots.acquire()
-    await service(Queries())._handle(redis, b"\xc1", slots)  # type: ignore[arg-type]
-    assert len(redis.log) == 3 and not slots.locked()  # nothing pushed for a dropped one
+async def test_the_reply_is_pushed_onto_reply_to_which_expires(redis_server: LocalRedis) -> None:
+    redis, slots = Redis.from_url(redis_server.url), asyncio.Semaphore(1)
+    svc = SearchService(redis_server.url, Queries())  # type: ignore[arg-type]
+    try:
+        await redis.config_resetstat()
+        await slots.acquire()
+        await svc._handle(redis, live(), slots)
+        replies = [deserialize(v) for v in await redis.lrange(REPLY_TO, 0, -1)]
+        assert replies == [result_reply("r-1", result())]
+        full_ms = constants.SEARCH_REPLY_TTL_S * 1000
+        assert full_ms - 5000 < await redis.pttl(REPLY_TO) <= full_ms  # real, counting down
+        calls = await command_calls(redis)
+        assert (calls.get("rpush"), calls.get("expire")) == (1, 1)
+        assert "multi" not in calls and "exec" not in calls  # a plain pipeline, no transaction
+        assert not slots.locked()  # its slot is given back
+        await slots.acquire()
+        await svc._handle(redis, b"\xc1", slots)  # nothing pushed for a dropped one
+        assert await redis.keys("*") == [REPLY_TO.encode()]
+        assert await redis.llen(REPLY_TO) == 1 and not slots.locked()
+    finally:
+        await redis.aclose()
