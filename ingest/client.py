@@ -4,8 +4,11 @@
         job_ids = await client.enqueue("docs", documents, job_size=32)
         results = await client.wait(job_ids)
 
-Jobs are serialized with msgpack, never pickle. Job ids are recorded in a Redis set so
-``poolq status`` can count queued, running, done and failed jobs.
+Jobs are serialized with msgpack, never pickle. Job ids are recorded in a time-ordered index
+(trimmed to arq's result TTL, see :mod:`poolq.ingest.job_index`) so ``poolq status`` can count
+queued, running, done and failed jobs. A Redis that is down is reported within seconds
+(:class:`~poolq.worker.wire.connection.RedisUnavailableError`, one line naming host and port);
+the URL's password never appears in a message or a repr.
 """
 
 from __future__ import annotations
@@ -14,17 +17,36 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from arq.connections import ArqRedis, create_pool
-from arq.constants import result_key_prefix
-from arq.jobs import Job, JobStatus, deserialize_result
+from redis.exceptions import AuthenticationError, RedisError
 
+from poolq.ingest.job_index import (
+    STATUSES,
+    JobOutcome,
+    index_jobs,
+    index_status,
+    outcomes,
+    read_finished,
+)
+from poolq.ingest.sync_client import SyncPoolqClient
 from poolq.sinks.search_types import Fusion, SearchError, SearchMode, SearchRequest, SearchResult
 from poolq.worker.wire import constants
-from poolq.worker.wire.connection import redis_settings
-from poolq.worker.wire.serialization import deserialize, error_info, serialize
+from poolq.worker.wire.connection import (
+    CLIENT_CONNECT_DEADLINE_S,
+    RedisUnavailableError,
+    describe_address,
+    redact_url,
+    redis_settings,
+)
+from poolq.worker.wire.serialization import deserialize, serialize
+
+__all__ = ["JobOutcome", "PoolqClient", "RedisUnavailableError", "SyncPoolqClient"]
+
+# keys per SCAN step when looking for heartbeats and reindex progress among every key (arq's
+# results included: the keyspace grows with the jobs of the last day)
+SCAN_COUNT = 1000
 
 # errors in the request itself (raised as SearchError); anything else is the worker's failure
 _REQUEST_ERRORS = frozenset(
@@ -32,27 +54,51 @@ _REQUEST_ERRORS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class JobOutcome:
-    job_id: str
-    status: str  # queued | deferred | running | done | failed | not_found
-    result: dict[str, Any] | None = None
-    error: str | None = None
-
-
 class PoolqClient:
-    def __init__(self, redis_url: str = "redis://localhost:6379/0") -> None:
+    """``connect_timeout_s`` bounds connecting (a Redis that is down, or a host that does not
+    answer, raises :class:`RedisUnavailableError` by then); ``job_index_ttl_s`` is how long
+    :meth:`status` counts a job (match the worker's ``keep_result_s``); ``clock`` (unix
+    seconds) is for tests."""
+
+    def __init__(
+        self,
+        redis_url: str = constants.DEFAULT_REDIS_URL,
+        *,
+        connect_timeout_s: float = CLIENT_CONNECT_DEADLINE_S,
+        job_index_ttl_s: float = constants.JOB_INDEX_TTL_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.redis_url = redis_url
+        self.connect_timeout_s = connect_timeout_s
+        self.job_index_ttl_s = job_index_ttl_s
+        self._clock = clock
         self._redis: ArqRedis | None = None
+
+    def __repr__(self) -> str:
+        state = "connected" if self._redis is not None else "not connected"
+        return f"PoolqClient({redact_url(self.redis_url)!r}, {state})"
 
     async def connect(self) -> PoolqClient:
         if self._redis is None:
-            self._redis = await create_pool(
-                redis_settings(self.redis_url),
-                job_serializer=serialize,
-                job_deserializer=deserialize,
-                default_queue_name=constants.INGEST_QUEUE,
-            )
+            where = f"{describe_address(self.redis_url)} ({redact_url(self.redis_url)})"
+            try:
+                self._redis = await asyncio.wait_for(
+                    create_pool(
+                        redis_settings(self.redis_url, client=True),
+                        job_serializer=serialize,
+                        job_deserializer=deserialize,
+                        default_queue_name=constants.INGEST_QUEUE,
+                    ),
+                    self.connect_timeout_s,
+                )
+            except AuthenticationError as e:
+                raise RedisUnavailableError(f"Redis at {where} refused the login: {e}") from None
+            except TimeoutError:
+                raise RedisUnavailableError(
+                    f"Redis is not reachable at {where}: no answer within {self.connect_timeout_s:g}s"
+                ) from None
+            except (OSError, RedisError) as e:
+                raise RedisUnavailableError(f"Redis is not reachable at {where}: {e}") from None
         return self
 
     async def close(self) -> None:
@@ -96,8 +142,11 @@ class PoolqClient:
         job = await self.redis.enqueue_job(constants.INGEST_JOB, collection, docs, _job_id=job_id)
         if job is None:  # pragma: no cover - only when the id already exists
             raise RuntimeError(f"job {job_id} already exists")
-        await self.redis.sadd(constants.JOB_INDEX_KEY, job_id)  # type: ignore[misc]
+        await self._index(job_id)
         return job_id
+
+    async def _index(self, job_id: str) -> None:
+        await index_jobs(self.redis, [job_id], now=self._clock(), ttl_s=self.job_index_ttl_s)
 
     async def reindex(
         self, source: str, collection: str, *, full: bool = False, keep_old: bool = False
@@ -111,7 +160,7 @@ class PoolqClient:
         )
         if job is None:  # pragma: no cover - only when the id already exists
             raise RuntimeError(f"job {job_id} already exists")
-        await self.redis.sadd(constants.JOB_INDEX_KEY, job_id)  # type: ignore[misc]
+        await self._index(job_id)
         return job_id
 
     async def reindex_progress(self, collection: str | None = None) -> list[dict[str, Any]]:
@@ -119,54 +168,26 @@ class PoolqClient:
         if collection is not None:
             keys = [constants.REINDEX_PROGRESS_KEY.format(collection=collection)]
         else:
-            keys = [k async for k in self.redis.scan_iter(match=constants.REINDEX_PROGRESS_PATTERN)]
-        out = []
-        for key in keys:
-            raw = await self.redis.get(key)
-            if raw:
-                out.append(deserialize(raw))
+            keys = [
+                k
+                async for k in self.redis.scan_iter(
+                    match=constants.REINDEX_PROGRESS_PATTERN, count=SCAN_COUNT
+                )
+            ]
+        out = [deserialize(raw) for raw in await self._mget(keys) if raw]
         return sorted(out, key=lambda p: str(p.get("collection")))
 
-    def _job(self, job_id: str) -> Job:
-        return Job(
-            job_id, self.redis, _queue_name=constants.INGEST_QUEUE, _deserializer=deserialize
-        )
+    async def _mget(self, keys: Sequence[Any]) -> list[bytes | None]:
+        return list(await self.redis.mget(keys)) if keys else []
 
     async def outcome(self, job_id: str) -> JobOutcome:
-        job = self._job(job_id)
-        status = await job.status()
-        if status == JobStatus.complete:
-            info = await job.result_info()
-            if info is None:  # pragma: no cover - expired between the two calls
-                return JobOutcome(job_id, "not_found")
-            if info.success:
-                return JobOutcome(job_id, "done", info.result)
-            return JobOutcome(job_id, "failed", None, error_info(info.result) or str(info.result))
-        mapping = {
-            JobStatus.queued: "queued",
-            JobStatus.deferred: "deferred",
-            JobStatus.in_progress: "running",
-            JobStatus.not_found: "not_found",
-        }
-        return JobOutcome(job_id, mapping.get(status, str(status)))
+        (o,) = await outcomes(self.redis, [job_id], queue_name=constants.INGEST_QUEUE)
+        return o
 
     async def finished(self, job_ids: Sequence[str]) -> dict[str, JobOutcome]:
-        """The jobs among ``job_ids`` that are done or failed: one MGET of their result keys."""
-        if not job_ids:
-            return {}
-        raws = await self.redis.mget([result_key_prefix + j for j in job_ids])
-        out: dict[str, JobOutcome] = {}
-        for job_id, raw in zip(job_ids, raws, strict=True):
-            if raw is None:
-                continue
-            info = deserialize_result(raw, deserializer=deserialize)
-            if info.success:
-                out[job_id] = JobOutcome(job_id, "done", info.result)
-            else:
-                out[job_id] = JobOutcome(
-                    job_id, "failed", None, error_info(info.result) or str(info.result)
-                )
-        return out
+        """The jobs among ``job_ids`` that are done or failed: one script call per thousand
+        jobs, reading the tail of each result, not the documents arq keeps in it."""
+        return await read_finished(self.redis, job_ids)
 
     async def wait(
         self,
@@ -203,17 +224,29 @@ class PoolqClient:
             await asyncio.sleep(interval)
         return [finished[j] for j in job_ids]
 
-    async def status(self, job_ids: Sequence[str] | None = None) -> dict[str, Any]:
-        """Counts of queued/running/done/failed jobs (all known jobs, or the given ones)."""
-        members = await self.redis.smembers(constants.JOB_INDEX_KEY)  # type: ignore[misc]
-        ids = list(job_ids) if job_ids else [x.decode() for x in members]
-        outcomes = await asyncio.gather(*(self.outcome(j) for j in ids))
-        counts = {"queued": 0, "running": 0, "done": 0, "failed": 0, "not_found": 0, "deferred": 0}
-        for o in outcomes:
-            counts[o.status] = counts.get(o.status, 0) + 1
+    async def status(
+        self, job_ids: Sequence[str] | None = None, *, limit: int = constants.STATUS_LIST_LIMIT
+    ) -> dict[str, Any]:
+        """Counts of queued/running/done/failed jobs and their outcomes under ``jobs``: of the
+        given jobs (all of them, in order), or of every job enqueued within the index's TTL
+        (``jobs`` then lists the newest ``limit``). Batched reads: a few round trips per
+        thousand jobs, and a job already seen finished costs nothing (see ``job_index``)."""
+        if job_ids:
+            listed = await outcomes(self.redis, list(job_ids), queue_name=constants.INGEST_QUEUE)
+            counts = dict.fromkeys(STATUSES, 0)
+            for o in listed:
+                counts[o.status] = counts.get(o.status, 0) + 1
+        else:
+            counts, listed = await index_status(
+                self.redis,
+                queue_name=constants.INGEST_QUEUE,
+                now=self._clock(),
+                ttl_s=self.job_index_ttl_s,
+                limit=limit,
+            )
         return {
             "counts": counts,
-            "jobs": outcomes,
+            "jobs": listed,
             "workers": await self.workers(),
             "reindex": await self.reindex_progress(),
         }
@@ -258,7 +291,7 @@ class PoolqClient:
             await self.redis.lrem(constants.SEARCH_QUEUE, 1, raw)  # type: ignore[misc,arg-type]
             raise TimeoutError(
                 f"no worker answered the search within {timeout_s}s: is a `poolq worker` "
-                f"running on this Redis ({self.redis_url})?"
+                f"running on this Redis ({redact_url(self.redis_url)})?"
             )
         reply = deserialize(item[1])
         if "error" in reply:
@@ -271,43 +304,9 @@ class PoolqClient:
         return SearchResult.from_dict(reply["result"])
 
     async def workers(self) -> list[dict[str, Any]]:
-        out = []
-        async for key in self.redis.scan_iter(match=constants.HEARTBEAT_PATTERN):
-            raw = await self.redis.get(key)
-            if raw:
-                out.append(deserialize(raw))
+        keys = [
+            k
+            async for k in self.redis.scan_iter(match=constants.HEARTBEAT_PATTERN, count=SCAN_COUNT)
+        ]
+        out = [deserialize(raw) for raw in await self._mget(keys) if raw]
         return sorted(out, key=lambda w: str(w.get("worker_id")))
-
-
-class SyncPoolqClient:
-    """Blocking wrapper for scripts: each call runs the async client on a private loop."""
-
-    def __init__(self, redis_url: str = "redis://localhost:6379/0") -> None:
-        self._loop = asyncio.new_event_loop()
-        self._client = PoolqClient(redis_url)
-        self._loop.run_until_complete(self._client.connect())
-
-    def enqueue(
-        self, collection: str, documents: Iterable[dict[str, Any]], *, job_size: int = 32
-    ) -> list[str]:
-        return self._loop.run_until_complete(
-            self._client.enqueue(collection, documents, job_size=job_size)
-        )
-
-    def wait(self, job_ids: Sequence[str], *, timeout_s: float | None = None) -> list[JobOutcome]:
-        return self._loop.run_until_complete(self._client.wait(job_ids, timeout_s=timeout_s))
-
-    def status(self, job_ids: Sequence[str] | None = None) -> dict[str, Any]:
-        return self._loop.run_until_complete(self._client.status(job_ids))
-
-    def reindex(self, source: str, collection: str, **kwargs: Any) -> str:
-        """See :meth:`PoolqClient.reindex`."""
-        return self._loop.run_until_complete(self._client.reindex(source, collection, **kwargs))
-
-    def search(self, query: str, collection: str, **kwargs: Any) -> SearchResult:
-        """See :meth:`PoolqClient.search`."""
-        return self._loop.run_until_complete(self._client.search(query, collection, **kwargs))
-
-    def close(self) -> None:
-        self._loop.run_until_complete(self._client.close())
-        self._loop.close()

@@ -11,7 +11,13 @@ from typing import Any
 import typer
 
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import json_option, redis_url_option, resolve_redis_url
+from poolq.worker.cli.options import (
+    CLIENT_ERRORS,
+    error,
+    json_option,
+    redis_url_option,
+    resolve_redis_url,
+)
 from poolq.worker.reliability import dead_letter
 
 
@@ -38,7 +44,9 @@ async def _run(action: str, job_ids: list[str] | None, redis_url: str) -> Any:
         return await dead_letter.drop(client.redis, job_ids)
 
 
-def run_dlq(action: str, job_ids: list[str], all_: bool, redis_url: str, as_json: bool) -> int:
+def run_dlq(
+    action: str, job_ids: list[str], all_: bool, redis_url: str | None, as_json: bool
+) -> int:
     if action not in ("list", "retry", "drop"):
         print(f"poolq dlq: expected list, retry or drop, got {action!r}", file=sys.stderr)
         return 2
@@ -46,12 +54,12 @@ def run_dlq(action: str, job_ids: list[str], all_: bool, redis_url: str, as_json
         print(f"poolq dlq {action}: give job ids, or --all", file=sys.stderr)
         return 2
     try:
-        out = asyncio.run(_run(action, None if all_ else job_ids, redis_url))
+        out = asyncio.run(_run(action, None if all_ else job_ids, resolve_redis_url(redis_url)))
     except KeyError as e:
         print(f"poolq dlq {action}: {e.args[0]}", file=sys.stderr)
         return 1
-    except (ConnectionError, OSError) as e:
-        print(f"poolq dlq: error: {e}", file=sys.stderr)
+    except CLIENT_ERRORS as e:
+        error(f"dlq {action}", e)
         return 2
     if as_json:
         print(json.dumps(out))
@@ -84,4 +92,4 @@ def dlq(
 ) -> None:
     """The dead-letter list: jobs that failed for good, with their errors. `retry` enqueues
     them again (new job ids), `drop` forgets them."""
-    raise typer.Exit(run_dlq(action, job_ids or [], all_, resolve_redis_url(redis_url), as_json))
+    raise typer.Exit(run_dlq(action, job_ids or [], all_, redis_url, as_json))

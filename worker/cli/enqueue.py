@@ -15,7 +15,13 @@ from tqdm import tqdm
 from poolq.ingest.client import JobOutcome, PoolqClient
 from poolq.ingest.sources import open_source
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import error, redis_url_option, resolve_redis_url, timeout_option
+from poolq.worker.cli.options import (
+    CLIENT_ERRORS,
+    error,
+    redis_url_option,
+    resolve_redis_url,
+    timeout_option,
+)
 
 
 def summarize(outcomes: list[JobOutcome], seconds: float) -> dict[str, Any]:
@@ -73,7 +79,7 @@ def run_enqueue(
                 input_path, collection, wait, job_size, resolve_redis_url(redis_url), timeout_s
             )
         )
-    except (FileNotFoundError, ValueError, TimeoutError, ConnectionError, OSError) as exc:
+    except CLIENT_ERRORS as exc:  # FileNotFoundError, TimeoutError: OSErrors
         error("enqueue", exc)
         return 2
     for e in source_errors:

@@ -10,9 +10,16 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.worker.wire import constants
-from poolq.worker.wire.connection import redact_text
+from poolq.worker.wire.connection import RedisUnavailableError, redact_text
+
+# What a client command reports as one line (and exit code) instead of a traceback: Redis down
+# or gone mid-command (RedisUnavailableError is a ConnectionError), a timeout, a bad URL.
+CLIENT_ERRORS: tuple[type[BaseException], ...] = (ConnectionError, OSError, RedisError, ValueError)
 
 
 def redis_url_option() -> Any:
@@ -52,9 +59,20 @@ def resolve_redis_url(flag: str | None, config: Path | str | None = None) -> str
     return constants.DEFAULT_REDIS_URL
 
 
+def describe(exc: BaseException) -> str:
+    """An exception as the one line a command prints."""
+    if isinstance(exc, RedisUnavailableError):
+        return str(exc)
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError):
+        return f"Redis is not reachable: {exc}"  # went away mid-command (host:port in exc)
+    return str(exc) or type(exc).__name__
+
+
 def error(command: str, message: object) -> None:
-    """``poolq COMMAND: error: MESSAGE`` on stderr, credentials in any URL hidden."""
-    print(f"poolq {command}: error: {redact_text(str(message))}", file=sys.stderr)
+    """``poolq COMMAND: error: MESSAGE`` on stderr, on one line, credentials in any URL hidden
+    (``message``: text or an exception)."""
+    text = describe(message) if isinstance(message, BaseException) else str(message)
+    print(f"poolq {command}: error: {' '.join(redact_text(text).split())}", file=sys.stderr)
 
 
 def fail(command: str, message: object, code: int = 2) -> NoReturn:

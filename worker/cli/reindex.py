@@ -13,7 +13,14 @@ from tqdm import tqdm
 
 from poolq.ingest.client import PoolqClient
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import redis_url_option, resolve_redis_url, timeout_option
+from poolq.worker.cli.options import (
+    CLIENT_ERRORS,
+    error,
+    redis_url_option,
+    resolve_redis_url,
+    timeout_option,
+)
+from poolq.worker.wire.connection import redact_text
 
 
 async def _run(
@@ -56,10 +63,10 @@ def run_reindex_cli(
     timeout_s: float | None,
 ) -> int:
     if not source.exists():
-        print(f"poolq reindex: error: source {str(source)!r} does not exist", file=sys.stderr)
+        error("reindex", f"source {str(source)!r} does not exist")
         return 2
     try:
-        job_id, result, error = asyncio.run(
+        job_id, result, job_error = asyncio.run(
             _run(
                 str(source.resolve()),
                 collection,
@@ -71,14 +78,14 @@ def run_reindex_cli(
                 True,
             )
         )
-    except (TimeoutError, ConnectionError, OSError, ValueError) as exc:
-        print(f"poolq reindex: error: {exc}", file=sys.stderr)
+    except CLIENT_ERRORS as exc:
+        error("reindex", exc)
         return 2
     if not wait:
         print(json.dumps({"job": job_id}))
         return 0
-    if error is not None:
-        print(f"poolq reindex: job {job_id} failed: {error}", file=sys.stderr)
+    if job_error is not None:
+        print(f"poolq reindex: job {job_id} failed: {redact_text(job_error)}", file=sys.stderr)
         return 1
     assert result is not None
     if "skipped" in result:

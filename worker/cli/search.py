@@ -16,12 +16,16 @@ import typer
 from poolq.sinks.search_types import SearchError, SearchRequest, SearchResult
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
+    CLIENT_ERRORS,
     config_option,
     error,
     json_option,
     redis_url_option,
     resolve_redis_url,
 )
+
+# Redis down, no worker answering (TimeoutError), the search failing in the worker
+_FAILED: tuple[type[BaseException], ...] = (*CLIENT_ERRORS, RuntimeError)
 
 
 def _one_line(text: str | None, width: int) -> str:
@@ -149,7 +153,7 @@ def run_search(
     except (SearchError, ValueError) as e:
         error("search", e)
         return 2
-    except (TimeoutError, ConnectionError, OSError) as e:
+    except _FAILED as e:
         error("search", e)
         return 3
     if as_json:

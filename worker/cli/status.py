@@ -12,7 +12,13 @@ import typer
 
 from poolq.ingest.client import PoolqClient
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import error, json_option, redis_url_option, resolve_redis_url
+from poolq.worker.cli.options import (
+    CLIENT_ERRORS,
+    error,
+    json_option,
+    redis_url_option,
+    resolve_redis_url,
+)
 
 
 def format_reindex(r: dict[str, Any]) -> str:
@@ -41,7 +47,7 @@ def run_status(job_ids: list[str], redis_url: str | None, as_json: bool) -> int:
 
     try:
         st = asyncio.run(go())
-    except (ConnectionError, OSError) as exc:
+    except CLIENT_ERRORS as exc:
         error("status", exc)
         return 2
     jobs = [o.__dict__ for o in st["jobs"]]

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from poolq.worker.cli.app import app
+from poolq.worker.cli.options import fail
 
 
 @app.command()
@@ -54,11 +55,13 @@ def worker(
     if qdrant_url and qdrant_path:
         raise typer.BadParameter("give --qdrant-url or --qdrant-path, not both")
     from poolq.worker.observability.logs import configure
+    from poolq.worker.wire.connection import redact_log_handlers
 
     try:
         configure(log_format)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--log-format") from None
+    redact_log_handlers()  # no credentials in any log line, arq's and redis-py's included
     try:
         settings = load_settings(
             config,
@@ -74,6 +77,10 @@ def worker(
             },
         )
     except ValueError as exc:
-        typer.echo(f"poolq worker: error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    run_worker(settings, burst=burst)
+        fail("worker", exc)
+    from redis.exceptions import RedisError
+
+    try:
+        run_worker(settings, burst=burst)
+    except (RedisError, ConnectionError) as exc:  # Redis gone for longer than the retries ride out
+        fail("worker", exc, 1)

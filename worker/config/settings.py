@@ -17,6 +17,7 @@ from typing import Any
 from poolq.ingest.profile import DEFAULT_PROFILE, Profile
 from poolq.worker.config.schedule import ReindexSchedule
 from poolq.worker.wire import constants
+from poolq.worker.wire.connection import redact_text
 
 ENV_PREFIX = "POOLQ_"
 
@@ -51,8 +52,16 @@ class Settings:
             raise ValueError(f"max_jobs must be >= 1, got {self.max_jobs}")
         if not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError(
-                f"redis_url must start with redis://, rediss:// or unix://, got {self.redis_url!r}"
+                "redis_url must start with redis://, rediss:// or unix://, got "
+                f"{redact_text(repr(self.redis_url))}"
             )
+
+    def __repr__(self) -> str:
+        """Every field but the API key, with the credentials of every URL hidden."""
+        shown = (
+            f"{f.name}={redact_text(repr(getattr(self, f.name)))}" for f in fields(self) if f.repr
+        )
+        return f"Settings({', '.join(shown)})"
 
     def allowed_source_roots(self) -> list[str]:
         """Where a reindex may read: ``source_roots`` (default: the working directory) and the

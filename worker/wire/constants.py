@@ -40,8 +40,23 @@ WORKER_JOBS_KEY: Final = KEY_PREFIX + "worker-jobs:{worker_id}"
 WORKER_JOBS_PATTERN: Final = KEY_PREFIX + "worker-jobs:*"
 REAP_INTERVAL_S: Final = 2.0
 
-# Job ids enqueued by clients, so `poolq status` can count queued/running/done/failed.
-JOB_INDEX_KEY: Final = KEY_PREFIX + "jobs"
+# Job ids enqueued by clients, so `poolq status` can count queued/running/done/failed: a sorted
+# set job id -> enqueue time (unix seconds), trimmed to the last JOB_INDEX_TTL_S on every
+# enqueue and status. Jobs `poolq status` has seen finish move to the DONE/FAILED sets (same
+# scores, same trimming), so each finished job's result is read once, not at every status.
+JOB_INDEX_ZSET_KEY: Final = KEY_PREFIX + "jobs:index"
+JOB_INDEX_DONE_KEY: Final = KEY_PREFIX + "jobs:done"
+JOB_INDEX_FAILED_KEY: Final = KEY_PREFIX + "jobs:failed"
+# arq's result TTL (Settings.keep_result_s, default 24 h): older jobs have no result left.
+JOB_INDEX_TTL_S: Final = 24 * 3600
+# `poolq status` without job ids lists at most this many jobs (the newest); counts cover all.
+STATUS_LIST_LIMIT: Final = 100
+
+# Before the sorted set: a plain set of every job id ever enqueued, never pruned. `poolq status`
+# moves what it finds there into JOB_INDEX_ZSET_KEY (jobs whose records are gone are dropped)
+# and deletes it. JOB_INDEX_KEY is the old name, kept for code that still SADDs to it.
+LEGACY_JOB_INDEX_KEY: Final = KEY_PREFIX + "jobs"
+JOB_INDEX_KEY: Final = LEGACY_JOB_INDEX_KEY
 
 # Dead-letter list (jobs that failed for good): a hash job id -> msgpack entry.
 DEAD_LETTER_KEY: Final = KEY_PREFIX + "dlq"
