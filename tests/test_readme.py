@@ -3,9 +3,15 @@ names every flag the CLI has, and its "What is here" tree names every package fo
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from typer.main import get_command
 
 from poolq.worker.cli import app
@@ -80,3 +86,81 @@ def test_links_stay_inside_the_repository():
         if not target.startswith(("http://", "https://", "#")):
             assert (ROOT / target).exists(), target
     assert "../shared" not in README
+
+
+# -- the README's examples run as written -----------------------------------------------------
+
+SH_SKIP = ("make ", "poolq worker", "docker ")  # set-up, the worker (running already), compose
+
+
+def sh_commands() -> list[str]:
+    out = []
+    for block in code_blocks("sh")[1:]:  # the first screen is `make demo` / `make test`
+        for line in block.splitlines():
+            line = line.split("  #")[0].strip()
+            if line and not line.startswith("#") and not line.startswith(SH_SKIP):
+                out.append(line)
+    return out
+
+
+@pytest.fixture(scope="module")
+def live_worker(tmp_path_factory):
+    """A real Redis and a real `poolq worker` on an embedded folder, as a user has them."""
+    from poolq.worker.dev.local_redis import LocalRedis
+    from poolq.worker.dev.local_worker import WorkerProcess
+
+    tmp = tmp_path_factory.mktemp("readme")
+    with LocalRedis(tmp / "redis") as redis, WorkerProcess(redis.url, tmp / "qdrant"):
+        yield redis.url, tmp
+
+
+@pytest.mark.slow
+def test_python_examples_run_as_written(live_worker):
+    url, tmp = live_worker
+    blocks = code_blocks("python")
+    assert blocks, "the README has Python examples"
+    env = {**os.environ, "POOLQ_REDIS_URL": url}
+    for i, block in enumerate(blocks):
+        out = subprocess.run(
+            [sys.executable, "-c", block], cwd=tmp, env=env, capture_output=True, text=True,
+            timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, f"README python block {i}:\n{block}\n{out.stderr}"
+
+
+@pytest.mark.slow
+def test_shell_examples_run_as_written(live_worker):
+    url, tmp = live_worker
+    (tmp / "docs.jsonl").write_text(
+        "\n".join(
+            json.dumps({"id": f"d{i}", "text": t, "metadata": {"lang": "en"}})
+            for i, t in enumerate(["Parse a JSON document with json.loads.", "Wrap long lines."])
+        )
+        + "\n"
+    )
+    env = {**os.environ, "POOLQ_REDIS_URL": url}
+    commands = sh_commands()
+    assert any(c.startswith("poolq enqueue") for c in commands)
+    for command in commands:
+        argv = shlex.split(command)
+        assert argv[0] == "poolq", command
+        out = subprocess.run(
+            [sys.executable, "-m", "poolq.worker", *argv[1:]], cwd=tmp, env=env,
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert out.returncode == 0, f"$ {command}\n{out.stdout}\n{out.stderr}"
+
+
+def test_toml_examples_load_as_a_worker_config(tmp_path):
+    from poolq.worker.config.settings import load_settings
+
+    blocks = code_blocks("toml")
+    assert blocks
+    for i, block in enumerate(blocks):
+        path = tmp_path / f"block{i}.toml"
+        path.write_text(block)
+        settings = load_settings(path, environ={})
+        if "[[reindex]]" in block:
+            assert settings.reindex and settings.reindex[0].collection == "docs"
+        if "[vectors]" in block:
+            assert {v.name for v in settings.profile.vectors} == {"dense", "colbert", "sparse"}
