@@ -60,3 +60,27 @@ JOB_INDEX_KEY: Final = LEGACY_JOB_INDEX_KEY
 
 # Dead-letter list (jobs that failed for good): a hash job id -> msgpack entry.
 DEAD_LETTER_KEY: Final = KEY_PREFIX + "dlq"
+
+# Where an embedded Qdrant lives when neither a URL nor a path is given (Settings.qdrant_path).
+DEFAULT_QDRANT_PATH: Final = "./poolq_data/qdrant"
+
+# Worker limits (Settings defaults; every worker's heartbeat reports its own under "limits",
+# so clients know them, and a client with no live worker falls back to these).
+MAX_DOCUMENTS_PER_JOB: Final = 1000
+MAX_DOCUMENT_BYTES: Final = 1 << 20  # UTF-8 text of one document
+MAX_JOB_BYTES: Final = 64 << 20  # a whole job payload, refused before it is decoded
+
+# Progress of a running ingest job: a hash with the fields documents (in the job), done
+# (documents finished), chunks, points, errors, skipped; written by the worker while the job
+# runs (after chunking, after encoding, after writing, and at least every 0.5 s meanwhile).
+JOB_PROGRESS_KEY: Final = KEY_PREFIX + "job-progress:{job_id}"
+JOB_PROGRESS_TTL_S: Final = 3600
+JOB_PROGRESS_EVERY_S: Final = 0.5
+
+# Every metadata key an ingest job wrote into a collection, with its JSON types: a hash
+# metadata key (nested keys dotted) -> comma-separated types among string, integer, float,
+# boolean, array, object, null. Searches check their filters against it.
+COLLECTION_FIELDS_KEY: Final = KEY_PREFIX + "fields:{collection}"
+
+# Where /metrics listens (with a metrics port): loopback unless told otherwise.
+DEFAULT_METRICS_HOST: Final = "127.0.0.1"
