@@ -1,4 +1,10 @@
-"""The blocking client for scripts (re-exported by :mod:`poolq.ingest.client`)."""
+"""The blocking client for scripts (re-exported by :mod:`poolq.ingest.client`).
+
+with SyncPoolqClient("redis://localhost:6379/0") as client:
+    client.wait(client.enqueue("docs", documents))
+    for hit in client.search("vector database", "docs"):
+        print(hit.score, hit.doc_id)
+"""
 
 from __future__ import annotations
 
@@ -14,7 +20,8 @@ if TYPE_CHECKING:
 
 
 class SyncPoolqClient:
-    """Blocking wrapper for scripts: each call runs the async client on a private loop."""
+    """Blocking wrapper for scripts: each call runs the async client on a private loop. Use it
+    in ``with`` (it closes on exit) or call :meth:`close`."""
 
     def __init__(self, redis_url: str = constants.DEFAULT_REDIS_URL, **kwargs: Any) -> None:
         """``kwargs``: those of :class:`PoolqClient`."""
@@ -31,28 +38,45 @@ class SyncPoolqClient:
     def __repr__(self) -> str:
         return f"Sync{self._client!r}"
 
-    def enqueue(
-        self, collection: str, documents: Iterable[dict[str, Any]], *, job_size: int = 32
-    ) -> list[str]:
-        return self._loop.run_until_complete(
-            self._client.enqueue(collection, documents, job_size=job_size)
-        )
+    def __enter__(self) -> SyncPoolqClient:
+        return self
 
-    def wait(self, job_ids: Sequence[str], *, timeout_s: float | None = None) -> list[JobOutcome]:
-        return self._loop.run_until_complete(self._client.wait(job_ids, timeout_s=timeout_s))
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _run(self, coro: Any) -> Any:
+        if self._loop.is_closed():
+            coro.close()
+            raise RuntimeError("client closed")
+        return self._loop.run_until_complete(coro)
+
+    def enqueue(
+        self, collection: str, documents: Iterable[dict[str, Any]], **kwargs: Any
+    ) -> list[str]:
+        """See :meth:`PoolqClient.enqueue` (``job_size``, ``force``)."""
+        return self._run(self._client.enqueue(collection, documents, **kwargs))  # type: ignore[no-any-return]
+
+    def wait(self, job_ids: Sequence[str], **kwargs: Any) -> list[JobOutcome]:
+        """See :meth:`PoolqClient.wait` (``timeout_s``, ``progress``, ...)."""
+        return self._run(self._client.wait(job_ids, **kwargs))  # type: ignore[no-any-return]
 
     def status(self, job_ids: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:
         """See :meth:`PoolqClient.status`."""
-        return self._loop.run_until_complete(self._client.status(job_ids, **kwargs))
+        return self._run(self._client.status(job_ids, **kwargs))  # type: ignore[no-any-return]
 
     def reindex(self, source: str, collection: str, **kwargs: Any) -> str:
         """See :meth:`PoolqClient.reindex`."""
-        return self._loop.run_until_complete(self._client.reindex(source, collection, **kwargs))
+        return self._run(self._client.reindex(source, collection, **kwargs))  # type: ignore[no-any-return]
 
     def search(self, query: str, collection: str, **kwargs: Any) -> SearchResult:
         """See :meth:`PoolqClient.search`."""
-        return self._loop.run_until_complete(self._client.search(query, collection, **kwargs))
+        return self._run(self._client.search(query, collection, **kwargs))  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        self._loop.run_until_complete(self._client.close())
-        self._loop.close()
+        """Close the connection (a second call does nothing)."""
+        if self._loop.is_closed():
+            return
+        try:
+            self._loop.run_until_complete(self._client.close())
+        finally:
+            self._loop.close()

@@ -6,7 +6,7 @@ API calls."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -140,7 +140,8 @@ class Hit:
 @dataclass(frozen=True)
 class SearchResult:
     """Hits in rank order, the mode that ran and where the time went (``encode_s`` is the
-    query's model time, ``search_s`` the Qdrant call)."""
+    query's model time, ``search_s`` the Qdrant call). Iterating, ``len`` and indexing go over
+    the hits: ``for hit in await client.search(...)``."""
 
     query: str
     collection: str
@@ -149,6 +150,16 @@ class SearchResult:
     encode_s: float
     search_s: float
     worker_id: str | None = None
+
+    def __iter__(self) -> Iterator[Hit]:
+        """``for hit in result``: the hits in rank order."""
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index: int) -> Hit:
+        return self.hits[index]
 
     def to_dict(self) -> dict[str, Any]:
         return {
