@@ -118,7 +118,10 @@ def _summary(r: dict[str, Any]) -> str:
 @app.command()
 def reindex(
     source: Path = typer.Option(
-        ..., "--source", help="A JSONL file or a folder of .txt/.md files (id = relative path)."
+        ...,
+        "--source",
+        help="A JSONL file or a folder of .txt/.md files (hidden ones skipped; a file's id is "
+        "its absolute path, metadata.path the path inside the folder).",
     ),
     collection: str = typer.Option(..., "--collection", help="Collection (alias) to reindex."),
     full: bool = typer.Option(
