@@ -84,3 +84,18 @@ COLLECTION_FIELDS_KEY: Final = KEY_PREFIX + "fields:{collection}"
 
 # Where /metrics listens (with a metrics port): loopback unless told otherwise.
 DEFAULT_METRICS_HOST: Final = "127.0.0.1"
+
+# The job index as workers record it (see ingest/job_index.py): JOB_INDEX_DONE_KEY and
+# JOB_INDEX_FAILED_KEY are sorted sets job id -> end time (unix seconds), trimmed to the result
+# TTL on every write; each ended job's outcome (msgpack {"status", "result" | "error",
+# "finished_at"}: never its documents) lives under JOB_OUTCOME_KEY as long. Clients no longer
+# write JOB_INDEX_ZSET_KEY or LEGACY_JOB_INDEX_KEY.
+JOB_OUTCOME_KEY: Final = KEY_PREFIX + "job-outcome:{job_id}"
+# When each worker was last seen alive: a sorted set worker id -> unix seconds, refreshed with
+# the reaper's passes, so clients find heartbeats without a SCAN and know the age of the last
+# one after its key expired.
+WORKER_LAST_SEEN_KEY: Final = KEY_PREFIX + "worker-last-seen"
+WORKER_LAST_SEEN_TTL_S: Final = 7 * 24 * 3600
+# Collections whose reindex progress `poolq status` reports (sorted set collection -> when a
+# reindex of it was last started or scheduled), trimmed to REINDEX_PROGRESS_TTL_S.
+REINDEX_COLLECTIONS_KEY: Final = KEY_PREFIX + "reindex:collections"
