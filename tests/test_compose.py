@@ -284,6 +284,9 @@ def test_worker_environment(config):
     assert "POOLQ_QDRANT_API_KEY" in env  # passthrough
     assert env["POOLQ_QDRANT_API_KEY"] is None  # ... unset here, so not set in the container
     assert env["POOLQ_METRICS_PORT"] == "9100"
+    # a worker's /metrics listens on loopback by default; in compose Prometheus scrapes it over
+    # the compose network, so the service widens it (the port is still published nowhere)
+    assert env["POOLQ_METRICS_HOST"] == "0.0.0.0"
     assert "POOLQ_QDRANT_PATH" not in env  # the server, not an embedded Qdrant
 
 
