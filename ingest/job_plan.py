@@ -1,0 +1,102 @@
+"""Splitting documents into ingest jobs a worker accepts (part of :mod:`poolq.ingest.client`).
+
+A worker refuses a job of more than ``max_documents_per_job`` documents or a payload over
+``max_job_bytes``, and fails a document over ``max_document_bytes`` (dead letters, errors:
+nothing a retry can fix). The client knows these limits before it enqueues anything: from the
+heartbeats of the live workers (each reports its own under ``"limits"``; the smallest wins), else
+the defaults in :mod:`poolq.worker.wire.constants`, and plans jobs that fit them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from poolq.worker.wire import constants
+from poolq.worker.wire.serialization import serialize
+
+# What an arq job adds around its documents: function name, collection, kwargs, try count,
+# enqueue time, the list header. Measured below 100 bytes; kept generous.
+JOB_ENVELOPE_BYTES = 512
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A worker's limits; ``source`` says where they come from (``"worker"``: live heartbeats,
+    ``"defaults"``: no live worker reported any)."""
+
+    max_documents_per_job: int = constants.MAX_DOCUMENTS_PER_JOB
+    max_document_bytes: int = constants.MAX_DOCUMENT_BYTES
+    max_job_bytes: int = constants.MAX_JOB_BYTES
+    source: str = "defaults"
+
+    @classmethod
+    def from_heartbeats(cls, heartbeats: Iterable[Mapping[str, Any]]) -> Limits:
+        """The smallest of each limit among ``heartbeats`` (live workers) that report limits."""
+        reported = [h["limits"] for h in heartbeats if isinstance(h.get("limits"), Mapping)]
+        if not reported:
+            return cls()
+        values: dict[str, int] = {}
+        for name in ("max_documents_per_job", "max_document_bytes", "max_job_bytes"):
+            found = [r[name] for r in reported if isinstance(r.get(name), int) and r[name] > 0]
+            values[name] = min(found) if found else getattr(cls, name)
+        return cls(**values, source="worker")
+
+    def describe(self) -> str:
+        return "the worker's" if self.source == "worker" else "the default"
+
+    def check_job_size(self, job_size: int) -> None:
+        if isinstance(job_size, bool) or not isinstance(job_size, int) or job_size < 1:
+            raise ValueError(f"job_size must be an integer >= 1, got {job_size!r}")
+        if job_size > self.max_documents_per_job:
+            raise ValueError(
+                f"job_size {job_size} is over {self.describe()} limit of "
+                f"{self.max_documents_per_job} documents per job"
+            )
+
+    def document_problem(self, doc: Any) -> str | None:
+        """Why a worker would refuse ``doc`` for its size, or None."""
+        text = doc.get("text") if isinstance(doc, Mapping) else None
+        if not isinstance(text, str):
+            return None  # (the worker reports what is wrong with it)
+        size = len(text.encode("utf-8", errors="surrogatepass"))
+        if size > self.max_document_bytes:
+            return (
+                f"text is {size} bytes, over {self.describe()} limit of "
+                f"{self.max_document_bytes} bytes per document"
+            )
+        return None
+
+
+def _ref(doc: Any, position: int) -> str:
+    doc_id = doc.get("id") if isinstance(doc, Mapping) else None
+    return repr(doc_id) if isinstance(doc_id, str) and doc_id else f"#{position}"
+
+
+def plan_jobs(
+    collection: str, documents: Sequence[Any], job_size: int, limits: Limits
+) -> list[list[Any]]:
+    """``documents`` in order, in jobs of at most ``job_size`` documents whose payload fits
+    ``max_job_bytes``. ``ValueError`` (nothing planned) for a ``job_size`` over the limit or a
+    document that no job can carry."""
+    limits.check_job_size(job_size)
+    budget = limits.max_job_bytes - JOB_ENVELOPE_BYTES - len(collection.encode("utf-8"))
+    jobs: list[list[Any]] = []
+    batch: list[Any] = []
+    used = 0
+    for position, doc in enumerate(documents):
+        size = len(serialize(doc))
+        if size > budget:
+            raise ValueError(
+                f"document {_ref(doc, position)} is {size} bytes as a job payload, over "
+                f"{limits.describe()} limit of {limits.max_job_bytes} bytes per job"
+            )
+        if batch and (len(batch) >= job_size or used + size > budget):
+            jobs.append(batch)
+            batch, used = [], 0
+        batch.append(doc)
+        used += size
+    if batch:
+        jobs.append(batch)
+    return jobs

@@ -1,0 +1,156 @@
+"""How far ingest jobs have got (part of :mod:`poolq.ingest.client`).
+
+While an ingest job runs, its worker keeps a hash under ``poolq:job-progress:{job_id}``
+(:data:`~poolq.worker.wire.constants.JOB_PROGRESS_KEY`): ``documents`` (in the job), ``done``
+(documents finished), ``chunks``, ``points``, ``errors``, ``skipped``, refreshed after chunking,
+encoding and writing and at least every 0.5 s while documents finish, kept an hour.
+:func:`read_progress` reads them, one round trip per thousand jobs; :func:`totals` adds them
+up with the finished jobs' results into one :class:`WaitProgress`; :func:`wait_jobs` is
+:meth:`PoolqClient.wait`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from poolq.ingest.job_index import JobOutcome, chunks
+from poolq.ingest.workers_alive import no_worker_message
+from poolq.worker.wire import constants
+
+if TYPE_CHECKING:
+    from poolq.ingest.client import PoolqClient
+
+FIELDS = ("documents", "done", "chunks", "points", "errors", "skipped")
+LOOK_EVERY_S = constants.HEARTBEAT_INTERVAL_S  # how often a wait looks for live workers
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+async def read_progress(redis: Any, job_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+    """job id -> its progress record, for the jobs that have one."""
+    out: dict[str, dict[str, int]] = {}
+    for part in chunks(list(job_ids)):
+        pipe = redis.pipeline(transaction=False)
+        for job_id in part:
+            pipe.hgetall(constants.JOB_PROGRESS_KEY.format(job_id=job_id))
+        for job_id, raw in zip(part, await pipe.execute(), strict=True):
+            if raw:
+                record = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
+                out[job_id] = {f: _int(record.get(f)) for f in FIELDS}
+    return out
+
+
+@dataclass(frozen=True)
+class WaitProgress:
+    """Where a set of jobs stands: ``done`` documents of ``documents`` (those known: a queued
+    job's count is known to the client that enqueued it, else once a worker starts it),
+    ``chunks``, ``points``, ``errors``, ``skipped`` so far; jobs ``finished`` (done or failed) of
+    ``jobs``, ``failed`` of them; ``workers_alive``: live workers at the last look (None: not
+    looked yet)."""
+
+    jobs: int
+    finished: int
+    failed: int
+    documents: int
+    done: int
+    chunks: int
+    points: int
+    errors: int
+    skipped: int
+    workers_alive: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def totals(
+    job_ids: Sequence[str],
+    records: Mapping[str, Mapping[str, int]],
+    finished: Mapping[str, JobOutcome],
+    sizes: Mapping[str, int],
+    workers_alive: int | None = None,
+) -> WaitProgress:
+    """``records``: progress of the running jobs; ``finished``: outcomes of the finished ones;
+    ``sizes``: documents per job where the caller knows them."""
+    sums = dict.fromkeys(("documents", "done", "chunks", "points", "errors", "skipped"), 0)
+    failed = 0
+    for job_id in job_ids:
+        rec = records.get(job_id) or {}
+        size = sizes.get(job_id) or rec.get("documents", 0)
+        outcome = finished.get(job_id)
+        if outcome is None:
+            part = {f: rec.get(f, 0) for f in ("done", "chunks", "points", "errors", "skipped")}
+        else:
+            result = outcome.result or {}
+            errors = result.get("errors")
+            failed += outcome.status == "failed"
+            if not size:  # neither the caller nor a record knows: count what the result says
+                n_errors = len(errors) if isinstance(errors, list) else 0
+                size = _int(result.get("documents")) + n_errors + _int(result.get("skipped"))
+            part = {
+                "done": size,
+                "chunks": rec.get("chunks", 0),
+                "points": _int(result.get("points")),
+                "errors": len(errors) if isinstance(errors, list) else 0,
+                "skipped": _int(result.get("skipped")),
+            }
+        sums["documents"] += size
+        for k, v in part.items():
+            sums[k] += v
+    return WaitProgress(len(job_ids), len(finished), failed, workers_alive=workers_alive, **sums)
+
+
+async def wait_jobs(
+    client: PoolqClient,
+    job_ids: Sequence[str],
+    *,
+    timeout_s: float | None,
+    poll_s: float,
+    max_poll_s: float,
+    progress: Callable[[JobOutcome], None] | None,
+    on_progress: Callable[[WaitProgress], None] | None,
+) -> list[JobOutcome]:
+    """:meth:`PoolqClient.wait`: poll until every job is done or failed."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    ids = list(dict.fromkeys(job_ids))
+    pending = list(ids)
+    finished: dict[str, JobOutcome] = {}
+    records: dict[str, dict[str, int]] = {}
+    interval = poll_s
+    alive: int | None = None
+    looked = -float("inf")
+    sizes = client._job_sizes
+    while True:
+        done = await client.finished(pending) if pending else {}
+        for job_id, o in done.items():
+            finished[job_id] = o
+            if progress is not None:
+                progress(o)
+        pending = [j for j in pending if j not in done]
+        watching = on_progress is not None or deadline is not None
+        if pending and watching and time.monotonic() - looked >= LOOK_EVERY_S:
+            alive, looked = len(await client.live_workers()), time.monotonic()
+        if on_progress is not None:
+            records.update(await client.progress(pending + list(done)))
+            on_progress(totals(ids, records, finished, sizes, alive))
+        if not pending:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            why = f" ({no_worker_message(client.redis_url)})" if alive == 0 else ""
+            raise TimeoutError(
+                f"{len(pending)} of {len(ids)} jobs not finished after {timeout_s:g}s{why}"
+            )
+        interval = poll_s if done else min(max_poll_s, interval * 1.5)
+        await asyncio.sleep(interval)
+    for job_id in ids:
+        sizes.pop(job_id, None)
+    return [finished[j] for j in job_ids]

@@ -1,0 +1,70 @@
+"""A search sent to the workers through Redis (part of :mod:`poolq.ingest.client`).
+
+The request goes onto ``poolq:queue:search``; the reply comes on a per-request list. While no
+reply has come the client looks at the workers' heartbeats (after the first second, then every
+2 s): with no worker alive it takes its request back and says so at once, instead of waiting
+out the timeout; a live worker that is busy gets the whole timeout.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from poolq.ingest.workers_alive import NoWorkerError, live_workers, no_worker_message
+from poolq.sinks.search_types import SearchError, SearchRequest, SearchResult
+from poolq.worker.wire import constants
+from poolq.worker.wire.connection import redact_url
+from poolq.worker.wire.serialization import deserialize, serialize
+
+# errors in the request itself (raised as SearchError); anything else is the worker's failure
+REQUEST_ERRORS = frozenset(
+    {"SearchError", "ValueError", "SchemaMismatchError", "PoolingParamsError", "InputTooLongError"}
+)
+FIRST_LOOK_S = 1.0  # a reply this fast needs no look at the heartbeats
+LOOK_EVERY_S = constants.HEARTBEAT_INTERVAL_S
+
+
+async def search_via_workers(
+    redis: Any, redis_url: str, query: str, request: SearchRequest, timeout_s: float
+) -> SearchResult:
+    if not isinstance(query, str) or not query.strip():
+        raise SearchError(f"query: expected a non-empty string, got {query!r}")
+    rid = uuid.uuid4().hex
+    reply_to = constants.SEARCH_REPLY_PREFIX + rid
+    msg = {
+        "id": rid,
+        "query": query,
+        "request": request.to_dict(),
+        "reply_to": reply_to,
+        "deadline": time.time() + timeout_s,
+    }
+    raw = serialize(msg)
+    deadline = time.monotonic() + timeout_s
+    await redis.rpush(constants.SEARCH_QUEUE, raw)
+    step, taken = FIRST_LOOK_S, False
+    while True:
+        left = deadline - time.monotonic()
+        item = await redis.blpop([reply_to], timeout=max(0.01, min(step, left)))
+        if item is not None:
+            break
+        if time.monotonic() >= deadline:
+            await redis.lrem(constants.SEARCH_QUEUE, 1, raw)
+            raise TimeoutError(
+                f"no worker answered the search within {timeout_s:g}s: is a `poolq worker` "
+                f"running on this Redis ({redact_url(redis_url)})?"
+            )
+        # a request a worker has taken is answered by it (or by the deadline) wherever it is
+        if not taken and not await live_workers(redis):
+            if await redis.lrem(constants.SEARCH_QUEUE, 1, raw):
+                raise NoWorkerError(no_worker_message(redis_url))
+            taken = True
+        step = LOOK_EVERY_S
+    reply = deserialize(item[1])
+    if "error" in reply:
+        err = reply["error"]
+        if err.get("type") in REQUEST_ERRORS:
+            raise SearchError(err.get("message", "search refused"))
+        raise RuntimeError(f"search failed in the worker: {err.get('type')}: {err.get('message')}")
+    return SearchResult.from_dict(reply["result"])

@@ -1,0 +1,54 @@
+"""Is any worker alive on this Redis? (part of :mod:`poolq.ingest.client`).
+
+A worker is alive while its heartbeat key (``poolq:worker:{id}``, refreshed every 2 s, expiring
+after 10 s) exists and its record does not say ``"stopped": true`` (a worker that stopped
+cleanly). A client asks before it waits on a search, and while ``enqueue --wait`` waits, so "no
+worker" is answered at once instead of after a timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from poolq.worker.wire import constants
+from poolq.worker.wire.connection import describe_address
+from poolq.worker.wire.serialization import deserialize
+
+# keys per SCAN step (arq's results share the keyspace: it grows with the jobs of the last day)
+SCAN_COUNT = 1000
+
+
+class NoWorkerError(TimeoutError):
+    """No worker is running on this Redis (a ``TimeoutError``: what waiting would have ended in)."""
+
+
+def no_worker_message(redis_url: str) -> str:
+    return (
+        f"no worker is running on this Redis ({describe_address(redis_url)}); "
+        "start one with `poolq worker`"
+    )
+
+
+def is_alive(record: Any) -> bool:
+    return isinstance(record, dict) and not record.get("stopped")
+
+
+async def heartbeats(redis: Any) -> list[dict[str, Any]]:
+    """Every worker's heartbeat record (stopped ones included), by worker id."""
+    keys = [k async for k in redis.scan_iter(match=constants.HEARTBEAT_PATTERN, count=SCAN_COUNT)]
+    raws = list(await redis.mget(keys)) if keys else []
+    out = []
+    for raw in raws:
+        if not raw:
+            continue
+        try:
+            record = deserialize(raw)
+        except Exception:  # not a heartbeat poolq wrote: not a worker
+            continue
+        if isinstance(record, dict):
+            out.append(record)
+    return sorted(out, key=lambda w: str(w.get("worker_id")))
+
+
+async def live_workers(redis: Any) -> list[dict[str, Any]]:
+    return [h for h in await heartbeats(redis) if is_alive(h)]
