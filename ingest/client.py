@@ -4,9 +4,13 @@
         job_ids = await client.enqueue("docs", documents, job_size=32)
         results = await client.wait(job_ids)
 
-Jobs are serialized with msgpack, never pickle. Job ids are recorded in a time-ordered index
-(trimmed to arq's result TTL, see :mod:`poolq.ingest.job_index`) so ``poolq status`` can count
-queued, running, done and failed jobs. A Redis that is down is reported within seconds
+Jobs are serialized with msgpack, never pickle. Jobs are planned to fit the limits of the live
+workers (:mod:`poolq.ingest.job_plan`) before any is enqueued; :meth:`PoolqClient.wait` reports
+progress per document (:mod:`poolq.ingest.job_progress`) and whether any worker is alive
+(:mod:`poolq.ingest.workers_alive`), and a search with no worker alive is answered at once.
+Job ids are recorded in a time-ordered index (trimmed to arq's result TTL, see
+:mod:`poolq.ingest.job_index`) so ``poolq status`` can count queued, running, done and failed
+jobs. A Redis that is down is reported within seconds
 (:class:`~poolq.worker.wire.connection.RedisUnavailableError`, one line naming host and port);
 the URL's password never appears in a message or a repr.
 """
@@ -30,8 +34,12 @@ from poolq.ingest.job_index import (
     outcomes,
     read_finished,
 )
+from poolq.ingest.job_plan import Limits, plan_jobs
+from poolq.ingest.job_progress import WaitProgress, read_progress, wait_jobs
+from poolq.ingest.search_call import search_via_workers
 from poolq.ingest.sync_client import SyncPoolqClient
-from poolq.sinks.search_types import Fusion, SearchError, SearchMode, SearchRequest, SearchResult
+from poolq.ingest.workers_alive import NoWorkerError, live_workers
+from poolq.sinks.search_types import Fusion, SearchMode, SearchRequest, SearchResult
 from poolq.worker.wire import constants
 from poolq.worker.wire.connection import (
     CLIENT_CONNECT_DEADLINE_S,
@@ -42,16 +50,22 @@ from poolq.worker.wire.connection import (
 )
 from poolq.worker.wire.serialization import deserialize, serialize
 
-__all__ = ["JobOutcome", "PoolqClient", "RedisUnavailableError", "SyncPoolqClient"]
+__all__ = [
+    "JobOutcome",
+    "Limits",
+    "NoWorkerError",
+    "PoolqClient",
+    "RedisUnavailableError",
+    "SyncPoolqClient",
+    "WaitProgress",
+]
 
 # keys per SCAN step when looking for heartbeats and reindex progress among every key (arq's
 # results included: the keyspace grows with the jobs of the last day)
 SCAN_COUNT = 1000
 
-# errors in the request itself (raised as SearchError); anything else is the worker's failure
-_REQUEST_ERRORS = frozenset(
-    {"SearchError", "ValueError", "SchemaMismatchError", "PoolingParamsError", "InputTooLongError"}
-)
+LIMITS_CACHE_S = 10.0  # how long the live workers' limits are trusted
+JOB_SIZES_KEPT = 100_000  # documents per job remembered for wait's progress
 
 
 class PoolqClient:
@@ -73,6 +87,8 @@ class PoolqClient:
         self.job_index_ttl_s = job_index_ttl_s
         self._clock = clock
         self._redis: ArqRedis | None = None
+        self._limits: tuple[float, Limits] | None = None
+        self._job_sizes: dict[str, int] = {}
 
     def __repr__(self) -> str:
         state = "connected" if self._redis is not None else "not connected"
@@ -121,29 +137,64 @@ class PoolqClient:
         return self._redis
 
     async def enqueue(
-        self, collection: str, documents: Iterable[dict[str, Any]], *, job_size: int = 32
+        self,
+        collection: str,
+        documents: Iterable[dict[str, Any]],
+        *,
+        job_size: int = 32,
+        force: bool = False,
+        limits: Limits | None = None,
+        on_enqueued: Callable[[str, int], None] | None = None,
     ) -> list[str]:
-        """Split ``documents`` into jobs of ``job_size`` and enqueue them; returns the job ids."""
-        if job_size < 1:
-            raise ValueError(f"job_size must be >= 1, got {job_size}")
+        """Split ``documents`` into jobs of at most ``job_size`` that fit the workers' limits
+        (``limits``, default: :meth:`limits`) and enqueue them; returns the job ids.
+
+        ``ValueError`` before anything is enqueued for a ``job_size`` over the limit of
+        documents per job, or a document too big for any job. ``force``: re-encode and rewrite
+        documents a worker would skip as unchanged. ``on_enqueued(job_id, n_documents)`` is
+        called after each job is enqueued."""
+        docs = list(documents)
+        plan = plan_jobs(collection, docs, job_size, limits or await self.limits())
         ids: list[str] = []
-        batch: list[dict[str, Any]] = []
-        for doc in documents:
-            batch.append(doc)
-            if len(batch) >= job_size:
-                ids.append(await self._enqueue_one(collection, batch))
-                batch = []
-        if batch:
-            ids.append(await self._enqueue_one(collection, batch))
+        for batch in plan:
+            job_id = await self._enqueue_one(collection, batch, force=force)
+            ids.append(job_id)
+            if on_enqueued is not None:
+                on_enqueued(job_id, len(batch))
         return ids
 
-    async def _enqueue_one(self, collection: str, docs: list[dict[str, Any]]) -> str:
+    async def _enqueue_one(
+        self, collection: str, docs: list[dict[str, Any]], *, force: bool = False
+    ) -> str:
         job_id = uuid.uuid4().hex
-        job = await self.redis.enqueue_job(constants.INGEST_JOB, collection, docs, _job_id=job_id)
+        kwargs: dict[str, Any] = {"force": True} if force else {}
+        job = await self.redis.enqueue_job(
+            constants.INGEST_JOB, collection, docs, _job_id=job_id, **kwargs
+        )
         if job is None:  # pragma: no cover - only when the id already exists
             raise RuntimeError(f"job {job_id} already exists")
         await self._index(job_id)
+        if len(self._job_sizes) >= JOB_SIZES_KEPT:
+            self._job_sizes.pop(next(iter(self._job_sizes)))
+        self._job_sizes[job_id] = len(docs)
         return job_id
+
+    async def limits(self) -> Limits:
+        """The limits jobs must fit: the smallest each live worker reports, else the defaults
+        (cached for a few seconds)."""
+        now = time.monotonic()
+        if self._limits is None or now - self._limits[0] > LIMITS_CACHE_S:
+            self._limits = (now, Limits.from_heartbeats(await self.live_workers()))
+        return self._limits[1]
+
+    async def live_workers(self) -> list[dict[str, Any]]:
+        """Heartbeats of the workers alive on this Redis (not expired, not stopped)."""
+        return await live_workers(self.redis)
+
+    async def progress(self, job_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+        """job id -> its progress record (``documents``, ``done``, ``chunks``, ``points``,
+        ``errors``, ``skipped``) for the jobs a worker has started (kept an hour)."""
+        return await read_progress(self.redis, job_ids)
 
     async def _index(self, job_id: str) -> None:
         await index_jobs(self.redis, [job_id], now=self._clock(), ttl_s=self.job_index_ttl_s)
@@ -197,32 +248,26 @@ class PoolqClient:
         poll_s: float = 0.1,
         max_poll_s: float = 0.5,
         progress: Callable[[JobOutcome], None] | None = None,
+        on_progress: Callable[[WaitProgress], None] | None = None,
     ) -> list[JobOutcome]:
-        """Wait until every job is done or failed; ``progress`` is called once per finished job.
+        """Wait until every job is done or failed; ``progress`` is called once per finished job,
+        ``on_progress`` after every look with a :class:`WaitProgress` (documents done, chunks,
+        points, errors, skipped so far, from the workers' progress records, and how many
+        workers are alive, looked at every 2 s). ``TimeoutError`` after ``timeout_s``, saying
+        when no worker is running.
 
-        Each poll is one Redis round trip; the interval grows from ``poll_s`` to ``max_poll_s``
-        while nothing finishes, so waiting on many jobs costs the worker's Redis next to nothing.
+        Each poll is a few Redis round trips; the interval grows from ``poll_s`` to
+        ``max_poll_s`` while nothing finishes, so waiting on many jobs costs next to nothing.
         """
-        deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        pending = list(dict.fromkeys(job_ids))
-        finished: dict[str, JobOutcome] = {}
-        interval = poll_s
-        while pending:
-            done = await self.finished(pending)
-            for job_id, o in done.items():
-                finished[job_id] = o
-                if progress is not None:
-                    progress(o)
-            pending = [j for j in pending if j not in done]
-            if not pending:
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"{len(pending)} of {len(job_ids)} jobs not finished after {timeout_s}s"
-                )
-            interval = poll_s if done else min(max_poll_s, interval * 1.5)
-            await asyncio.sleep(interval)
-        return [finished[j] for j in job_ids]
+        return await wait_jobs(
+            self,
+            job_ids,
+            timeout_s=timeout_s,
+            poll_s=poll_s,
+            max_poll_s=max_poll_s,
+            progress=progress,
+            on_progress=on_progress,
+        )
 
     async def status(
         self, job_ids: Sequence[str] | None = None, *, limit: int = constants.STATUS_LIST_LIMIT
@@ -269,39 +314,13 @@ class PoolqClient:
         ``key=value`` / ``key>=n`` expressions (see :func:`sinks.search.parse_filters`).
 
         Raises :class:`SearchError` for a request the worker refuses (unknown collection, bad
-        filter, mode the collection cannot run) and ``TimeoutError`` when no worker answers."""
+        filter, mode the collection cannot run), :class:`NoWorkerError` (a ``TimeoutError``) at
+        once when no worker is running on this Redis, and ``TimeoutError`` when a live worker
+        does not answer within ``timeout_s``."""
         request = SearchRequest(
             collection, mode, limit, tuple(filters), score_threshold, fusion, candidates
         )
-        if not isinstance(query, str) or not query.strip():
-            raise SearchError(f"query: expected a non-empty string, got {query!r}")
-        rid = uuid.uuid4().hex
-        reply_to = constants.SEARCH_REPLY_PREFIX + rid
-        msg = {
-            "id": rid,
-            "query": query,
-            "request": request.to_dict(),
-            "reply_to": reply_to,
-            "deadline": time.time() + timeout_s,
-        }
-        raw = serialize(msg)
-        await self.redis.rpush(constants.SEARCH_QUEUE, raw)  # type: ignore[misc]
-        item = await self.redis.blpop([reply_to], timeout=timeout_s)  # type: ignore[misc,arg-type]
-        if item is None:
-            await self.redis.lrem(constants.SEARCH_QUEUE, 1, raw)  # type: ignore[misc,arg-type]
-            raise TimeoutError(
-                f"no worker answered the search within {timeout_s}s: is a `poolq worker` "
-                f"running on this Redis ({redact_url(self.redis_url)})?"
-            )
-        reply = deserialize(item[1])
-        if "error" in reply:
-            err = reply["error"]
-            if err.get("type") in _REQUEST_ERRORS:
-                raise SearchError(err.get("message", "search refused"))
-            raise RuntimeError(
-                f"search failed in the worker: {err.get('type')}: {err.get('message')}"
-            )
-        return SearchResult.from_dict(reply["result"])
+        return await search_via_workers(self.redis, self.redis_url, query, request, timeout_s)
 
     async def workers(self) -> list[dict[str, Any]]:
         keys = [
