@@ -215,16 +215,12 @@ class PoolqClient:
         return job_id
 
     async def reindex_progress(self, collection: str | None = None) -> list[dict[str, Any]]:
-        """The latest progress record of each collection's reindex (or of ``collection``)."""
-        if collection is not None:
-            keys = [constants.REINDEX_PROGRESS_KEY.format(collection=collection)]
-        else:
-            keys = [
-                k
-                async for k in self.redis.scan_iter(
-                    match=constants.REINDEX_PROGRESS_PATTERN, count=SCAN_COUNT
-                )
-            ]
+        """The latest progress record of each collection's reindex (or of ``collection``): the
+        collections workers listed when a reindex started or was scheduled (no SCAN)."""
+        from poolq.ingest.job_index import reindex_collections
+
+        names = [collection] if collection is not None else await reindex_collections(self.redis)
+        keys = [constants.REINDEX_PROGRESS_KEY.format(collection=c) for c in names]
         out = [deserialize(raw) for raw in await self._mget(keys) if raw]
         return sorted(out, key=lambda p: str(p.get("collection")))
 
@@ -273,9 +269,17 @@ class PoolqClient:
         self, job_ids: Sequence[str] | None = None, *, limit: int = constants.STATUS_LIST_LIMIT
     ) -> dict[str, Any]:
         """Counts of queued/running/done/failed jobs and their outcomes under ``jobs``: of the
-        given jobs (all of them, in order), or of every job enqueued within the index's TTL
-        (``jobs`` then lists the newest ``limit``). Batched reads: a few round trips per
-        thousand jobs, and a job already seen finished costs nothing (see ``job_index``)."""
+        given jobs (all of them, in order), or of every job (``jobs`` then lists the running
+        ones and the newest finished, ``limit`` in all), done and failed counted within the
+        index's TTL as the workers recorded them (see ``job_index``: a few commands whatever
+        the number of jobs). Also ``workers`` (heartbeats, stopped ones included while their
+        final heartbeat lasts), ``workers_alive`` (how many are), ``last_heartbeat_age_s``
+        (seconds since a worker was last seen; None: never) and ``reindex`` progress."""
+        from poolq.ingest.job_index import is_alive, worker_records
+
+        now = self._clock()
+        workers, last_seen = await worker_records(self.redis, now=now)
+        live = [str(w.get("worker_id")) for w in workers if is_alive(w)]
         if job_ids:
             listed = await outcomes(self.redis, list(job_ids), queue_name=constants.INGEST_QUEUE)
             counts = dict.fromkeys(STATUSES, 0)
@@ -285,15 +289,20 @@ class PoolqClient:
             counts, listed = await index_status(
                 self.redis,
                 queue_name=constants.INGEST_QUEUE,
-                now=self._clock(),
+                now=now,
                 ttl_s=self.job_index_ttl_s,
                 limit=limit,
+                live=live,
             )
         return {
             "counts": counts,
             "jobs": listed,
-            "workers": await self.workers(),
+            "workers": workers,
             "reindex": await self.reindex_progress(),
+            "workers_alive": len(live),
+            "last_heartbeat_age_s": (
+                None if last_seen is None else round(max(0.0, now - last_seen), 1)
+            ),
         }
 
     async def search(
@@ -323,9 +332,9 @@ class PoolqClient:
         return await search_via_workers(self.redis, self.redis_url, query, request, timeout_s)
 
     async def workers(self) -> list[dict[str, Any]]:
-        keys = [
-            k
-            async for k in self.redis.scan_iter(match=constants.HEARTBEAT_PATTERN, count=SCAN_COUNT)
-        ]
-        out = [deserialize(raw) for raw in await self._mget(keys) if raw]
-        return sorted(out, key=lambda w: str(w.get("worker_id")))
+        """The heartbeats of the workers seen lately (stopped ones while their final heartbeat
+        lasts), by worker id: found from the workers' last-seen set, without a SCAN."""
+        from poolq.ingest.job_index import worker_records
+
+        records, _ = await worker_records(self.redis, now=self._clock())
+        return records

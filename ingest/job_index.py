@@ -1,120 +1,49 @@
-"""The job index behind ``poolq status`` (part of :mod:`poolq.ingest.client`).
+"""The job index behind ``poolq status`` and :meth:`PoolqClient.wait`: what workers record
+about their jobs themselves (part of :mod:`poolq.ingest.client`; written by
+``worker/reliability``).
 
-Every job a client enqueues is recorded in a sorted set scored by its enqueue time
-(:data:`~poolq.worker.wire.constants.JOB_INDEX_ZSET_KEY`), trimmed to the last
-:data:`~poolq.worker.wire.constants.JOB_INDEX_TTL_S` (arq's result TTL: an older job has no
-result left to report) on every enqueue and every status.
+Written by workers:
 
-Status reads jobs a thousand at a time, one script call per thousand (never a round trip per
-job; a script, so each chunk is read atomically, as arq's own ``Job.status`` reads one job in
-a MULTI). The jobs it sees finished move to a done or a failed set (same score, same
-trimming), so each finished job is read once and later counts of them are a ZCARD: the cost of
-a status grows with the jobs not yet seen finished, not with every job of the day.
+* a job that ends is added, scored by its end time, to the sorted set of done jobs
+  (:data:`~poolq.worker.wire.constants.JOB_INDEX_DONE_KEY`) or of failed jobs
+  (``JOB_INDEX_FAILED_KEY``: failed for good, on a permanent error or on its last try; a retry
+  is neither), and its outcome (the job's result or error, never its documents) is kept under
+  ``JOB_OUTCOME_KEY``; in the same transaction both sets are trimmed to the last ``ttl_s``
+  (arq's result TTL) and the outcome expires after it. Jobs arq fails without running them
+  (expired, max tries exceeded, unknown function) and jobs the reaper dead-letters count as
+  failed too; dropping or retrying a dead letter takes it out of the failed set;
+* every live worker records when it was last seen (``WORKER_LAST_SEEN_KEY``) and every
+  collection a reindex runs on is listed (``REINDEX_COLLECTIONS_KEY``), so a status finds the
+  heartbeats and reindex progress without a SCAN of the keyspace (which holds the arq result of
+  every job of the day).
 
-An arq result holds the job's arguments, the documents of an ingest job: reading whole results
-would move the corpus. Only a result's tail is read: arq writes the outcome after the arguments
-(``... "s": success, "r": result, "st", "ft", "q", "id"``), so the tail holds all that status
-reports. A tail that does not parse back to exactly those fields, ending with the job's own id,
-is read again in full: a change in arq's layout costs time, never accuracy.
-
-The scripts build arq's keys from the job ids, as arq itself does: a single Redis (>= 6.2, with
-its built-in ``cmsgpack``), not a cluster.
+Read by clients, in a few commands whatever the number of jobs: queued and deferred are arq's
+queue before and after now, less the running jobs (arq keeps a job in its queue until it ends);
+running are the job lists of live workers; done and failed a ``ZCOUNT`` over the TTL. The
+outcomes of given jobs take one pipeline per thousand jobs: the outcome record, else arq's
+in-progress mark, else the queue; a job that ended without an outcome record (a cron reindex, or
+a job of an older worker) is read from arq's result with arq's ``deserialize_result``.
 """
 
 from __future__ import annotations
 
-import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgpack
 from arq.constants import in_progress_key_prefix, result_key_prefix
 from arq.jobs import deserialize_result
-from arq.utils import timestamp_ms
 
 from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize, error_info
+from poolq.worker.wire.serialization import deserialize, error_info, serialize
 
-CHUNK = 1000  # job ids per script call
-RESULT_TAIL_BYTES = 1024  # what is read of each result (see the module docstring)
+CHUNK = 1000  # job ids per command (or pipeline)
 STATUSES = ("queued", "running", "done", "failed", "not_found", "deferred")
-_OPEN = constants.JOB_INDEX_ZSET_KEY
-_ZSETS = (_OPEN, constants.JOB_INDEX_DONE_KEY, constants.JOB_INDEX_FAILED_KEY)
-_FINISHED = {"done": constants.JOB_INDEX_DONE_KEY, "failed": constants.JOB_INDEX_FAILED_KEY}
-# msgpack: fixstr "s", a bool (c2 false, c3 true), fixstr "r" (also in _CLASSIFY_LUA)
-_OUTCOME_MARK = re.compile(rb"\xa1s[\xc2\xc3]\xa1r")
-_TAIL_KEYS = {"s", "r", "st", "ft", "q", "id"}
-
-# KEYS[1]: the arq queue. ARGV: now (ms), tail bytes, result key prefix, in-progress key
-# prefix, the job ids (one msgpack array). Returns {codes, data}: a code per job, and for each
-# finished one (T, W) what of its result to parse. T: the result's tail from its last outcome
-# mark on; W: a short result with no mark, whole; X: a long one whose tail has no mark (to be
-# read in full); R: running; Q: queued; D: deferred; N: no record.
-_CLASSIFY_LUA = r"""
-local queue, now, tail = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2])
-local result_prefix, running_prefix = ARGV[3], ARGV[4]
-local ids = cmsgpack.unpack(ARGV[5])
-local marks = {'\161s\195\161r', '\161s\194\161r'}
-local codes, data = {}, {}
-for i = 1, #ids do
-  local id = ids[i]
-  local key = result_prefix .. id
-  local size = redis.call('STRLEN', key)
-  local code
-  if size > 0 then
-    local t = redis.call('GETRANGE', key, -tail, -1)
-    local at = nil
-    for _, mark in ipairs(marks) do
-      local from = 1
-      while true do
-        local found = string.find(t, mark, from, true)
-        if not found then break end
-        if not at or found > at then at = found end
-        from = found + 1
-      end
-    end
-    if at then
-      code = 'T'
-      data[#data + 1] = string.sub(t, at)
-    elseif size <= tail then
-      code = 'W'
-      data[#data + 1] = t
-    else
-      code = 'X'
-    end
-  elseif redis.call('EXISTS', running_prefix .. id) == 1 then
-    code = 'R'
-  else
-    local score = redis.call('ZSCORE', queue, id)
-    if not score then
-      code = 'N'
-    elseif tonumber(score) > now then
-      code = 'D'
-    else
-      code = 'Q'
-    end
-  end
-  codes[i] = code
-end
-return {table.concat(codes), data}
-"""
-
-# KEYS: the index, the done set, the failed set. ARGV: done ids, failed ids (msgpack arrays).
-# Each id still in the index moves to its set with its score.
-_FILE_LUA = r"""
-for k = 1, 2 do
-  for _, id in ipairs(cmsgpack.unpack(ARGV[k])) do
-    local score = redis.call('ZSCORE', KEYS[1], id)
-    if score then
-      redis.call('ZADD', KEYS[k + 1], score, id)
-      redis.call('ZREM', KEYS[1], id)
-    end
-  end
-end
-return 0
-"""
-_STATES = {"R": "running", "Q": "queued", "D": "deferred", "N": "not_found"}
+DONE, FAILED = constants.JOB_INDEX_DONE_KEY, constants.JOB_INDEX_FAILED_KEY
+SEEN = constants.WORKER_LAST_SEEN_KEY
+# a stopped worker's final heartbeat lives 20 heartbeat TTLs: look for workers seen since then
+WORKERS_LISTED_S = 20 * constants.HEARTBEAT_TTL_S + 30
 
 
 @dataclass(frozen=True)
@@ -134,109 +63,149 @@ def _text(member: bytes | str) -> str:
     return member.decode() if isinstance(member, bytes) else str(member)
 
 
-def _pack_ids(ids: Sequence[bytes | str]) -> bytes:
-    return msgpack.packb(list(ids), use_bin_type=False)  # raw strings: Lua's cmsgpack reads them
+def outcome_key(job_id: str) -> str:
+    return constants.JOB_OUTCOME_KEY.format(job_id=job_id)
 
 
-def _trim(pipe: Any, cutoff: float) -> None:
-    for key in _ZSETS:
-        pipe.zremrangebyscore(key, "-inf", f"({cutoff}")
+# ---------------------------------------------------------------- written by workers
+
+
+def add_outcome(
+    pipe: Any,
+    job_id: str,
+    *,
+    success: bool,
+    result: Any = None,
+    error: str | None = None,
+    now: float | None = None,
+    ttl_s: float = constants.JOB_INDEX_TTL_S,
+) -> None:
+    """Queue on ``pipe`` what :func:`record_outcome` writes (for pipelines of many jobs)."""
+    now = time.time() if now is None else now
+    ttl = int(ttl_s) if ttl_s >= 1 else constants.JOB_INDEX_TTL_S  # keep_result 0: arq's default
+    into, other = (DONE, FAILED) if success else (FAILED, DONE)
+    pipe.zadd(into, {job_id: now})
+    pipe.zrem(other, job_id)  # a job re-run after its worker died ends once, as it last ended
+    for key in (DONE, FAILED):
+        pipe.zremrangebyscore(key, "-inf", f"({now - ttl}")
+    record: dict[str, Any] = {"status": "done" if success else "failed", "finished_at": now}
+    record["result" if success else "error"] = result if success else error
+    pipe.set(outcome_key(job_id), serialize(record), ex=ttl)
+
+
+async def record_outcome(redis: Any, job_id: str, **outcome: Any) -> None:
+    """Record how ``job_id`` ended (see :func:`add_outcome`), in one transaction."""
+    async with redis.pipeline(transaction=True) as tr:
+        add_outcome(tr, job_id, **outcome)
+        await tr.execute()
+
+
+def add_forget_failed(pipe: Any, job_ids: Sequence[str]) -> None:
+    """Queue on ``pipe``: ``job_ids`` no longer count as failed (dropped or retried dead
+    letters; their outcome records stay, so ``poolq status JOB_ID`` still tells how they
+    ended)."""
+    if job_ids:
+        pipe.zrem(FAILED, *job_ids)
+
+
+async def worker_seen(redis: Any, worker_id: str, *, now: float | None = None) -> None:
+    """Record that ``worker_id`` is alive now (its heartbeat is found, and its age known after
+    its key expired); entries older than ``WORKER_LAST_SEEN_TTL_S`` are dropped."""
+    now = time.time() if now is None else now
+    async with redis.pipeline(transaction=False) as p:
+        p.zadd(SEEN, {worker_id: now})
+        p.zremrangebyscore(SEEN, "-inf", f"({now - constants.WORKER_LAST_SEEN_TTL_S}")
+        await p.execute()
+
+
+async def reindex_listed(redis: Any, collection: str, *, now: float | None = None) -> None:
+    """List ``collection`` among those whose reindex progress ``poolq status`` reports."""
+    now = time.time() if now is None else now
+    key = constants.REINDEX_COLLECTIONS_KEY
+    async with redis.pipeline(transaction=False) as p:
+        p.zadd(key, {collection: now})
+        p.zremrangebyscore(key, "-inf", f"({now - constants.REINDEX_PROGRESS_TTL_S}")
+        await p.execute()
 
 
 async def index_jobs(
     redis: Any, job_ids: Sequence[str], *, now: float, ttl_s: float = constants.JOB_INDEX_TTL_S
 ) -> None:
-    """Record ``job_ids`` as enqueued at ``now`` and drop entries older than ``ttl_s``: one
-    pipeline. (Whatever enqueues jobs outside :class:`PoolqClient` should call this too.)"""
-    if not job_ids:
-        return
-    async with redis.pipeline(transaction=False) as p:
-        p.zadd(_OPEN, dict.fromkeys(job_ids, now))
-        _trim(p, now - ttl_s)
-        await p.execute()
+    """Nothing: the index is written by the workers as jobs end (kept for callers of the
+    enqueue-time index of earlier versions)."""
 
 
-def _outcome(job_id: str, success: bool, result: Any) -> JobOutcome:
-    if success:
-        return JobOutcome(job_id, "done", result)
-    return JobOutcome(job_id, "failed", None, error_info(result) or str(result))
+# ---------------------------------------------------------------- read by clients
 
 
-def finished_outcome(job_id: str, raw: bytes) -> JobOutcome:
+def _recorded(job_id: str, raw: bytes | None) -> JobOutcome | None:
+    try:
+        record = deserialize(raw) if raw else None
+    except Exception:  # not an outcome record: read arq's result instead
+        return None
+    if not isinstance(record, dict) or record.get("status") not in ("done", "failed"):
+        return None
+    if record["status"] == "done":
+        return JobOutcome(job_id, "done", record.get("result"))
+    return JobOutcome(job_id, "failed", None, record.get("error"))
+
+
+def from_arq_result(job_id: str, raw: bytes) -> JobOutcome:
     """A done or failed outcome from an arq result as stored (poolq's msgpack serializer)."""
     try:
         info = deserialize_result(raw, deserializer=deserialize)
     except Exception as e:  # not poolq's serializer (an arq worker using pickle, say)
         return JobOutcome(job_id, "failed", None, f"unreadable result ({type(e).__name__})")
-    return _outcome(job_id, info.success, info.result)
+    if info.success:
+        return JobOutcome(job_id, "done", info.result)
+    return JobOutcome(job_id, "failed", None, error_info(info.result) or str(info.result))
 
 
-def outcome_from_tail(job_id: str, tail: bytes) -> JobOutcome | None:
-    """A done or failed outcome from the last bytes of an arq result, or None when they do not
-    hold exactly ``"s": bool, "r": result, "st": int, "ft": int, "q": str, "id": job_id`` from
-    an outcome mark to the very end. (The six pairs, given a map header, unpack as one map.)"""
-    for mark in reversed(list(_OUTCOME_MARK.finditer(tail))):
-        try:
-            d = msgpack.unpackb(
-                b"\x86" + tail[mark.start() :], raw=False, strict_map_key=False, use_list=True
-            )
-        except Exception:  # a false mark (cut short, or bytes left after the map)
-            continue
-        if (
-            isinstance(d, dict)
-            and d.keys() == _TAIL_KEYS
-            and d["id"] == job_id
-            and isinstance(d["s"], bool)
-            and all(isinstance(d[k], int) for k in ("st", "ft"))
-        ):
-            return _outcome(job_id, d["s"], d["r"])
-    return None
-
-
-async def _classify(
-    redis: Any, chunk: Sequence[bytes | str], queue_name: str
-) -> tuple[str, dict[int, JobOutcome]]:
-    """One script call: a code per job of ``chunk`` and the outcomes of the finished ones (by
-    position), reading in full only results whose tail did not parse."""
-    script = redis.register_script(_CLASSIFY_LUA)
-    args = [timestamp_ms(), RESULT_TAIL_BYTES, result_key_prefix, in_progress_key_prefix]
-    raw_codes, data = await script(keys=[queue_name], args=[*args, _pack_ids(chunk)])
-    codes = _text(raw_codes)
-    parts = iter(data)
-    finished: dict[int, JobOutcome] = {}
-    whole: list[int] = []  # where a result must be read in full
-    for k, code in enumerate(codes):
-        if code in _STATES:
-            continue
-        job_id = _text(chunk[k])
-        o = None
-        if code == "T":
-            o = outcome_from_tail(job_id, next(parts))
-        elif code == "W":
-            o = finished_outcome(job_id, next(parts))
-        if o is None:  # X, or a tail that did not parse
-            whole.append(k)
-        else:
-            finished[k] = o
-    if whole:
-        raws = await redis.mget([result_key_prefix + _text(chunk[k]) for k in whole])
-        for k, raw in zip(whole, raws, strict=True):
-            job_id = _text(chunk[k])
-            # (None: the result expired in between)
-            finished[k] = JobOutcome(job_id, "not_found") if raw is None else (
-                finished_outcome(job_id, raw)
+async def _finished(
+    redis: Any, chunk: Sequence[str], *, states: bool, queue_name: str, now_ms: int
+) -> dict[str, JobOutcome]:
+    """The outcomes of the jobs of ``chunk`` that ended, and with ``states`` those of the others
+    too (running, queued, deferred, not_found). One MGET, then one pipeline for the jobs
+    without an outcome record (few, unless ``states``)."""
+    raws = await redis.mget([outcome_key(j) for j in chunk])
+    found = {j: o for j, raw in zip(chunk, raws, strict=True) if (o := _recorded(j, raw))}
+    rest = [j for j in chunk if j not in found]
+    if not rest:
+        return found
+    async with redis.pipeline(transaction=False) as p:
+        for j in rest:
+            p.exists(result_key_prefix + j)
+            if states:
+                p.exists(in_progress_key_prefix + j)
+                p.zscore(queue_name, j)
+        replies = await p.execute()
+    step = 3 if states else 1
+    by_result = [j for k, j in enumerate(rest) if replies[k * step]]
+    if by_result:  # ended without an outcome record: arq's whole result
+        raws = await redis.mget([result_key_prefix + j for j in by_result])
+        for j, raw in zip(by_result, raws, strict=True):
+            if raw is not None:  # (None: expired meanwhile)
+                found[j] = from_arq_result(j, raw)
+    if states:
+        for k, j in enumerate(rest):
+            if j in found:
+                continue
+            running, score = replies[k * step + 1], replies[k * step + 2]
+            status = "running" if running else "not_found" if score is None else (
+                "deferred" if float(score) > now_ms else "queued"
             )  # fmt: skip
-    return codes, finished
+            found[j] = JobOutcome(j, status)
+    return found
 
 
 async def outcomes(redis: Any, job_ids: Sequence[str], *, queue_name: str) -> list[JobOutcome]:
-    """The state of each job, in order, as arq's ``Job.status`` sees it (a result, else
-    running, else in the queue), with results: one script call per thousand jobs."""
+    """The state of each job, in order (done or failed, else running, else in the queue, else
+    not_found), with results."""
     out: list[JobOutcome] = []
-    for chunk in chunks(job_ids):
-        codes, finished = await _classify(redis, chunk, queue_name)
-        for k, (job_id, code) in enumerate(zip(chunk, codes, strict=True)):
-            out.append(finished.get(k) or JobOutcome(job_id, _STATES.get(code, "not_found")))
+    now_ms = int(time.time() * 1000)
+    for chunk in chunks([_text(j) for j in job_ids]):
+        found = await _finished(redis, chunk, states=True, queue_name=queue_name, now_ms=now_ms)
+        out.extend(found[j] for j in chunk)
     return out
 
 
@@ -245,67 +214,68 @@ async def read_finished(
 ) -> dict[str, JobOutcome]:
     """The outcomes of the jobs among ``job_ids`` that are done or failed."""
     found: dict[str, JobOutcome] = {}
-    for chunk in chunks(job_ids):
-        _, finished = await _classify(redis, chunk, queue_name)
-        found |= {o.job_id: o for o in finished.values() if o.status in _FINISHED}
+    for chunk in chunks([_text(j) for j in job_ids]):
+        found |= await _finished(redis, chunk, states=False, queue_name=queue_name, now_ms=0)
     return found
 
 
-async def migrate_legacy_index(redis: Any, *, now: float, queue_name: str) -> int:
-    """Move the ids of the old plain set (:data:`LEGACY_JOB_INDEX_KEY`) into the sorted set,
-    scored ``now`` (their enqueue time is unknown), dropping those whose records are gone.
-    SPOP in chunks, so ids added meanwhile are kept for the next call. Returns ids moved."""
-    moved = 0
-    while True:
-        if _text(await redis.type(constants.LEGACY_JOB_INDEX_KEY)) != "set":
-            return moved  # absent (or, unexpectedly, not a set: left alone)
-        ids = [_text(x) for x in await redis.spop(constants.LEGACY_JOB_INDEX_KEY, CHUNK) or []]
-        if not ids:
-            return moved
-        found = await outcomes(redis, ids, queue_name=queue_name)
-        live = [o.job_id for o in found if o.status != "not_found"]
-        if live:
-            await redis.zadd(_OPEN, dict.fromkeys(live, now), nx=True)
-        moved += len(live)
+def is_alive(record: Any) -> bool:
+    return isinstance(record, dict) and not record.get("stopped")
+
+
+async def worker_records(redis: Any, *, now: float) -> tuple[list[dict[str, Any]], float | None]:
+    """The heartbeats of the workers seen lately (stopped ones included while their final
+    heartbeat lasts), by worker id, and when a worker was last seen (None: never)."""
+    async with redis.pipeline(transaction=False) as p:
+        p.zrangebyscore(SEEN, now - WORKERS_LISTED_S, "+inf")
+        p.zrevrange(SEEN, 0, 0, withscores=True)
+        ids, newest = await p.execute()
+    keys = [constants.HEARTBEAT_KEY.format(worker_id=_text(w)) for w in ids]
+    records = []
+    for raw in await redis.mget(keys) if keys else []:
+        try:
+            record = deserialize(raw) if raw else None
+        except Exception:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    seen = [s for _, s in newest] + [
+        r["seen_at"] for r in records if isinstance(r.get("seen_at"), int | float)
+    ]
+    return sorted(records, key=lambda r: str(r.get("worker_id"))), max(seen, default=None)
+
+
+async def reindex_collections(redis: Any) -> list[str]:
+    return [_text(c) for c in await redis.zrange(constants.REINDEX_COLLECTIONS_KEY, 0, -1)]
 
 
 async def index_status(
-    redis: Any, *, queue_name: str, now: float, ttl_s: float, limit: int
+    redis: Any, *, queue_name: str, now: float, ttl_s: float, limit: int, live: Sequence[str]
 ) -> tuple[dict[str, int], list[JobOutcome]]:
-    """Counts of every indexed job younger than ``ttl_s`` and the outcomes of the newest
-    ``limit`` of them (newest first). Trims the index and files the jobs found finished (see
-    the module docstring)."""
-    await migrate_legacy_index(redis, now=now, queue_name=queue_name)
-    async with redis.pipeline(transaction=True) as tr:
-        _trim(tr, now - ttl_s)
-        tr.zrange(_OPEN, 0, -1)
-        *_, open_ids = await tr.execute()
-    counts = dict.fromkeys(STATUSES, 0)
-    file_script = redis.register_script(_FILE_LUA)
-    for chunk in chunks(open_ids):
-        codes, finished = await _classify(redis, chunk, queue_name)
-        for code, status in _STATES.items():
-            counts[status] += codes.count(code)
-        moves: dict[str, list[str]] = {"done": [], "failed": []}
-        for o in finished.values():
-            if o.status in moves:
-                moves[o.status].append(o.job_id)
-            else:
-                counts[o.status] += 1  # (a result gone since the tail was read)
-        if moves["done"] or moves["failed"]:
-            await file_script(
-                keys=[_OPEN, _FINISHED["done"], _FINISHED["failed"]],
-                args=[_pack_ids(moves["done"]), _pack_ids(moves["failed"])],
-            )
+    """Counts of the jobs in the queue, running on the ``live`` workers, and done or failed
+    within ``ttl_s``; and the outcomes of the running jobs and of the newest finished ones, at
+    most ``limit`` (newest first)."""
+    now_ms, cutoff = int(now * 1000), now - ttl_s
     async with redis.pipeline(transaction=False) as p:
-        p.zcard(_FINISHED["done"])
-        p.zcard(_FINISHED["failed"])
-        for key in _ZSETS:
-            p.zrevrange(key, 0, max(0, limit - 1), withscores=True)
-        counts["done"], counts["failed"], *newest = await p.execute()
-    listing: list[JobOutcome] = []
-    if limit > 0:
-        newest_first = {_text(m): s for rows in newest for m, s in rows}
-        merged = sorted(newest_first.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-        listing = await outcomes(redis, [j for j, _ in merged], queue_name=queue_name)
-    return counts, listing
+        p.zcount(queue_name, "-inf", now_ms)
+        p.zcount(queue_name, f"({now_ms}", "+inf")
+        p.zcount(DONE, cutoff, "+inf")
+        p.zcount(FAILED, cutoff, "+inf")
+        for key in (DONE, FAILED):
+            p.zrevrangebyscore(key, "+inf", cutoff, start=0, num=max(1, limit), withscores=True)
+        if live:
+            p.sunion([constants.WORKER_JOBS_KEY.format(worker_id=w) for w in live])
+        due, later, done, failed, *newest = await p.execute()
+    running = sorted(_text(j) for j in newest.pop()) if live else []
+    scores = await redis.zmscore(queue_name, running) if running else []
+    queued = [s for s in scores if s is not None]
+    counts = dict.fromkeys(STATUSES, 0) | {
+        "queued": max(0, due - sum(s <= now_ms for s in queued)),
+        "deferred": max(0, later - sum(s > now_ms for s in queued)),
+        "running": len(running),
+        "done": done,
+        "failed": failed,
+    }
+    finished = sorted(((_text(m), s) for rows in newest for m, s in rows), key=lambda x: -x[1])
+    listed = [*running, *(j for j, _ in finished)][: max(0, limit)]
+    return counts, await outcomes(redis, listed, queue_name=queue_name) if listed else []

@@ -22,7 +22,7 @@ from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
 from poolq.worker.observability import metrics
 from poolq.worker.reliability.arq_overrides import PoolqWorker, adopt_running
-from poolq.worker.reliability.job_guard import guarded
+from poolq.worker.reliability.job_guard import guarded, install_job_index
 from poolq.worker.reliability.reaper import reaper_loop
 from poolq.worker.runtime.runtime import Runtime
 from poolq.worker.runtime.search_service import SearchService
@@ -55,6 +55,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     adopt_running(ctx)  # under `arq ...WorkerSettings` too: the Redis-tolerant worker class
     rt = await Runtime.open(settings, writer=ctx.pop("writer", None))
     ctx["runtime"] = rt
+    await install_job_index(ctx)  # jobs arq fails unrun count as failed; the worker is listed
     ctx["heartbeat_task"] = asyncio.create_task(_heartbeat_loop(ctx))
     ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
     rt.search_service = SearchService(settings.redis_url, rt.queries)

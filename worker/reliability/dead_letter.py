@@ -2,7 +2,9 @@
 fix), kept with their arguments and error so that ``poolq dlq list|retry|drop`` can act on them.
 
 Stored as one Redis hash (``DEAD_LETTER_KEY``): job id -> msgpack entry
-``{"job_id", "function", "args", "kwargs", "error", "tries", "failed_at"}``.
+``{"job_id", "function", "args", "kwargs", "error", "tries", "failed_at"}``. A job is
+dead-lettered and counted as failed in the job index (``ingest/job_index.py``) in one
+transaction; dropping or retrying it takes it out of both.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from poolq.ingest import job_index
 from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import deserialize, serialize
 
@@ -26,7 +29,10 @@ async def record(
     kwargs: dict[str, Any],
     error: BaseException,
     tries: int,
+    *,
+    ttl_s: float = constants.JOB_INDEX_TTL_S,
 ) -> None:
+    """Dead-letter ``job_id`` and count it as failed (its outcome kept ``ttl_s``)."""
     entry = {
         "job_id": job_id,
         "function": function,
@@ -36,7 +42,20 @@ async def record(
         "tries": tries,
         "failed_at": time.time(),
     }
-    await redis.hset(constants.DEAD_LETTER_KEY, job_id, serialize(entry))  # type: ignore[misc,arg-type]
+    async with redis.pipeline(transaction=True) as tr:
+        tr.hset(constants.DEAD_LETTER_KEY, job_id, serialize(entry))  # type: ignore[arg-type]
+        job_index.add_outcome(
+            tr, job_id, success=False, error=entry["error"], now=entry["failed_at"], ttl_s=ttl_s
+        )
+        await tr.execute()
+
+
+async def _remove(redis: Redis, job_ids: Sequence[str]) -> None:
+    """Out of the list, and no longer counted as failed."""
+    async with redis.pipeline(transaction=True) as tr:
+        tr.hdel(constants.DEAD_LETTER_KEY, *job_ids)
+        job_index.add_forget_failed(tr, job_ids)
+        await tr.execute()
 
 
 async def entries(redis: Redis) -> list[dict[str, Any]]:
@@ -66,8 +85,7 @@ async def retry(redis: Any, job_ids: Sequence[str] | None = None) -> dict[str, s
         job = await redis.enqueue_job(e["function"], *e["args"], _job_id=new_id, **e["kwargs"])
         if job is None:  # pragma: no cover - only if the new id exists already
             raise RuntimeError(f"could not enqueue {new_id}")
-        await redis.sadd(constants.JOB_INDEX_KEY, new_id)
-        await redis.hdel(constants.DEAD_LETTER_KEY, e["job_id"])
+        await _remove(redis, [e["job_id"]])  # the new job is counted from arq's queue
         out[e["job_id"]] = new_id
     return out
 
@@ -76,5 +94,5 @@ async def drop(redis: Redis, job_ids: Sequence[str] | None = None) -> list[str]:
     """Remove the selected jobs from the list for good; returns their ids."""
     selected = [e["job_id"] for e in await _select(redis, job_ids)]
     if selected:
-        await redis.hdel(constants.DEAD_LETTER_KEY, *selected)  # type: ignore[misc]
+        await _remove(redis, selected)
     return selected

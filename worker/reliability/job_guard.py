@@ -1,6 +1,9 @@
 """What every job goes through around its body: transient failures retried by the queue with
 backoff, permanent ones (and the last try) sent to the dead-letter list, running jobs registered
-under the worker so that a live worker can hand back the jobs of a dead one (see reaper.py).
+under the worker so that a live worker can hand back the jobs of a dead one (see reaper.py), and
+how each job ended recorded in the job index (``ingest/job_index.py``): done, or failed for good
+(a retry is neither). :func:`install_job_index` (in the worker's startup) counts the jobs arq
+fails without running them as failed too.
 
 A transient failure is one that waiting can fix: Qdrant unavailable past the writer's own
 retries, Redis or the network down. Bad input is not: it fails at once, without retries.
@@ -8,6 +11,7 @@ retries, Redis or the network down. Bad input is not: it fails at once, without 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -15,13 +19,17 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from arq.jobs import deserialize_result
 from arq.worker import Retry
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from poolq.ingest import job_index
 from poolq.sinks.writer import SinkUnavailableError, is_transient
 from poolq.worker.reliability import dead_letter
+from poolq.worker.reliability.arq_overrides import adopt_running
 from poolq.worker.wire import constants
+from poolq.worker.wire.serialization import deserialize, error_info
 
 log = logging.getLogger("poolq.jobs")
 RETRY_BACKOFF_S = (2.0, 10.0, 30.0, 60.0, 120.0)  # queue-level delay before try 2, 3, ...
@@ -59,11 +67,16 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
         if redis is not None and running_key is not None:
             with contextlib.suppress(Exception):  # best effort: only speeds up recovery
                 await redis.sadd(running_key, job_id)
+        ttl_s = result_ttl_s(ctx)
+        if redis is not None and name == constants.REINDEX_JOB:
+            await _list_reindex(redis, args, kwargs)
         t0 = time.perf_counter()
         fields = {"job_id": job_id, "function": name, "job_try": job_try}
         log.info("job %s %s try %d started", job_id, name, job_try, extra=fields)
         try:
             result = await fn(ctx, *args, **kwargs)
+            if redis is not None:  # done: counted before it leaves the running list
+                await _record(redis, job_id, success=True, result=result, ttl_s=ttl_s)
         except Exception as e:
             seconds = time.perf_counter() - t0
             delay = retry_delay(e, job_try, max_tries)
@@ -83,7 +96,9 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
                 rt.jobs_failed += 1
             if redis is not None:
                 try:
-                    await dead_letter.record(redis, job_id, name, args, kwargs, e, job_try)
+                    await dead_letter.record(
+                        redis, job_id, name, args, kwargs, e, job_try, ttl_s=ttl_s
+                    )  # (and counted as failed)
                 except Exception:
                     log.exception("job %s: could not record it in the dead-letter list", job_id)
             raise
@@ -99,3 +114,71 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
         return result
 
     return run
+
+
+def result_ttl_s(ctx: dict[str, Any]) -> float:
+    """How long the index keeps a job's outcome: the worker's ``keep_result_s``, as arq."""
+    settings = ctx.get("settings")
+    keep = getattr(settings, "keep_result_s", None)
+    return float(keep) if isinstance(keep, int | float) and keep > 0 else constants.JOB_INDEX_TTL_S
+
+
+async def _record(redis: Any, job_id: str, **outcome: Any) -> None:
+    try:
+        await job_index.record_outcome(redis, job_id, **outcome)
+    except Exception as e:  # best effort: `poolq status JOB_ID` falls back on arq's result
+        log.warning("job %s: could not record its outcome in the job index: %s", job_id, e)
+
+
+async def _list_reindex(redis: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    collection = kwargs.get("collection", args[1] if len(args) > 1 else None)
+    if isinstance(collection, str) and collection:
+        with contextlib.suppress(Exception):  # best effort: status shows its progress
+            await job_index.reindex_listed(redis, collection)
+
+
+_PENDING: set[asyncio.Task[None]] = set()  # outcomes being recorded (referenced until done)
+
+
+def unrun_failure(result_data: bytes | None) -> tuple[str, str] | None:
+    """The job id and error in arq's serialized result of a job it failed without running it
+    (None when arq could not serialize one)."""
+    if not result_data:
+        return None
+    try:
+        info = deserialize_result(result_data, deserializer=deserialize)
+    except Exception:
+        return None
+    if not info.job_id:
+        return None
+    return str(info.job_id), error_info(info.result) or str(info.result)
+
+
+async def install_job_index(ctx: dict[str, Any]) -> None:
+    """In the worker's startup: jobs arq fails without running them (expired, max tries
+    exceeded, unknown function) are counted as failed, through the worker's ``failed_unrun``
+    listeners; the worker is listed as seen (the reaper refreshes it, see reaper.py) and the
+    collections of its scheduled reindexes are listed for ``poolq status``."""
+    redis, ttl_s = ctx["redis"], result_ttl_s(ctx)
+    worker = ctx.get("arq_worker") or adopt_running(ctx)
+
+    def failed_unrun(result_data: bytes | None) -> None:
+        failure = unrun_failure(result_data)
+        if failure is None:
+            log.warning("a job failed before it ran and arq gave no result: not counted")
+            return
+        job_id, error = failure
+        task = asyncio.get_running_loop().create_task(
+            _record(redis, job_id, success=False, error=error, ttl_s=ttl_s)
+        )
+        _PENDING.add(task)
+        task.add_done_callback(_PENDING.discard)
+
+    if worker is not None:
+        worker.failed_unrun.append(failed_unrun)
+    rt = ctx.get("runtime")
+    with contextlib.suppress(Exception):  # Redis restarting: the reaper's next pass will do
+        if rt is not None:
+            await job_index.worker_seen(redis, str(rt.worker_id))
+        for schedule in getattr(ctx.get("settings"), "reindex", ()):
+            await job_index.reindex_listed(redis, schedule.collection)

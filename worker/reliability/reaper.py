@@ -7,6 +7,7 @@ Each worker lists its running jobs under ``WORKER_JOBS_KEY`` and refreshes its h
 whose worker has no heartbeat any more (expired after ``HEARTBEAT_TTL_S``), and deletes those
 jobs' in-progress keys: the jobs are still in the queue, so the next poll of any worker runs
 them again. Re-running is safe: point ids are deterministic, so a re-run rewrites the same points.
+Each pass also records the worker as seen (``WORKER_LAST_SEEN_KEY``, for ``poolq status``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 
+from poolq.ingest import job_index
 from poolq.worker.reliability import dead_letter
 from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import deserialize
@@ -199,6 +201,9 @@ async def reaper_loop(ctx: dict[str, Any]) -> None:
     while True:
         await asyncio.sleep(constants.REAP_INTERVAL_S)
         with contextlib.suppress(Exception):  # Redis restarting: the next pass will do
+            rt = ctx.get("runtime")
+            if rt is not None:
+                await job_index.worker_seen(ctx["redis"], str(rt.worker_id))
             await reap_dead_workers(ctx["redis"], ctx.get("max_tries"))
             arq_worker = ctx.get("arq_worker")
             if arq_worker is not None:
