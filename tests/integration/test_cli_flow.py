@@ -55,7 +55,8 @@ def test_enqueue_folder_wait_then_status(redis_server, tmp_path):
         while True:
             st = poolq("status", job_id, "--json", "--redis-url", redis_server.url)
             assert st.returncode == 0, st.stderr
-            data = json.loads(st.stdout)
+            (line,) = st.stdout.splitlines()  # JSON lines: one object
+            data = json.loads(line)
             workers = data["workers"]
             if (workers and workers[0]["jobs_done"] >= 3) or time.monotonic() > deadline:
                 break
@@ -64,6 +65,7 @@ def test_enqueue_folder_wait_then_status(redis_server, tmp_path):
         assert data["jobs"][0]["result"]["points"] == 1
         assert data["counts"]["done"] >= 1
         assert len(data["workers"]) == 1 and data["workers"][0]["jobs_done"] >= 3
+        assert data["workers_alive"] == 1 and data["counts"]["done"] == 3
         plain = poolq("status", "--redis-url", redis_server.url)
         assert plain.returncode == 0 and "3 done" in plain.stdout and "worker " in plain.stdout
     missing = poolq(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from typing import Any
 
@@ -44,25 +43,41 @@ async def _run(action: str, job_ids: list[str] | None, redis_url: str) -> Any:
         return await dead_letter.drop(client.redis, job_ids)
 
 
+DLQ_JSON = (
+    "JSON lines, one object per line: list: an entry {job_id, function, args, kwargs, error, "
+    "tries, failed_at} per dead-lettered job (oldest first; none: no lines); retry: "
+    "{job_id, new_job_id} per job enqueued again; drop: {job_id} per job dropped."
+)
+
+
+def json_lines(action: str, out: Any) -> list[dict[str, Any]]:
+    if action == "list":
+        return list(out)
+    if action == "retry":
+        return [{"job_id": old, "new_job_id": new} for old, new in out.items()]
+    return [{"job_id": job_id} for job_id in out]
+
+
 def run_dlq(
     action: str, job_ids: list[str], all_: bool, redis_url: str | None, as_json: bool
 ) -> int:
     if action not in ("list", "retry", "drop"):
-        print(f"poolq dlq: expected list, retry or drop, got {action!r}", file=sys.stderr)
+        error("dlq", f"expected list, retry or drop, got {action!r}")
         return 2
     if action != "list" and not job_ids and not all_:
-        print(f"poolq dlq {action}: give job ids, or --all", file=sys.stderr)
+        error(f"dlq {action}", "give job ids, or --all")
         return 2
     try:
         out = asyncio.run(_run(action, None if all_ else job_ids, resolve_redis_url(redis_url)))
     except KeyError as e:
-        print(f"poolq dlq {action}: {e.args[0]}", file=sys.stderr)
+        error(f"dlq {action}", e.args[0])
         return 1
     except CLIENT_ERRORS as e:
         error(f"dlq {action}", e)
         return 2
     if as_json:
-        print(json.dumps(out))
+        for line in json_lines(action, out):
+            print(json.dumps(line))
         return 0
     if action == "list":
         if not out:
@@ -88,8 +103,9 @@ def dlq(
     job_ids: list[str] = typer.Argument(None, metavar="[JOB_ID...]"),
     all_: bool = typer.Option(False, "--all", help="retry/drop: every dead-lettered job."),
     redis_url: str | None = redis_url_option(),
-    as_json: bool = json_option("list: an array of entries {job_id, function, args, error, ...}."),
+    as_json: bool = json_option(DLQ_JSON),
 ) -> None:
     """The dead-letter list: jobs that failed for good, with their errors. `retry` enqueues
-    them again (new job ids), `drop` forgets them."""
+    them again (new job ids), `drop` forgets them; either way they no longer count as failed
+    in `poolq status`."""
     raise typer.Exit(run_dlq(action, job_ids or [], all_, redis_url, as_json))

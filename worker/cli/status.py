@@ -40,6 +40,47 @@ def format_reindex(r: dict[str, Any]) -> str:
     return line
 
 
+STATUS_JSON = (
+    'one line, one object: {"counts": {"queued", "running", "done", "failed", "deferred", '
+    '"not_found"}, "jobs": [{"job_id", "status", "result", "error"}] (the given jobs; [] '
+    'without), "workers": [heartbeat records], "reindex": [progress records], '
+    '"workers_alive": n, "last_heartbeat_age_s": seconds since a worker was last seen (null: '
+    "never)}."
+)
+
+
+def counts_line(c: dict[str, int]) -> str:
+    line = f"jobs: {c['queued']} queued, {c['running']} running, {c['done']} done, "
+    line += f"{c['failed']} failed"
+    extra = [f"{c[k]} {k.replace('_', ' ')}" for k in ("deferred", "not_found") if c.get(k)]
+    return line + (f" ({', '.join(extra)})" if extra else "")
+
+
+def workers_line(alive: int, age_s: float | None) -> str:
+    if alive:
+        return f"{alive} worker{'s' if alive > 1 else ''} alive"
+    if age_s is None:
+        return "no worker alive: none has sent a heartbeat to this Redis"
+    return f"no worker alive (last heartbeat {age_s:.0f}s ago)"
+
+
+def format_worker(w: dict[str, Any]) -> str:
+    engines = ", ".join(
+        f"{Path(str(m)).name}: {e.get('batches', 0)} batches, "
+        f"{e.get('mean_batch_tokens', 0)} tokens/batch"
+        for m, e in (w.get("engines") or {}).items()
+        if isinstance(e, dict)
+    )
+    seen = w.get("seen_at")
+    state = "stopped" if w.get("stopped") else (
+        f"seen {time.time() - seen:.0f}s ago" if isinstance(seen, int | float) else "seen"
+    )  # fmt: skip
+    return (
+        f"worker {w.get('worker_id')} ({state}): {w.get('jobs_done', 0)} jobs, "
+        f"{w.get('points_written', 0)} points; {engines}"
+    )
+
+
 def run_status(job_ids: list[str], redis_url: str | None, as_json: bool) -> int:
     async def go() -> dict[str, Any]:
         async with PoolqClient(resolve_redis_url(redis_url)) as client:
@@ -50,37 +91,20 @@ def run_status(job_ids: list[str], redis_url: str | None, as_json: bool) -> int:
     except CLIENT_ERRORS as exc:
         error("status", exc)
         return 2
-    jobs = [o.__dict__ for o in st["jobs"]]
+    jobs = [o.__dict__ for o in st["jobs"]] if job_ids else []
     if as_json:
-        print(
-            json.dumps(
-                {
-                    "counts": st["counts"],
-                    "jobs": jobs if job_ids else [],
-                    "workers": st["workers"],
-                    "reindex": st["reindex"],
-                }
-            )
-        )
+        keys = ("counts", "workers", "reindex", "workers_alive", "last_heartbeat_age_s")
+        print(json.dumps({"jobs": jobs} | {k: st[k] for k in keys}))
         return 0
-    c = st["counts"]
-    print(
-        f"jobs: {c['queued']} queued, {c['running']} running, {c['done']} done, {c['failed']} failed"
-    )
-    for o in jobs if job_ids else []:
+    print(counts_line(st["counts"]))
+    for o in jobs:
         detail = json.dumps(o["result"]) if o["result"] is not None else (o["error"] or "")
         print(f"  {o['job_id']}  {o['status']:9s} {detail}")
     for r in st["reindex"]:
         print(f"reindex {format_reindex(r)}")
+    print(workers_line(st["workers_alive"], st["last_heartbeat_age_s"]))
     for w in st["workers"]:
-        engines = ", ".join(
-            f"{Path(str(m)).name}: {e['batches']} batches, {e['mean_batch_tokens']} tokens/batch"
-            for m, e in w.get("engines", {}).items()
-        )
-        state = "stopped" if w.get("stopped") else f"seen {time.time() - w['seen_at']:.0f}s ago"
-        print(
-            f"worker {w['worker_id']} ({state}): {w['jobs_done']} jobs, {w['points_written']} points; {engines}"
-        )
+        print(format_worker(w))
     return 0
 
 
@@ -90,9 +114,10 @@ def status(
         None, metavar="[JOB_ID...]", help="Jobs to report (default: all known)."
     ),
     redis_url: str | None = redis_url_option(),
-    as_json: bool = json_option(
-        'one object: {"counts": {...}, "jobs": [...], "workers": [...], "reindex": [...]}.'
-    ),
+    as_json: bool = json_option(STATUS_JSON),
 ) -> None:
-    """Queued, running, done and failed job counts; results of the given jobs; worker heartbeats."""
+    """Queued, running, done and failed job counts (done and failed: within the last day, as
+    the workers recorded them; failed: dead-lettered jobs until dropped or retried, and jobs
+    failed before they ran); results of the given jobs; whether a worker is alive, and its
+    heartbeats."""
     raise typer.Exit(run_status(job_ids or [], redis_url, as_json))

@@ -1,0 +1,109 @@
+"""`poolq status` and `poolq dlq` agree with what a real worker did, and say when no worker is
+alive: run as a user runs them, against a real Redis and real worker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from poolq.ingest.client import PoolqClient
+from poolq.worker.dev.local_worker import WorkerProcess
+
+pytestmark = pytest.mark.slow
+
+
+def poolq(*args: str, url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "poolq.worker", *args, "--redis-url", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def status_json(url: str) -> dict[str, Any]:
+    r = poolq("status", "--json", url=url)
+    assert r.returncode == 0, r.stderr
+    (line,) = r.stdout.splitlines()  # JSON lines: one object
+    return json.loads(line)
+
+
+async def ingest_some(url: str) -> tuple[list[str], list[str]]:
+    """Good jobs and jobs whose arguments are bad (failed for good, dead-lettered)."""
+    async with PoolqClient(url) as client:
+        docs = [{"id": f"d{i}", "text": f"document number {i} about queues"} for i in range(6)]
+        good = await client.enqueue("consistency", docs, job_size=2)
+        bad = []
+        for payload in ("not a list", 42):
+            job = await client.redis.enqueue_job("ingest", "consistency", payload)
+            assert job is not None
+            bad.append(job.job_id)
+        outcomes = await client.wait([*good, *bad], timeout_s=240)
+    assert [o.status for o in outcomes] == ["done"] * 3 + ["failed"] * 2, outcomes
+    return good, bad
+
+
+def test_status_follows_the_dead_letter_list_and_the_workers(redis_server, tmp_path):
+    url = redis_server.url
+    worker = WorkerProcess(url, tmp_path / "qdrant").start()
+    try:
+        _, bad = asyncio.run(ingest_some(url))
+        st = status_json(url)
+        assert set(st) == {"counts", "jobs", "workers", "reindex", "workers_alive",
+                           "last_heartbeat_age_s"}  # fmt: skip
+        assert (st["counts"]["done"], st["counts"]["failed"], st["counts"]["queued"]) == (3, 2, 0)
+        assert st["workers_alive"] == 1 and st["last_heartbeat_age_s"] < 5
+
+        listed = poolq("dlq", "list", "--json", url=url).stdout.splitlines()
+        entries = [json.loads(line) for line in listed]
+        assert sorted(e["job_id"] for e in entries) == sorted(bad)
+        r = poolq("dlq", "drop", "--all", url=url)
+        assert r.returncode == 0, r.stderr
+        st = status_json(url)
+        assert (st["counts"]["done"], st["counts"]["failed"]) == (3, 0)
+        # a given job still reports how it ended
+        per_job = poolq("status", bad[0], "--json", url=url)
+        (job,) = json.loads(per_job.stdout)["jobs"]
+        assert job["job_id"] == bad[0] and job["status"] == "failed" and job["error"]
+        plain = poolq("status", url=url)
+        assert "3 done, 0 failed" in plain.stdout and "1 worker alive" in plain.stdout
+
+        worker.stop(signal.SIGKILL)  # no final heartbeat: its key expires after 10 s
+        deadline = time.monotonic() + 30
+        while status_json(url)["workers_alive"] and time.monotonic() < deadline:
+            time.sleep(0.5)
+        st = status_json(url)
+        assert st["workers_alive"] == 0 and st["workers"] == []
+        assert 9 <= st["last_heartbeat_age_s"] < 30
+        plain = poolq("status", url=url)
+        assert plain.returncode == 0
+        assert re.search(r"^no worker alive \(last heartbeat \d+s ago\)$", plain.stdout, re.M), (
+            plain.stdout
+        )
+    finally:
+        worker.stop()
+
+    # a worker stopped cleanly leaves a final heartbeat saying so: listed, but not alive
+    worker = WorkerProcess(url, tmp_path / "qdrant").start()
+    worker.stop()
+    st = status_json(url)
+    assert st["workers_alive"] == 0 and st["last_heartbeat_age_s"] < 10
+    assert [w.get("stopped") for w in st["workers"]] == [True]
+    plain = poolq("status", url=url)
+    assert "no worker alive (last heartbeat" in plain.stdout and "(stopped)" in plain.stdout
+
+
+def test_status_on_a_redis_no_worker_ever_used(redis_server):
+    st = status_json(redis_server.url)
+    assert st["workers_alive"] == 0 and st["last_heartbeat_age_s"] is None
+    plain = poolq("status", url=redis_server.url)
+    assert plain.returncode == 0
+    assert "no worker alive: none has sent a heartbeat to this Redis" in plain.stdout
