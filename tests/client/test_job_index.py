@@ -46,6 +46,10 @@ async def flaky(ctx: dict[str, Any]) -> dict[str, int]:
     return {"documents": 1, "points": 1}
 
 
+async def sleepy(ctx: dict[str, Any]) -> None:
+    await asyncio.sleep(30)  # arq times it out
+
+
 async def block(ctx: dict[str, Any]) -> dict[str, int]:
     await ctx["release"].wait()
     return {"documents": 0, "points": 0}
@@ -65,8 +69,11 @@ def worker(url: str, release: asyncio.Event) -> PoolqWorker:
         func(job_guard.guarded(f, name=f.__name__, max_tries=3), name=f.__name__, max_tries=3)
         for f in (ok, bad, flaky, block)
     ]
+    timed_out = func(
+        job_guard.guarded(sleepy, name="sleepy", max_tries=3), name="sleepy", timeout=0.3
+    )
     return PoolqWorker(
-        functions=[*guarded, func(ok, name="unguarded")],  # (a cron job is not guarded)
+        functions=[*guarded, timed_out, func(ok, name="unguarded")],  # (cron jobs: unguarded)
         redis_settings=redis_settings(url),
         queue_name=constants.INGEST_QUEUE,
         on_startup=startup,
@@ -101,18 +108,18 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
         unknown = (await enq("no_such_function")).job_id  # arq fails it without running it
         too_many = (await enq("ok", _job_try=9)).job_id  # max tries exceeded, not run
         expired = (await enq("ok", _defer_by=0.4, _expires=0.05)).job_id  # gone when due
-        unguarded = (await enq("unguarded", 5)).job_id
+        unguarded = (await enq("unguarded", 5)).job_id  # done, recorded from arq's result
+        timed_out = (await enq("sleepy")).job_id  # failed: arq's timeout
 
         task = asyncio.create_task(w.main())
         try:
 
             async def settled():
                 st = await client.status()
-                return st if st["counts"]["done"] == 4 and st["counts"]["failed"] == 5 else None
+                return st if st["counts"]["done"] == 5 and st["counts"]["failed"] == 6 else None
 
             st = await until(settled)
             assert st, (await client.status())["counts"]
-            assert await until(lambda: client.finished([unguarded]))
 
             gate = (await enq("block")).job_id
             queued = [(await enq("ok", 7)).job_id for _ in range(2)]
@@ -126,15 +133,15 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
             await r.sadd(constants.WORKER_JOBS_KEY.format(worker_id="dead"), queued[0])
             st = await client.status()
             assert st["counts"] == {
-                "queued": 2, "running": 1, "done": 4, "failed": 5, "not_found": 0, "deferred": 1,
+                "queued": 2, "running": 1, "done": 5, "failed": 6, "not_found": 0, "deferred": 1,
             }  # fmt: skip
             assert st["workers_alive"] == 1 and [x["worker_id"] for x in st["workers"]] == [WORKER]
 
             given = [retried, failed[0], too_many, expired, unknown, done[2], gate, queued[1]]
-            st = await client.status([*given, deferred, unguarded, "never-enqueued"])
+            st = await client.status([*given, deferred, unguarded, timed_out, "never-enqueued"])
             assert [o.status for o in st["jobs"]] == [
                 "done", "failed", "failed", "failed", "failed", "done", "running", "queued",
-                "deferred", "done", "not_found",
+                "deferred", "done", "failed", "not_found",
             ]  # fmt: skip
             by_id = {o.job_id: o for o in st["jobs"]}
             assert by_id[retried] == JobOutcome(retried, "done", {"documents": 1, "points": 1})
@@ -142,13 +149,14 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
             assert "max 3 retries exceeded" in by_id[too_many].error
             assert "expired" in by_id[expired].error
             assert "no_such_function" in by_id[unknown].error
-            assert by_id[unguarded].result == {"documents": 5, "points": 10}  # from arq's result
+            assert by_id[unguarded].result == {"documents": 5, "points": 10}
+            assert by_id[timed_out].error.startswith("TimeoutError")
 
             release.set()
             assert await until(lambda: client.finished([gate, *queued]))
             st = await client.status()
             assert (st["counts"]["done"], st["counts"]["queued"], st["counts"]["running"]) == (
-                7, 0, 0,
+                8, 0, 0,
             )  # fmt: skip
             # the newest finished jobs, newest first
             assert [o.job_id for o in st["jobs"][:3]] == [queued[1], queued[0], gate]

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from arq.constants import result_key_prefix
 from arq.jobs import deserialize_result
 from arq.worker import Retry
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -154,11 +155,27 @@ def unrun_failure(result_data: bytes | None) -> tuple[str, str] | None:
     return str(info.job_id), error_info(info.result) or str(info.result)
 
 
+async def record_unguarded(redis: Any, job_id: str, ttl_s: float) -> None:
+    """After a job ended: if the guard recorded nothing (a cron job, which is not guarded, or a
+    job arq timed out, where the guard saw only a cancellation), record it from arq's result.
+    No result: retried or cancelled, it runs again."""
+    if await redis.exists(job_index.outcome_key(job_id)):
+        return
+    raw = await redis.get(result_key_prefix + job_id)
+    if raw is not None:
+        o = job_index.from_arq_result(job_id, raw)
+        await _record(
+            redis, job_id, success=o.status == "done", result=o.result, error=o.error, ttl_s=ttl_s
+        )
+
+
 async def install_job_index(ctx: dict[str, Any]) -> None:
     """In the worker's startup: jobs arq fails without running them (expired, max tries
     exceeded, unknown function) are counted as failed, through the worker's ``failed_unrun``
-    listeners; the worker is listed as seen (the reaper refreshes it, see reaper.py) and the
-    collections of its scheduled reindexes are listed for ``poolq status``."""
+    listeners, and jobs that ended unguarded are recorded from arq's result (its public
+    ``after_job_end`` hook, chained); the worker is listed as seen (the reaper refreshes it,
+    see reaper.py) and the collections of its scheduled reindexes are listed for ``poolq
+    status``."""
     redis, ttl_s = ctx["redis"], result_ttl_s(ctx)
     worker = ctx.get("arq_worker") or adopt_running(ctx)
 
@@ -176,6 +193,15 @@ async def install_job_index(ctx: dict[str, Any]) -> None:
 
     if worker is not None:
         worker.failed_unrun.append(failed_unrun)
+        previous = worker.after_job_end
+
+        async def after_job_end(job_ctx: dict[str, Any]) -> None:
+            with contextlib.suppress(Exception):  # best effort, as the guard's own record
+                await record_unguarded(redis, str(job_ctx["job_id"]), ttl_s)
+            if previous is not None:
+                await previous(job_ctx)
+
+        worker.after_job_end = after_job_end
     rt = ctx.get("runtime")
     with contextlib.suppress(Exception):  # Redis restarting: the reaper's next pass will do
         if rt is not None:
