@@ -2,14 +2,19 @@
 
 A worker is alive while its heartbeat key (``poolq:worker:{id}``, refreshed every 2 s, expiring
 after 10 s) exists and its record does not say ``"stopped": true`` (a worker that stopped
-cleanly). A client asks before it waits on a search, and while ``enqueue --wait`` waits, so "no
-worker" is answered at once instead of after a timeout.
+cleanly). A client asks while it waits on a search, and while ``enqueue --wait`` waits, so "no
+worker" is answered at once instead of after a timeout. The workers are found from the set
+they record themselves in (:func:`poolq.ingest.job_index.worker_records`, no SCAN); only when
+that finds none alive are the heartbeat keys scanned (a worker that has just started and is
+not listed yet is alive too).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from poolq.ingest.job_index import is_alive, worker_records
 from poolq.worker.wire import constants
 from poolq.worker.wire.connection import describe_address
 from poolq.worker.wire.serialization import deserialize
@@ -29,12 +34,8 @@ def no_worker_message(redis_url: str) -> str:
     )
 
 
-def is_alive(record: Any) -> bool:
-    return isinstance(record, dict) and not record.get("stopped")
-
-
 async def heartbeats(redis: Any) -> list[dict[str, Any]]:
-    """Every worker's heartbeat record (stopped ones included), by worker id."""
+    """Every worker's heartbeat record (stopped ones included), by worker id, by SCAN."""
     keys = [k async for k in redis.scan_iter(match=constants.HEARTBEAT_PATTERN, count=SCAN_COUNT)]
     raws = list(await redis.mget(keys)) if keys else []
     out = []
@@ -51,4 +52,6 @@ async def heartbeats(redis: Any) -> list[dict[str, Any]]:
 
 
 async def live_workers(redis: Any) -> list[dict[str, Any]]:
-    return [h for h in await heartbeats(redis) if is_alive(h)]
+    records, _ = await worker_records(redis, now=time.time())
+    live = [r for r in records if is_alive(r)]
+    return live or [h for h in await heartbeats(redis) if is_alive(h)]

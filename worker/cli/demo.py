@@ -4,8 +4,9 @@
 2. start ``poolq worker`` on an embedded Qdrant folder;
 3. enqueue a sample corpus (Python standard-library docstrings) with a progress bar and wait;
 4. print what landed (points, named vectors), then run a few searches through the worker,
-   as ``poolq search`` does: hybrid dense + sparse candidates reranked by MaxSim, with the top
-   hit of every other mode.
+   as ``poolq search`` does: the hybrid hits of one query, then a table of every query's top
+   hit in every mode, with a line on why rerank (MaxSim on MiniLM token states, which are not
+   trained for late interaction) may disagree with the others.
 """
 
 from __future__ import annotations
@@ -48,27 +49,61 @@ def _describe_collection() -> None:
         print(f"  {v.name:8s} {kind[v.kind]:22s} {v.task:12s} {v.model}")
 
 
-def _searches(redis_url: str) -> None:
-    """Through the running worker, as `poolq search` does (it owns the embedded folder)."""
+MODES = ("rerank", "hybrid", "dense", "sparse")
+RERANK_NOTE = (
+    "rerank uses MiniLM token states, not trained for late interaction: configure a real "
+    "ColBERT checkpoint for MaxSim quality."
+)
+
+
+def mode_table(tops: dict[str, dict[str, tuple[str, str] | None]]) -> str:
+    """query x mode -> top hit's doc id, then each hit's text (one line), then why rerank
+    may disagree with the others. ``tops[query][mode]``: ``(doc_id, text)`` or None."""
+    qw = max([len("query"), *(len(q) for q in tops)])
+    ids = [h[0] if h else "-" for row in tops.values() for h in row.values()]
+    cw = max([len(m) for m in MODES] + [len(i) for i in ids])
+    lines = ["  ".join(["query".ljust(qw), *(m.ljust(cw) for m in MODES)]).rstrip()]
+    for q, row in tops.items():
+        cells = [(row.get(m) or ("-", ""))[0].ljust(cw) for m in MODES]
+        lines.append("  ".join([q.ljust(qw), *cells]).rstrip())
+    texts = {h[0]: h[1] for row in tops.values() for h in row.values() if h}
+    width = shutil.get_terminal_size((100, 24)).columns
+    if texts:
+        lines.append("")
+        iw = max(len(i) for i in texts)
+        for doc_id in sorted(texts):
+            flat = " ".join(texts[doc_id].split())
+            room = max(20, width - iw - 2)
+            flat = flat if len(flat) <= room else flat[: room - 1] + "…"
+            lines.append(f"{doc_id.ljust(iw)}  {flat}")
+    lines += ["", RERANK_NOTE]
+    return "\n".join(lines)
+
+
+def _searches(
+    redis_url: str, collection: str = COLLECTION, queries: list[str] | tuple[str, ...] = QUERIES
+) -> None:
+    """Through the running worker, as `poolq search` does (it owns the embedded folder): the
+    hybrid hits of the first query, then every query's top hit in every mode."""
     from poolq.ingest.client import PoolqClient
     from poolq.worker.cli.search import format_table
 
     async def run() -> None:
+        tops: dict[str, dict[str, tuple[str, str] | None]] = {}
         async with PoolqClient(redis_url) as client:
-            for q in QUERIES:
-                for mode in ("rerank", "hybrid", "dense", "sparse"):
-                    limit = 5 if mode == "rerank" else 1
-                    result = await client.search(q, COLLECTION, mode=mode, limit=limit)
-                    if mode == "rerank":
-                        print(f"\n$ poolq search {q!r} --collection {COLLECTION} --limit 5")
-                        print(format_table(result))
-                        print(
-                            f"(encode {result.encode_s * 1000:.0f} ms, "
-                            f"search {result.search_s * 1000:.0f} ms)"
-                        )
-                    else:
-                        top = result.hits[0] if result.hits else None
-                        print(f"  top hit with --mode {mode:6s}: {top.doc_id if top else '-'}")
+            first = await client.search(queries[0], collection, mode="hybrid", limit=5)
+            print(
+                f"\n$ poolq search {queries[0]!r} --collection {collection} --mode hybrid --limit 5"
+            )
+            print(format_table(first))
+            print(f"(encode {first.encode_s * 1000:.0f} ms, search {first.search_s * 1000:.0f} ms)")
+            for q in queries:
+                tops[q] = {}
+                for mode in MODES:
+                    hits = (await client.search(q, collection, mode=mode, limit=1)).hits
+                    tops[q][mode] = (str(hits[0].doc_id), hits[0].text or "") if hits else None
+        print(f"\ntop hit of `poolq search QUERY --collection {collection} --mode MODE`:")
+        print(mode_table(tops))
 
     asyncio.run(run())
 
@@ -92,9 +127,11 @@ def run_demo(workdir: Path | None = None) -> None:
         print(f"redis-server on {redis_server.url}")
         with WorkerProcess(redis_server.url, qdrant_path, log=work / "worker.log"):
             print(f"worker started (log: {work / 'worker.log'}); enqueueing {n} documents")
-            from poolq.worker.cli.enqueue import run_enqueue
+            from poolq.worker.cli.enqueue import Args, run_enqueue
 
-            rc = run_enqueue(corpus, COLLECTION, True, 16, redis_server.url, 1800)
+            args = Args(corpus, COLLECTION, wait=True, job_size=16, redis_url=redis_server.url,
+                        timeout_s=1800)  # fmt: skip
+            rc = run_enqueue(args)
             check_enqueue(rc, work / "worker.log")
             _describe_collection()
             _searches(redis_server.url)

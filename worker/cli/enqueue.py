@@ -1,4 +1,10 @@
-"""``poolq enqueue``: documents from a JSONL file or a folder, as ingestion jobs."""
+"""``poolq enqueue``: documents from a JSONL file or a folder, as ingestion jobs.
+
+Everything is checked before anything is enqueued: ``--job-size`` against the workers' limit of
+documents per job, each document against a worker's rules and size limit (what fails is
+reported with its file and line, and not sent; the rest are). Jobs are split to fit the
+workers' payload limit. ``--wait`` follows the jobs document by document.
+"""
 
 from __future__ import annotations
 
@@ -6,108 +12,198 @@ import asyncio
 import json
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import typer
-from tqdm import tqdm
 
-from poolq.ingest.client import JobOutcome, PoolqClient
-from poolq.ingest.sources import open_source
+from poolq.ingest.client import PoolqClient
 from poolq.worker.cli.app import app
+from poolq.worker.cli.enqueue_input import Prepared, prepare
+from poolq.worker.cli.enqueue_wait import ProgressBar, summarize, summary_line
 from poolq.worker.cli.options import (
     CLIENT_ERRORS,
     error,
+    json_option,
     redis_url_option,
     resolve_redis_url,
     timeout_option,
 )
 
-
-def summarize(outcomes: list[JobOutcome], seconds: float) -> dict[str, Any]:
-    docs = sum(o.result.get("documents", 0) for o in outcomes if o.result)
-    points = sum(o.result.get("points", 0) for o in outcomes if o.result)
-    errors = [e for o in outcomes if o.result for e in o.result.get("errors", [])]
-    failed = [o for o in outcomes if o.status == "failed"]
-    return {
-        "jobs": len(outcomes),
-        "failed_jobs": len(failed),
-        "documents": docs,
-        "points": points,
-        "errors": errors,
-        "job_errors": [{"job_id": o.job_id, "error": o.error} for o in failed],
-        "seconds": round(seconds, 2),
-        "documents_per_s": round(docs / seconds, 1) if seconds > 0 else 0.0,
-    }
+EXIT_FAILED, EXIT_NOTHING, EXIT_TIMEOUT, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 
-async def enqueue_and_wait(
-    input_path: Path, collection: str, wait: bool, job_size: int, redis_url: str, timeout_s: float | None,
-    progress: bool = True,
-) -> tuple[list[str], dict[str, Any] | None, list[str]]:  # fmt: skip
-    source = open_source(input_path)
-    docs = list(source.documents())
-    t0 = time.perf_counter()
-    async with PoolqClient(redis_url) as client:
-        job_ids = await client.enqueue(collection, docs, job_size=job_size)
-        if not wait:
-            return job_ids, None, source.errors
-        bar = tqdm(
-            total=len(docs), unit="doc", file=sys.stderr, disable=not progress, desc="ingesting"
-        )
-        sizes = {j: min(job_size, len(docs) - i * job_size) for i, j in enumerate(job_ids)}
-
-        def tick(o: JobOutcome) -> None:
-            bar.update(sizes.get(o.job_id, 0))
-
-        outcomes = await client.wait(job_ids, timeout_s=timeout_s, progress=tick)
-        bar.close()
-    return job_ids, summarize(outcomes, time.perf_counter() - t0), source.errors
+class UsageError(ValueError):
+    """A flag or the input cannot be used as given: nothing is enqueued."""
 
 
-def run_enqueue(
-    input_path: Path,
-    collection: str,
-    wait: bool,
-    job_size: int,
-    redis_url: str | None,
-    timeout_s: float | None,
-) -> int:
-    try:
-        job_ids, summary, source_errors = asyncio.run(
-            enqueue_and_wait(
-                input_path, collection, wait, job_size, resolve_redis_url(redis_url), timeout_s
+@dataclass
+class Run:
+    """What one ``poolq enqueue`` did (kept outside the event loop, for Ctrl-C)."""
+
+    job_ids: list[str] = field(default_factory=list)
+    prepared: Prepared | None = None
+    summary: dict[str, Any] | None = None
+
+    def follow(self) -> str:
+        return f"`poolq status {' '.join(self.job_ids)}`"
+
+
+def say(text: str) -> None:
+    print(f"poolq enqueue: {text}", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class Args:
+    input_path: Path
+    collection: str
+    wait: bool = False
+    job_size: int = 32
+    redis_url: str | None = None
+    timeout_s: float | None = None
+    force: bool = False
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    hidden: bool = False
+    as_json: bool = False
+    progress: bool = True
+
+
+async def _enqueue(a: Args, url: str, run: Run) -> None:
+    async with PoolqClient(url) as client:
+        limits = await client.limits()
+        if a.job_size > limits.max_documents_per_job:
+            raise UsageError(
+                f"--job-size {a.job_size} is over {limits.describe()} limit of "
+                f"{limits.max_documents_per_job} documents per job; nothing was enqueued"
             )
-        )
-    except CLIENT_ERRORS as exc:  # FileNotFoundError, TimeoutError: OSErrors
+        run.prepared = prep = prepare(
+            a.input_path, a.collection, limits,
+            include=a.include, exclude=a.exclude, hidden=a.hidden,
+        )  # fmt: skip
+        for note in prep.notes:
+            say(note)
+        for p in prep.problems:
+            say(p.line())
+        if not prep.documents:
+            say(f"warning: no documents in {a.input_path}")
+            return
+        if prep.problems:
+            say(f"{len(prep.problems)} of {prep.read} documents not sent")
+        await client.enqueue(
+            a.collection, prep.documents, job_size=a.job_size, force=a.force, limits=limits,
+            on_enqueued=lambda job_id, _: run.job_ids.append(job_id),
+        )  # fmt: skip
+        if not a.wait:
+            return
+        t0 = time.perf_counter()
+        bar = ProgressBar(len(prep.documents), url, show=a.progress)
+        try:
+            outcomes = await client.wait(run.job_ids, timeout_s=a.timeout_s, on_progress=bar)
+        finally:
+            bar.close()
+        problems = [p.as_dict() for p in prep.problems]
+        run.summary = summarize(outcomes, time.perf_counter() - t0, problems)
+
+
+def run_enqueue(a: Args) -> int:
+    run = Run()
+    try:
+        if a.input_path.is_file() and (a.include or a.exclude or a.hidden):
+            raise UsageError(
+                f"--include, --exclude and --hidden choose files in a folder; "
+                f"{str(a.input_path)!r} is a file"
+            )
+        asyncio.run(_enqueue(a, resolve_redis_url(a.redis_url), run))
+    except KeyboardInterrupt:
+        if run.job_ids:
+            say(
+                f"interrupted: {len(run.job_ids)} jobs stay queued; follow them with {run.follow()}"
+            )
+        else:
+            say("interrupted: nothing was enqueued")
+        return EXIT_INTERRUPTED
+    except TimeoutError as exc:  # --timeout passed: the jobs stay queued
+        error("enqueue", f"{exc}; follow the jobs with {run.follow()}")
+        return EXIT_TIMEOUT
+    except CLIENT_ERRORS as exc:  # UsageError, a missing input, Redis down: nothing enqueued
         error("enqueue", exc)
-        return 2
-    for e in source_errors:
-        print(f"poolq enqueue: skipped {e}", file=sys.stderr)
-    if summary is None:
-        print(json.dumps({"jobs": job_ids}))
-        return 1 if source_errors else 0
-    for e in summary["errors"]:
-        print(f"poolq enqueue: document {e['id']!r}: {e['error']}", file=sys.stderr)
-    for e in summary["job_errors"]:
-        print(f"poolq enqueue: job {e['job_id']} failed: {e['error']}", file=sys.stderr)
-    print(
-        f"{summary['documents']} documents, {summary['points']} points, {len(summary['errors'])} errors, "
-        f"{summary['failed_jobs']} failed jobs in {summary['seconds']}s ({summary['documents_per_s']} documents/s)"
-    )
-    return 1 if (summary["errors"] or summary["failed_jobs"] or source_errors) else 0
+        return EXIT_NOTHING
+    prep = run.prepared
+    failed = bool(prep is None or prep.problems or not prep.documents)
+    if run.summary is None:
+        if a.as_json or not a.wait:
+            print(json.dumps({"jobs": run.job_ids}))
+        return EXIT_FAILED if failed else 0
+    s = run.summary
+    for e in s["errors"][len(prep.problems) if prep else 0 :]:
+        say(f"document {e.get('id')!r}: {e.get('error')}")
+    for e in s["job_errors"]:
+        say(f"job {e['job_id']} failed: {e['error']}")
+    print(json.dumps(s, ensure_ascii=False) if a.as_json else summary_line(s))
+    return EXIT_FAILED if (failed or s["errors"] or s["failed_jobs"]) else 0
 
 
-@app.command()
+JSON_SHAPES = (
+    'one line: {"jobs": [JOB_ID, ...]} (without --wait; also printed without --json); with '
+    '--wait one line: {"jobs", "job_ids", "failed_jobs", "documents", "points", "skipped", '
+    '"errors": [{"where"?, "id", "error"}], "job_errors", "seconds", "documents_per_s"}.'
+)
+
+
+@app.command(
+    epilog="Exit status: 0 every document landed; 1 documents or jobs failed, were not sent, "
+    "or there were none; 2 nothing was enqueued (a flag, the input or Redis); 3 --timeout "
+    "passed (the jobs stay queued); 130 interrupted (the jobs stay queued: `poolq status ID...`)."
+)
 def enqueue(
     input_path: Path = typer.Argument(
-        ..., metavar="INPUT", help="A JSONL file or a folder of .txt/.md files."
+        ...,
+        metavar="INPUT",
+        help="A JSONL file (one {id, text, metadata} object a line) or a folder of .txt/.md "
+        "files: a file's id is its absolute path, metadata.path its path inside the folder; "
+        "hidden files and folders are skipped.",
     ),
     collection: str = typer.Option(..., "--collection", help="Qdrant collection to write."),
-    wait: bool = typer.Option(False, "--wait", help="Wait for the jobs and print a summary."),
-    job_size: int = typer.Option(32, "--job-size", min=1, help="Documents per job."),
+    wait: bool = typer.Option(
+        False, "--wait", help="Wait, with progress per document, and print a summary."
+    ),
+    job_size: int = typer.Option(
+        32,
+        "--job-size",
+        min=1,
+        help="Documents per job, at most the workers' max_documents_per_job (1000 by default); "
+        "jobs are also split to fit max_job_bytes.",
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Re-encode and rewrite every document (by default a worker skips documents whose "
+        "text, metadata and profile are unchanged).",
+    ),
+    include: list[str] = typer.Option(
+        [],
+        "--include",
+        metavar="GLOB",
+        help="In a folder, read the files matching GLOB (repeat; default *.txt and *.md). A GLOB "
+        "without '/' matches the file name, one with '/' the path inside the folder.",
+    ),
+    exclude: list[str] = typer.Option(
+        [], "--exclude", metavar="GLOB", help="In a folder, leave out files matching GLOB (repeat)."
+    ),
+    hidden: bool = typer.Option(
+        False, "--hidden", help="In a folder, read hidden files and folders too."
+    ),
+    as_json: bool = json_option(JSON_SHAPES),
     redis_url: str | None = redis_url_option(),
-    timeout_s: float | None = timeout_option(),
+    timeout_s: float | None = timeout_option(
+        "With --wait: give up after this many seconds (exit 3; the jobs stay queued)."
+    ),
 ) -> None:
     """Enqueue documents for ingestion (and optionally wait for them)."""
-    raise typer.Exit(run_enqueue(input_path, collection, wait, job_size, redis_url, timeout_s))
+    args = Args(
+        input_path, collection, wait, job_size, redis_url, timeout_s, force,
+        tuple(include), tuple(exclude), hidden, as_json,
+    )  # fmt: skip
+    raise typer.Exit(run_enqueue(args))

@@ -24,7 +24,8 @@ from poolq.worker.cli.options import (
     resolve_redis_url,
 )
 
-# Redis down, no worker answering (TimeoutError), the search failing in the worker
+# Redis down, no worker running (NoWorkerError) or answering (TimeoutError), the search failing
+# in the worker
 _FAILED: tuple[type[BaseException], ...] = (*CLIENT_ERRORS, RuntimeError)
 
 
@@ -169,9 +170,26 @@ def run_search(
     return 0
 
 
+QUERY_HELP = (
+    "What to search for. A query that starts with '-' goes in --query, or after '--' "
+    "(poolq search --collection docs -- '- Start writing')."
+)
+
+
+def pick_query(query: str | None, query_option: str | None) -> str:
+    """Exactly one of QUERY and ``--query``."""
+    if (query is None) == (query_option is None):
+        which = "both QUERY and --query" if query is not None else "no query"
+        raise SearchError(f"{which}: give the query as QUERY or as --query TEXT, once")
+    return query if query is not None else str(query_option)
+
+
 @app.command()
 def search(
-    query: str = typer.Argument(..., metavar="QUERY", help="What to search for."),
+    query: str | None = typer.Argument(None, metavar="QUERY", help=QUERY_HELP),
+    query_option: str | None = typer.Option(
+        None, "--query", metavar="TEXT", help="The query, as an option (one that starts with '-')."
+    ),
     collection: str = typer.Option(..., "--collection", help="Collection (or alias) to search."),
     mode: str | None = typer.Option(
         None,
@@ -211,13 +229,22 @@ def search(
         None, "--qdrant-api-key", help="env POOLQ_QDRANT_API_KEY"
     ),
     timeout_s: float = typer.Option(
-        30.0, "--timeout", help="Seconds to wait for a worker's answer."
+        30.0,
+        "--timeout",
+        help="Seconds to wait for a busy worker's answer (with no worker running: at once).",
     ),
 ) -> None:
-    """Search a collection: a table of hits, or JSON lines with --json."""
+    """Search a collection: a table of hits, or JSON lines with --json. Exit status: 0 hits
+    (or none) printed; 2 a bad request (flag, filter, collection); 3 no worker running, none
+    answering within --timeout, or the search failed in the worker."""
+    try:
+        text = pick_query(query, query_option)
+    except SearchError as e:
+        error("search", e)
+        raise typer.Exit(2) from None
     raise typer.Exit(
         run_search(
-            query,
+            text,
             collection,
             mode=mode,
             limit=limit,
