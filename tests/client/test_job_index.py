@@ -101,6 +101,9 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
     w = worker(redis_server.url, release)
     async with PoolqClient(redis_server.url) as client:
         r = client.redis
+        # what earlier versions' clients wrote at enqueue: deleted by the worker's startup
+        await r.zadd(constants.JOB_INDEX_ZSET_KEY, {"old-job": time.time()})
+        await r.sadd(constants.LEGACY_JOB_INDEX_KEY, "older-job")
         enq = r.enqueue_job
         done = [(await enq("ok", n)).job_id for n in (1, 2, 3)]
         retried = (await enq("flaky")).job_id
@@ -169,7 +172,7 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
         raw = await r.get(constants.JOB_OUTCOME_KEY.format(job_id=done[0]))
         assert deserialize(raw)["result"] == {"documents": 1, "points": 2}
         assert 0 < await r.ttl(constants.JOB_OUTCOME_KEY.format(job_id=done[0])) <= DAY
-        assert not await r.exists(constants.LEGACY_JOB_INDEX_KEY)
+        assert not await r.exists(constants.LEGACY_JOB_INDEX_KEY, constants.JOB_INDEX_ZSET_KEY)
 
 
 async def test_outcomes_are_trimmed_by_age_on_every_write_and_counted_over_the_ttl(redis_server):

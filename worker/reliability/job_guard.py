@@ -175,7 +175,7 @@ async def install_job_index(ctx: dict[str, Any]) -> None:
     listeners, and jobs that ended unguarded are recorded from arq's result (its public
     ``after_job_end`` hook, chained); the worker is listed as seen (the reaper refreshes it,
     see reaper.py) and the collections of its scheduled reindexes are listed for ``poolq
-    status``."""
+    status``; the enqueue-time index of earlier versions is deleted."""
     redis, ttl_s = ctx["redis"], result_ttl_s(ctx)
     worker = ctx.get("arq_worker") or adopt_running(ctx)
 
@@ -204,6 +204,8 @@ async def install_job_index(ctx: dict[str, Any]) -> None:
         worker.after_job_end = after_job_end
     rt = ctx.get("runtime")
     with contextlib.suppress(Exception):  # Redis restarting: the reaper's next pass will do
+        # the enqueue-time index of earlier versions: no longer read, nor trimmed
+        await redis.delete(constants.JOB_INDEX_ZSET_KEY, constants.LEGACY_JOB_INDEX_KEY)
         if rt is not None:
             await job_index.worker_seen(redis, str(rt.worker_id))
         for schedule in getattr(ctx.get("settings"), "reindex", ()):
