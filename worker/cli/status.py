@@ -43,7 +43,7 @@ def format_reindex(r: dict[str, Any]) -> str:
 STATUS_JSON = (
     'one line, one object: {"counts": {"queued", "running", "done", "failed", "deferred", '
     '"not_found"}, "jobs": [{"job_id", "status", "result", "error"}] (the given jobs; [] '
-    'without), "workers": [heartbeat records], "reindex": [progress records], '
+    'without), "workers": a list of heartbeat records, "reindex": a list of progress records, '
     '"workers_alive": n, "last_heartbeat_age_s": seconds since a worker was last seen (null: '
     "never)}."
 )
