@@ -10,7 +10,12 @@ else goes through its public hooks and constructor arguments).
   the queue (its in-progress key dropped once Redis answers) instead of waiting out arq's job
   timeout; re-running it rewrites the same points;
 * ``finish_failed_job``: jobs arq fails without running them (expired, max tries exceeded,
-  unknown function) are passed to :attr:`PoolqWorker.failed_unrun` listeners (metrics).
+  unknown function) are passed to :attr:`PoolqWorker.failed_unrun` listeners (metrics);
+* ``handle_sig_wait_for_completion`` (SIGTERM / Ctrl-C with a grace period): logs at once that
+  the worker is draining, how many jobs are running and for how long they may finish; a second
+  Ctrl-C (SIGINT) stops at once through arq's ``handle_sig``: the running jobs are cancelled, and
+  arq puts each back in the queue with its in-progress mark dropped, so another worker takes it
+  at once (re-running a job rewrites the same points).
 
 ``poolq worker`` constructs a :class:`PoolqWorker`; under ``arq poolq.worker.app.WorkerSettings``
 arq constructs its own ``Worker``, which ``on_startup`` turns into one with :func:`adopt_running`.
@@ -21,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -35,16 +41,53 @@ log = logging.getLogger("poolq.worker")
 # arq minor versions these overrides were tested on (pyproject pins the same range)
 ARQ_TESTED = ((0, 26), (0, 28))
 OVERRIDDEN = ("_poll_iteration", "run_job", "finish_failed_job")
+# plain (not coroutine) methods: arq's signal handlers
+SIGNAL_OVERRIDES = ("handle_sig_wait_for_completion",)
 
 _REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, WatchError, ConnectionError, OSError)
 
 
 class PoolqWorker(Worker):
     failed_unrun: list[Callable[[bytes | None], None]]
+    draining_since: signal.Signals | None = None  # the first stop signal, once one came
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.failed_unrun = []
+
+    def running_jobs(self) -> int:
+        return sum(not t.done() for t in self.tasks.values())
+
+    def handle_sig_wait_for_completion(self, signum: signal.Signals) -> None:
+        sig = signal.Signals(signum)
+        if self.draining_since is None:
+            self.draining_since = sig
+            n, grace = self.running_jobs(), self._job_completion_wait
+            log.warning(
+                "%s: draining: %d job%s running, %ds grace to finish before %s back to the "
+                "queue; no new jobs taken%s",
+                sig.name,
+                n,
+                "" if n == 1 else "s",
+                grace,
+                "it goes" if n == 1 else "they go",
+                "; Ctrl-C again to stop now" if n else "",
+            )
+            super().handle_sig_wait_for_completion(sig)
+        elif sig == signal.SIGINT:
+            n = self.running_jobs()
+            log.warning(
+                "SIGINT again: stopping now; %d running job%s back to the queue for another worker",
+                n,
+                " goes" if n == 1 else "s go",
+            )
+            self.handle_sig(sig)
+        else:
+            log.warning(
+                "%s: already draining (%d jobs running); Ctrl-C (SIGINT) stops at once",
+                sig.name,
+                self.running_jobs(),
+            )
 
     async def _poll_iteration(self) -> None:
         try:
