@@ -42,7 +42,7 @@ def test_bad_settings_are_named(tmp_path):
         load_settings(cfg, environ={})
     with pytest.raises(ValueError, match="max_jobs: expected an integer"):
         load_settings(None, environ={"POOLQ_MAX_JOBS": "many"})
-    with pytest.raises(ValueError, match="redis_url must start with"):
+    with pytest.raises(ValueError, match="redis_url: expected a redis://"):
         load_settings(None, {"redis_url": "http://x"}, environ={})
 
 
@@ -74,3 +74,49 @@ def test_msgpack_round_trip_and_pickle_refused():
     assert error_info(err) == "ValueError: bad input"
     with pytest.raises(Exception):  # noqa: B017 - any decoding error; never an unpickle
         deserialize(pickle.dumps(job))
+
+
+def test_defaults_come_from_the_wire_constants():
+    from poolq.worker.config.settings import Settings
+    from poolq.worker.wire import constants
+
+    s = Settings()
+    assert s.qdrant_path == constants.DEFAULT_QDRANT_PATH == "./poolq_data/qdrant"
+    assert s.redis_url == constants.DEFAULT_REDIS_URL
+    assert (
+        (s.max_documents_per_job, s.max_document_bytes, s.max_job_bytes)
+        == (
+            constants.MAX_DOCUMENTS_PER_JOB,
+            constants.MAX_DOCUMENT_BYTES,
+            constants.MAX_JOB_BYTES,
+        )
+        == (1000, 1 << 20, 64 << 20)
+    )
+
+
+def test_metrics_listen_on_loopback_unless_widened(tmp_path):
+    assert load_settings(None, environ={}).metrics_host == "127.0.0.1"
+    s = load_settings(None, environ={"POOLQ_METRICS_HOST": "0.0.0.0"})
+    assert s.metrics_host == "0.0.0.0"
+    assert load_settings(None, {"metrics_host": "::1"}, environ={}).metrics_host == "::1"
+    cfg = tmp_path / "old.toml"
+    cfg.write_text('[worker]\nmetrics_addr = "0.0.0.0"\n')  # the old name: refused, by name
+    with pytest.raises(ValueError, match=r"unknown keys \['metrics_addr'\]"):
+        load_settings(cfg, environ={})
+
+
+def test_bad_urls_are_named_in_one_line():
+    with pytest.raises(ValueError) as e:
+        load_settings(None, {"redis_url": "http://user:pw@x:6379"}, environ={})
+    assert str(e.value) == (
+        "redis_url: expected a redis://, rediss:// or unix:// URL, got 'http://***@x:6379'"
+    )
+    with pytest.raises(ValueError, match="expected a numeric port"):
+        load_settings(None, {"redis_url": "redis://x:port/0"}, environ={})
+    with pytest.raises(ValueError) as e:
+        load_settings(None, environ={"POOLQ_QDRANT_URL": "ftp://q:6333"})
+    assert "qdrant_url: expected an http:// or https:// URL" in str(e.value)
+    assert "'ftp://q:6333'" in str(e.value)
+    with pytest.raises(ValueError, match="qdrant_url"):
+        load_settings(None, {"qdrant_url": "http://"}, environ={})
+    assert load_settings(None, {"qdrant_url": "https://q.example"}, environ={}).qdrant_url

@@ -16,6 +16,7 @@ from typing import Any
 
 from arq.worker import func
 
+from poolq.sinks.folder_lock import hold_folder
 from poolq.worker.app.jobs.ingest import ingest
 from poolq.worker.app.jobs.reindex import reindex
 from poolq.worker.config.schedule import cron_jobs
@@ -53,7 +54,12 @@ async def startup(ctx: dict[str, Any]) -> None:
     settings: Settings = ctx.get("settings") or load_settings()
     ctx["settings"] = settings
     adopt_running(ctx)  # under `arq ...WorkerSettings` too: the Redis-tolerant worker class
+    if not settings.qdrant_url and "writer" not in ctx:
+        # one worker per embedded folder, before any model loads (`poolq worker` took it
+        # already, before connecting to Redis: this returns its lock)
+        hold_folder(settings.qdrant_path)
     rt = await Runtime.open(settings, writer=ctx.pop("writer", None))
+    rt.redis = ctx.get("redis")
     ctx["runtime"] = rt
     await install_job_index(ctx)  # jobs arq fails unrun count as failed; the worker is listed
     ctx["heartbeat_task"] = asyncio.create_task(_heartbeat_loop(ctx))

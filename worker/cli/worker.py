@@ -1,24 +1,64 @@
-"""``poolq worker``: run an ingestion worker (arq) on this machine."""
+"""``poolq worker``: run an ingestion worker (arq) on this machine.
+
+Before any model loads, everything a user can get wrong is checked, each failure one line within
+seconds: the URLs (:func:`~poolq.worker.wire.connection.check_redis_url`, an http(s) Qdrant URL)
+and the embedded folder (one worker per folder: :mod:`poolq.sinks.folder_lock`) before anything
+heavy is imported, then the settings, then Redis answering
+(:func:`~poolq.worker.wire.connection.probe_redis`) and a Qdrant server's port answering.
+"""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import typer
 
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import fail
+from poolq.worker.wire import constants
+
+if TYPE_CHECKING:
+    from poolq.worker.config.locations import Locations
+    from poolq.worker.config.settings import Settings
+
+QDRANT_PROBE_TIMEOUT_S = 5.0
+
+
+def probe_qdrant(url: str, timeout_s: float = QDRANT_PROBE_TIMEOUT_S) -> None:
+    """The Qdrant server's host resolves and its port accepts a connection within
+    ``timeout_s``, else ``ConnectionError`` naming host and port (the port defaults to 6333, as
+    in qdrant-client)."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "localhost", parts.port or 6333
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        if isinstance(e, TimeoutError | socket.timeout):
+            reason = f"no answer within {timeout_s:g}s"
+        raise ConnectionError(f"Qdrant is not reachable at {host}:{port}: {reason}") from None
 
 
 @app.command()
 def worker(
     config: Path | None = typer.Option(None, "--config", help="TOML config (env POOLQ_CONFIG)."),
-    redis_url: str | None = typer.Option(None, "--redis-url", help="env POOLQ_REDIS_URL"),
+    redis_url: str | None = typer.Option(
+        None,
+        "--redis-url",
+        help=f"Redis of the queue (env POOLQ_REDIS_URL; default {constants.DEFAULT_REDIS_URL}).",
+    ),
     qdrant_url: str | None = typer.Option(
-        None, "--qdrant-url", help="Qdrant server (env POOLQ_QDRANT_URL)."
+        None, "--qdrant-url", help="Qdrant server (env POOLQ_QDRANT_URL; default: embedded)."
     ),
     qdrant_path: Path | None = typer.Option(
-        None, "--qdrant-path", help="Embedded Qdrant folder (env POOLQ_QDRANT_PATH)."
+        None,
+        "--qdrant-path",
+        help="Embedded Qdrant folder, one worker per folder (env POOLQ_QDRANT_PATH; default "
+        f"{constants.DEFAULT_QDRANT_PATH}).",
     ),
     qdrant_api_key: str | None = typer.Option(
         None, "--qdrant-api-key", help="API key of a Qdrant server (env POOLQ_QDRANT_API_KEY)."
@@ -37,23 +77,38 @@ def worker(
         max=65535,
         help="Serve Prometheus /metrics on this port (env POOLQ_METRICS_PORT).",
     ),
+    metrics_host: str | None = typer.Option(
+        None,
+        "--metrics-host",
+        help="Address /metrics listens on (env POOLQ_METRICS_HOST; default "
+        f"{constants.DEFAULT_METRICS_HOST}, this machine only; 0.0.0.0 for every interface).",
+    ),
     shutdown_grace_s: int | None = typer.Option(
         None,
         "--shutdown-grace",
         min=0,
-        help="On SIGTERM, seconds running jobs may take to finish before they go back to the "
-        "queue (default 30).",
+        help="On SIGTERM or Ctrl-C, seconds running jobs may take to finish before they go back "
+        "to the queue (default 30); a second Ctrl-C stops at once.",
     ),
     log_format: str = typer.Option(
         "text", "--log-format", help="text or json (one JSON object per line, with job ids)."
     ),
 ) -> None:
     """Run an ingestion worker: drain jobs from Redis, encode, write to Qdrant."""
-    from poolq.worker.app.worker_settings import run_worker
-    from poolq.worker.config.settings import load_settings
+    from poolq.worker.config.locations import check_qdrant_url, resolve_locations
+    from poolq.worker.wire.connection import check_redis_url
 
     if qdrant_url and qdrant_path:
         raise typer.BadParameter("give --qdrant-url or --qdrant-path, not both")
+    for flag, value, check in [
+        ("--redis-url", redis_url, check_redis_url),
+        ("--qdrant-url", qdrant_url, check_qdrant_url),
+    ]:
+        if value is not None:
+            try:
+                check(value)
+            except ValueError as exc:
+                fail("worker", f"{flag}: {str(exc).removeprefix('qdrant_url: ')}")
     from poolq.worker.observability.logs import configure
     from poolq.worker.wire.connection import redact_log_handlers
 
@@ -62,25 +117,63 @@ def worker(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--log-format") from None
     redact_log_handlers()  # no credentials in any log line, arq's and redis-py's included
-    try:
-        settings = load_settings(
-            config,
-            {
-                "redis_url": redis_url,
-                "qdrant_url": qdrant_url,
-                "qdrant_path": str(qdrant_path) if qdrant_path else None,
-                "qdrant_api_key": qdrant_api_key,
-                "device": device,
-                "max_jobs": max_jobs,
-                "metrics_port": metrics_port,
-                "shutdown_grace_s": shutdown_grace_s,
-            },
-        )
+    overrides = {
+        "redis_url": redis_url,
+        "qdrant_url": qdrant_url,
+        "qdrant_path": str(qdrant_path) if qdrant_path else None,
+        "qdrant_api_key": qdrant_api_key,
+        "device": device,
+        "max_jobs": max_jobs,
+        "metrics_port": metrics_port,
+        "metrics_host": metrics_host,
+        "shutdown_grace_s": shutdown_grace_s,
+    }
+    try:  # where Redis and Qdrant are, from flags, environment or config: checked first
+        where = resolve_locations(config, overrides)
+        check_redis_url(where.redis_url)
+        if where.qdrant_url:
+            check_qdrant_url(where.qdrant_url)
     except ValueError as exc:
         fail("worker", exc)
+    _hold_folder(where)
+    from poolq.worker.config.settings import load_settings  # the profile: imports torch
+
+    try:
+        settings = load_settings(config, overrides)
+    except ValueError as exc:
+        fail("worker", exc)
+    _probe(settings)
     from redis.exceptions import RedisError
+
+    from poolq.worker.app.worker_settings import run_worker
 
     try:
         run_worker(settings, burst=burst)
     except (RedisError, ConnectionError) as exc:  # Redis gone for longer than the retries ride out
+        fail("worker", exc, 1)
+
+
+def _hold_folder(where: Locations) -> None:
+    """One worker per embedded folder: refused in the time the command takes to start (nothing
+    heavy is imported yet), instead of after the models loaded."""
+    from poolq.sinks.folder_lock import FolderLockedError, hold_folder
+
+    if where.qdrant_url:
+        return
+    try:
+        hold_folder(where.qdrant_path)  # held until the process exits
+    except (FolderLockedError, OSError) as exc:
+        fail("worker", exc, 1)
+
+
+def _probe(settings: Settings) -> None:
+    """Redis and the Qdrant server answer, or one line within seconds (instead of arq's
+    reconnect loop, or a first job that fails)."""
+    from poolq.worker.wire.connection import probe_redis
+
+    try:
+        probe_redis(settings.redis_url)
+        if settings.qdrant_url:
+            probe_qdrant(settings.qdrant_url)
+    except (ConnectionError, OSError) as exc:
         fail("worker", exc, 1)

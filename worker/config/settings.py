@@ -1,8 +1,9 @@
 """Worker settings: config file (TOML), then environment, then CLI flags (increasing precedence).
 
 Environment: ``POOLQ_CONFIG``, ``POOLQ_REDIS_URL``, ``POOLQ_QDRANT_URL``, ``POOLQ_QDRANT_PATH``,
-``POOLQ_QDRANT_API_KEY``, ``POOLQ_METRICS_PORT``. The config file's ``[worker]`` table takes the
-same names in lower case without the prefix; the rest of the file is the collection profile.
+``POOLQ_QDRANT_API_KEY``, ``POOLQ_METRICS_PORT``, ``POOLQ_METRICS_HOST``, ... (every setting
+below, upper-cased). The config file's ``[worker]`` table takes the same names in lower case
+without the prefix; the rest of the file is the collection profile.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from poolq.ingest.profile import DEFAULT_PROFILE, Profile
+from poolq.worker.config.locations import check_qdrant_url
 from poolq.worker.config.schedule import ReindexSchedule
 from poolq.worker.wire import constants
-from poolq.worker.wire.connection import redact_text
+from poolq.worker.wire.connection import check_redis_url, redact_text
 
 ENV_PREFIX = "POOLQ_"
 
@@ -26,19 +28,20 @@ ENV_PREFIX = "POOLQ_"
 class Settings:
     redis_url: str = constants.DEFAULT_REDIS_URL
     qdrant_url: str | None = None
-    qdrant_path: str = "./poolq_data/qdrant"  # embedded Qdrant, used when no URL is given
+    qdrant_path: str = constants.DEFAULT_QDRANT_PATH  # embedded Qdrant, when no URL is given
     qdrant_api_key: str | None = field(default=None, repr=False)
     max_jobs: int = 32  # concurrent jobs per worker: they all feed the one engine
     job_timeout_s: int = 300
     max_tries: int = 5
     keep_result_s: int = 24 * 3600
     max_batch_tokens: int | None = None
-    max_documents_per_job: int = 1000
-    max_document_bytes: int = 1 << 20
-    max_job_bytes: int = 64 << 20  # whole job payload, refused before it is decoded
+    max_documents_per_job: int = constants.MAX_DOCUMENTS_PER_JOB
+    max_document_bytes: int = constants.MAX_DOCUMENT_BYTES
+    max_job_bytes: int = constants.MAX_JOB_BYTES  # whole job payload, refused undecoded
     shutdown_grace_s: int = 30  # SIGTERM: running jobs may finish this long, then go back
     metrics_port: int | None = None
-    metrics_addr: str = "0.0.0.0"  # where /metrics listens (with metrics_port)
+    # where /metrics listens (with metrics_port): loopback unless widened (e.g. 0.0.0.0)
+    metrics_host: str = constants.DEFAULT_METRICS_HOST
     device: str | None = None
     reindex_timeout_s: int = 6 * 3600
     # folders a reindex may read (os.pathsep-separated; default: the working directory);
@@ -50,10 +53,15 @@ class Settings:
     def __post_init__(self) -> None:
         if self.max_jobs < 1:
             raise ValueError(f"max_jobs must be >= 1, got {self.max_jobs}")
-        if not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+        try:
+            check_redis_url(self.redis_url)
+        except ValueError as e:
+            raise ValueError(f"redis_url: {e}") from None
+        if self.qdrant_url is not None:
+            check_qdrant_url(self.qdrant_url)
+        if not self.metrics_host or not isinstance(self.metrics_host, str):
             raise ValueError(
-                "redis_url must start with redis://, rediss:// or unix://, got "
-                f"{redact_text(repr(self.redis_url))}"
+                f"metrics_host: expected a host name or address, got {self.metrics_host!r}"
             )
 
     def __repr__(self) -> str:

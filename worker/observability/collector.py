@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from poolq.worker.observability.histogram import SECONDS_BUCKETS, EngineMetrics, Histogram
 from poolq.worker.observability.job_outcomes import JobOutcomes
+from poolq.worker.wire import constants
 
 if TYPE_CHECKING:
     from poolq.worker.engine.engine import EngineObserver
@@ -180,9 +181,10 @@ class WorkerMetrics(Collector):
         yield backlog_requests
 
     # Serving ---------------------------------------------------------------------------------
-    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
-        self._server, self._thread = start_http_server(port, addr, registry=self.registry)
-        log.info("metrics on http://%s:%d/metrics", addr, port)
+    def serve(self, port: int, host: str = constants.DEFAULT_METRICS_HOST) -> None:
+        """Serve /metrics on ``host:port`` (loopback by default: widen it on purpose)."""
+        self._server, self._thread = start_http_server(port, host, registry=self.registry)
+        log.info("metrics on http://%s:%d/metrics", host, port)
 
     def close(self) -> None:
         self.detach()

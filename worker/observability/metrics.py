@@ -1,4 +1,5 @@
-"""Prometheus metrics of one worker, on ``Settings.metrics_port`` (``--metrics-port``): the
+"""Prometheus metrics of one worker, on ``Settings.metrics_port`` (``--metrics-port``), listening
+on ``Settings.metrics_host`` (``--metrics-host``; 127.0.0.1 unless widened): the
 worker's hooks :func:`start`, :func:`refresh` and :func:`stop` (``worker/app/worker_settings.py``).
 
 The engine, the runner and the Qdrant writer know nothing of Prometheus: they call an observer
@@ -54,7 +55,7 @@ def start(ctx: dict[str, Any]) -> WorkerMetrics | None:
     else:
         log.warning("metrics: no arq worker in ctx, poolq_jobs_total stays at zero")
     try:
-        metrics.serve(settings.metrics_port, settings.metrics_addr)
+        metrics.serve(settings.metrics_port, settings.metrics_host)
     except BaseException:
         metrics.detach()
         raise
