@@ -1,9 +1,15 @@
 """What a collection holds per document (one record per document, from its first chunk): the
-content hashes and profile version that incremental reindexing compares with the source."""
+content hashes and profile version that incremental reindexing compares with the source, and
+that an ingest job compares with the documents it was sent (:func:`stored_documents`). Reads
+only; also the names a search may use (:func:`collection_names`) and whether any point holds a
+payload field (:func:`first_value`)."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from qdrant_client import QdrantClient, models
 
@@ -15,6 +21,7 @@ from poolq.sinks.payload import (
     META_HASH,
     PROFILE_VERSION,
 )
+from poolq.sinks.points import point_id
 
 INVENTORY_FIELDS = [DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT]
 
@@ -61,3 +68,104 @@ def document_inventory(
             )
         if offset is None:
             return out
+
+
+def _stored(payload: dict[str, Any] | None) -> StoredDocument | None:
+    pl = payload or {}
+    doc_id = pl.get(DOC_ID)
+    if not isinstance(doc_id, str):
+        return None
+    count = pl.get(CHUNK_COUNT)
+    return StoredDocument(
+        doc_id,
+        pl.get(DOC_HASH),
+        pl.get(META_HASH),
+        pl.get(PROFILE_VERSION),
+        count if isinstance(count, int) and count > 0 else 1,
+    )
+
+
+def stored_documents(
+    client: QdrantClient, collection: str, doc_ids: Sequence[str]
+) -> dict[str, StoredDocument]:
+    """The documents among ``doc_ids`` that ``collection`` holds completely, by id: their chunk
+    0 (hashes, profile version, chunk count), their last chunk present with the same text hash
+    and profile version, and no chunk past the last. A write cut short (a worker killed between
+    two batches: chunks go in order) or stale chunks a shrink left behind are not complete, so
+    such a document is written again rather than skipped. Two lookups by id, whatever the size
+    of the collection."""
+    if not doc_ids:
+        return {}
+    firsts = client.retrieve(
+        collection,
+        ids=[point_id(d, 0) for d in doc_ids],
+        with_payload=INVENTORY_FIELDS,
+        with_vectors=False,
+    )
+    stored = {s.doc_id: s for p in firsts if (s := _stored(p.payload)) is not None}
+    probes: dict[str, tuple[str, StoredDocument]] = {}
+    for s in stored.values():
+        if s.chunk_count > 1:
+            probes[point_id(s.doc_id, s.chunk_count - 1)] = ("last", s)
+        probes[point_id(s.doc_id, s.chunk_count)] = ("past", s)
+    found = client.retrieve(
+        collection,
+        ids=list(probes),
+        with_payload=[DOC_HASH, PROFILE_VERSION],
+        with_vectors=False,
+    )
+    incomplete: set[str] = set()
+    last_ok: set[str] = set()
+    for p in found:
+        kind, s = probes[str(p.id)]
+        pl = p.payload or {}
+        if kind == "past":
+            incomplete.add(s.doc_id)
+        elif pl.get(DOC_HASH) == s.doc_hash and pl.get(PROFILE_VERSION) == s.profile_version:
+            last_ok.add(s.doc_id)
+    return {
+        d: s
+        for d, s in stored.items()
+        if d not in incomplete and (s.chunk_count == 1 or d in last_ok)
+    }
+
+
+def collection_names(client: QdrantClient) -> list[str]:
+    """The names a search may use: every alias, and every collection no alias points at (the
+    physical collections behind aliases are not listed)."""
+    aliases = client.get_aliases().aliases
+    behind = {a.collection_name for a in aliases}
+    names = {a.alias_name for a in aliases}
+    names |= {c.name for c in client.get_collections().collections if c.name not in behind}
+    return sorted(names)
+
+
+MISSING: Any = object()  # what first_value returns when no point holds the field
+
+
+def first_value(client: QdrantClient, collection: str, path: str, *, numeric: bool) -> Any:
+    """The value at payload ``path`` (dotted) of the first point holding one there (a number,
+    with ``numeric``), or :data:`MISSING` when no point does."""
+    if numeric:
+        condition: models.Condition = models.FieldCondition(
+            key=path, range=models.Range(gte=-sys.float_info.max)
+        )
+        flt = models.Filter(must=[condition])
+    else:
+        flt = models.Filter(
+            must_not=[models.IsEmptyCondition(is_empty=models.PayloadField(key=path))]
+        )
+    points, _ = client.scroll(
+        collection, scroll_filter=flt, limit=1, with_payload=True, with_vectors=False
+    )
+    if not points:
+        return MISSING
+    value: Any = points[0].payload or {}
+    for part in path.split("."):
+        if isinstance(value, list):
+            value = next((v[part] for v in value if isinstance(v, dict) and part in v), None)
+        elif isinstance(value, dict):
+            value = value.get(part)
+        else:
+            return None
+    return value

@@ -2,19 +2,31 @@
 
 Both jobs use it: ``ingest`` for the documents a client sent, ``reindex`` for the new and changed
 documents of a source. One bad document never fails the others: it comes back as an error.
+
+The documents are cut into parts of about one write batch of chunks, all sent to the engines at
+once (the same group and turn: batching is as for one call), and each part is written as soon as
+its chunks are encoded, so documents finish (and a job's progress moves) while later parts are
+still being encoded. Every write records its metadata fields (``collection_fields.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from poolq.ingest.chunking import Chunk
 from poolq.ingest.documents import Document, DocumentError
 from poolq.ingest.points import document_points
 from poolq.sinks.points import PointRecord
+from poolq.worker.runtime.collection_fields import metadata_fields, record_fields
+from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.runtime import Runtime
+
+log = logging.getLogger("poolq.jobs")
 
 
 @dataclass
@@ -25,6 +37,21 @@ class BatchOutcome:
     errors: list[DocumentError] = field(default_factory=list)
 
 
+def split_parts(chunked: Sequence[list[Chunk]], target_chunks: int) -> list[tuple[int, int]]:
+    """``[start, end)`` document ranges of about ``target_chunks`` chunks each (a document is
+    never split)."""
+    parts: list[tuple[int, int]] = []
+    start = n = 0
+    for i, chunks in enumerate(chunked):
+        n += len(chunks)
+        if n >= target_chunks:
+            parts.append((start, i + 1))
+            start, n = i + 1, 0
+    if start < len(chunked):
+        parts.append((start, len(chunked)))
+    return parts
+
+
 async def ingest_documents(
     rt: Runtime,
     collection: str,
@@ -32,6 +59,7 @@ async def ingest_documents(
     *,
     group: str,
     whole_turn: bool = True,
+    progress: JobProgress | None = None,
 ) -> BatchOutcome:
     """Chunk, encode and write ``docs`` (already validated) into ``collection``; returns once
     the points are durable. Stale chunks of documents that shrank are deleted."""
@@ -40,34 +68,81 @@ async def ingest_documents(
         return out
     # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
     chunked = await asyncio.to_thread(lambda: [rt.vectorizer.chunk(d.text) for d in docs])
-    texts = [c.text for chunks in chunked for c in chunks]
-    ids = [f"{d.id}#{c.index}" for d, chunks in zip(docs, chunked, strict=True) for c in chunks]
-    # a job is one turn: jobs finish in order, so each one's write overlaps later jobs' forwards
-    encoded = await rt.vectorizer.encode(texts, ids, group=group, whole_turn=whole_turn)
-    out.chunks = len(texts)
-
+    out.chunks = sum(len(c) for c in chunked)
+    if progress is not None:
+        progress.add(chunks=out.chunks)
+        await progress.publish()
     now = datetime.now(UTC).isoformat()
+
+    async def one_part(start: int, end: int) -> None:
+        part_docs, part_chunks = docs[start:end], chunked[start:end]
+        texts = [c.text for chunks in part_chunks for c in chunks]
+        ids = [
+            f"{d.id}#{c.index}" for d, cs in zip(part_docs, part_chunks, strict=True) for c in cs
+        ]
+        # a job is one turn: jobs finish in order, so each one's write overlaps later jobs'
+        # forwards (every part of the job is queued at once, in the same turn)
+        encoded = await rt.vectorizer.encode(texts, ids, group=group, whole_turn=whole_turn)
+        points, replace_docs, errors = _points(rt, part_docs, part_chunks, encoded, now)
+        out.errors += errors
+        if progress is not None:
+            progress.add(errors=len(errors), done=len(errors))
+        written = await rt.writer.write(collection, points, replace_docs=replace_docs)
+        out.points += written
+        out.documents += len(replace_docs)
+        if progress is not None:
+            progress.add(points=written, done=len(replace_docs))
+            await progress.publish()
+
+    parts = split_parts(chunked, max(1, rt.writer.batch_points))
+    tasks = [asyncio.ensure_future(one_part(s, e)) for s, e in parts]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    await _record_fields(rt, collection, docs)
+    return out
+
+
+def _points(
+    rt: Runtime,
+    docs: Sequence[Document],
+    chunked: Sequence[list[Chunk]],
+    encoded: Sequence[object],
+    now: str,
+) -> tuple[list[PointRecord], dict[str, int], list[DocumentError]]:
     models = rt.vectorizer.model_ids()
     points: list[PointRecord] = []
     replace_docs: dict[str, int] = {}
+    errors: list[DocumentError] = []
     k = 0
     for doc, chunks in zip(docs, chunked, strict=True):
         vectors = encoded[k : k + len(chunks)]
         k += len(chunks)
         failed = next((v for v in vectors if isinstance(v, Exception)), None)
         if failed is not None:
-            out.errors.append(DocumentError(doc.id, "text", f"could not be encoded: {failed}"))
+            errors.append(DocumentError(doc.id, "text", f"could not be encoded: {failed}"))
             continue
         replace_docs[doc.id] = len(chunks)
-        ok = [v for v in vectors if not isinstance(v, Exception)]
         points += document_points(
             doc,
             chunks,
-            ok,
+            [v for v in vectors if isinstance(v, dict)],
             models=models,
             ingested_at=now,
             profile_version=rt.vectorizer.version,
         )
-    out.points = await rt.writer.write(collection, points, replace_docs=replace_docs)
-    out.documents = len(replace_docs)
-    return out
+    return points, replace_docs, errors
+
+
+async def _record_fields(rt: Runtime, collection: str, docs: Sequence[Document]) -> None:
+    """Add the documents' metadata keys and types to the collection's field registry (best
+    effort: a search asks the store about a field the registry lacks)."""
+    if rt.redis is None or not any(d.metadata for d in docs):
+        return
+    fields = await asyncio.to_thread(metadata_fields, [d.metadata for d in docs])
+    with contextlib.suppress(Exception):
+        await record_fields(rt.redis, collection, fields)

@@ -10,7 +10,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
+from poolq.sinks.filters import Condition
+from poolq.sinks.inventory import collection_names, first_value
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.search import (
     SearchError,
@@ -38,6 +41,38 @@ class QueryService:
         except Exception:
             return True  # cannot tell: report the original error
 
+    async def missing_collection(self, collection: str) -> SearchError | None:
+        """The error for a search of a collection that does not exist (listing those that do),
+        or None when it exists (or the store cannot tell)."""
+        if await self._exists(collection):
+            return None
+        try:
+            names = await self.writer.read(collection_names, what="list of collections")
+        except Exception:
+            names = None
+        if names is None:
+            where = ""
+        elif names:
+            where = f"; collections: {', '.join(repr(n) for n in names)}"
+        else:
+            where = "; there are no collections yet (enqueue documents first)"
+        return SearchError(f"collection {collection!r} does not exist{where}")
+
+    async def stored_value(self, collection: str, condition: Condition) -> Any:
+        """A value some point of ``collection`` holds at the condition's payload path (a number
+        for a range), or :data:`~poolq.sinks.inventory.MISSING`. Raises the collection's
+        :class:`SearchError` when it does not exist."""
+        numeric = condition.kind == "range"
+        try:
+            return await self.writer.read(
+                partial(first_value, collection=collection, path=condition.path, numeric=numeric),
+                what=f"field lookup in {collection!r}",
+            )
+        except Exception:
+            if (missing := await self.missing_collection(collection)) is not None:
+                raise missing from None
+            raise
+
     def schema(self, collection: str) -> CollectionSchema:
         """What the profile writes, so what a collection written with it holds."""
         return CollectionSchema(collection, tuple(self.vectorizer.vector_specs()))
@@ -56,8 +91,10 @@ class QueryService:
             t2 = time.perf_counter()
         except Exception as e:
             self.search_errors += 1
-            if not isinstance(e, ValueError) and not await self._exists(request.collection):
-                raise SearchError(f"collection {request.collection!r} does not exist") from None
+            if not isinstance(e, SearchError) and (
+                missing := await self.missing_collection(request.collection)
+            ):
+                raise missing from None
             raise
         self.searches += 1
         return SearchResult(

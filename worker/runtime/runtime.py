@@ -42,6 +42,7 @@ class Runtime:
     jobs_failed: int = 0  # failed for good (dead-lettered)
     jobs_retried: int = 0  # failed transiently, sent back to the queue
     search_service: SearchService | None = None
+    redis: Any = None  # the worker's Redis (arq's pool), set at start-up; None outside a worker
     _queries: QueryService | None = None
     _collections: set[str] = field(default_factory=set)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -99,4 +100,14 @@ class Runtime:
             "query_engines": {
                 m: e.stats_snapshot() for m, e in self.vectorizer.query_engines.items()
             },
+            "limits": self.limits(),
+        }
+
+    def limits(self) -> dict[str, int]:
+        """What this worker refuses past (clients check before sending a job)."""
+        s = self.settings
+        return {
+            "max_documents_per_job": s.max_documents_per_job,
+            "max_document_bytes": s.max_document_bytes,
+            "max_job_bytes": s.max_job_bytes,
         }

@@ -15,6 +15,12 @@ Reply, pushed onto ``reply_to`` (which expires after ``SEARCH_REPLY_TTL_S``)::
     {"id": str, "result": SearchResult.to_dict()}   or   {"id": str, "error": {"type", "message"}}
 
 A request whose deadline has passed is dropped unanswered (its client has given up).
+
+Filters are checked against the collection's fields before the query is encoded
+(``collection_fields.py``): a key no document has, or a range on a field holding no numbers, is
+refused with a :class:`SearchError` naming it and the known fields, instead of matching nothing.
+A field the registry lacks is looked up in the store first (written before the registry, say):
+found, it is added to the registry and the search runs.
 """
 
 from __future__ import annotations
@@ -30,7 +36,15 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from poolq.sinks.filters import parse_conditions
+from poolq.sinks.inventory import MISSING
 from poolq.sinks.search_types import SearchError, SearchRequest, SearchResult
+from poolq.worker.runtime.collection_fields import (
+    filter_problem,
+    metadata_fields,
+    read_fields,
+    record_fields,
+)
 from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import deserialize, serialize
 
@@ -152,7 +166,7 @@ class SearchService:
 
     async def _handle(self, redis: Redis, raw: bytes, slots: asyncio.Semaphore) -> None:
         try:
-            reply_to, reply = await self._answer(raw)
+            reply_to, reply = await self._answer(raw, redis)
             if reply_to is not None:
                 with contextlib.suppress(RedisConnectionError, RedisTimeoutError, OSError):
                     async with redis.pipeline(transaction=False) as pipe:
@@ -164,7 +178,32 @@ class SearchService:
         finally:
             slots.release()
 
-    async def _answer(self, raw: bytes) -> tuple[str | None, dict[str, Any]]:
+    async def check_filters(self, redis: Redis, request: SearchRequest) -> None:
+        """Refuse (:class:`SearchError`) a filter that can match nothing in the collection."""
+        if not request.filters:
+            return
+        conditions = parse_conditions(request.filters)
+        fields = await read_fields(redis, request.collection)
+        for expr, condition in zip(request.filters, conditions, strict=True):
+            problem = filter_problem(expr, condition, fields)
+            if problem is None or (problem.metadata and not fields):
+                continue  # no registry (a collection written before it existed): no refusal
+            if problem.metadata:  # the registry may lack it: ask the store before refusing
+                value = await self.queries.stored_value(request.collection, condition)
+                if value is not MISSING:
+                    found = metadata_fields([{problem.field: value}])
+                    with contextlib.suppress(Exception):
+                        await record_fields(redis, request.collection, found)
+                    for key, types in found.items():
+                        fields.setdefault(key, set()).update(types)
+                    continue
+            elif (missing := await self.queries.missing_collection(request.collection)) is not None:
+                raise missing
+            raise SearchError(problem.message(request.collection, fields))
+
+    async def _answer(
+        self, raw: bytes, redis: Redis | None = None
+    ) -> tuple[str | None, dict[str, Any]]:
         envelope = decode_request(raw, time.time())
         if isinstance(envelope, Dropped):
             if envelope.reason == "expired":
@@ -182,6 +221,8 @@ class SearchService:
             return None, {}
         try:
             query, request = parse_search(envelope)
+            if redis is not None:
+                await self.check_filters(redis, request)
             result = await self.queries.search(query, request)
         except Exception as e:
             if not isinstance(e, ValueError):
