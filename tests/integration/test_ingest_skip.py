@@ -182,6 +182,15 @@ def test_force_re_encodes_every_document(env):
     assert after["write_calls"] > before["write_calls"]
 
 
+def test_the_heartbeat_reports_the_worker_limits(env):
+    _, worker, _, _ = env
+    assert fresh_heartbeat(worker)["limits"] == {
+        "max_documents_per_job": constants.MAX_DOCUMENTS_PER_JOB,
+        "max_document_bytes": constants.MAX_DOCUMENT_BYTES,
+        "max_job_bytes": constants.MAX_JOB_BYTES,
+    }
+
+
 def test_the_collection_holds_every_chunk_of_every_document_once(env):
     _, worker, tmp, docs = env
     worker.stop()  # the embedded folder is the worker's while it runs
