@@ -15,7 +15,7 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.worker.wire import constants
-from poolq.worker.wire.connection import RedisUnavailableError, redact_text
+from poolq.worker.wire.connection import RedisUnavailableError, check_redis_url, redact_text
 
 # What a client command reports as one line (and exit code) instead of a traceback: Redis down
 # or gone mid-command (RedisUnavailableError is a ConnectionError), a timeout, a bad URL.
@@ -43,11 +43,20 @@ def timeout_option(help_: str = "Give up waiting after this many seconds.") -> A
 def resolve_redis_url(flag: str | None, config: Path | str | None = None) -> str:
     """``--redis-url``, else ``POOLQ_REDIS_URL``, else the config file's ``[worker] redis_url``
     (``--config`` / ``POOLQ_CONFIG``), else the default. Reads the file's ``[worker]`` table
-    only: client commands never load the models' profile."""
+    only: client commands never load the models' profile. A URL poolq cannot connect with is a
+    ``ValueError`` naming where it came from, before anything connects."""
+    url, origin = _redis_url(flag, config)
+    try:
+        return check_redis_url(url)
+    except ValueError as e:
+        raise ValueError(f"{origin}: {e}") from None
+
+
+def _redis_url(flag: str | None, config: Path | str | None) -> tuple[str, str]:
     if flag:
-        return flag
+        return flag, "--redis-url"
     if env := os.environ.get("POOLQ_REDIS_URL"):
-        return env
+        return env, "POOLQ_REDIS_URL"
     config = config or os.environ.get("POOLQ_CONFIG")
     if config:
         path = Path(config)
@@ -55,8 +64,8 @@ def resolve_redis_url(flag: str | None, config: Path | str | None = None) -> str
             raise ValueError(f"config file {str(path)!r} does not exist")
         worker = tomllib.loads(path.read_text(encoding="utf-8")).get("worker") or {}
         if worker.get("redis_url"):
-            return str(worker["redis_url"])
-    return constants.DEFAULT_REDIS_URL
+            return str(worker["redis_url"]), f"{path} [worker] redis_url"
+    return constants.DEFAULT_REDIS_URL, "the default Redis URL"
 
 
 def model_path(command: str, model: str) -> str:

@@ -1,0 +1,74 @@
+"""Every client command answers a Redis URL it cannot use, a host that does not exist and a Redis
+that is down with one line, in seconds, naming where the URL came from or host:port (issue 12,
+item 1)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from poolq.worker.dev.local_redis import free_port
+
+pytestmark = pytest.mark.slow  # the CLI in subprocesses
+
+
+def commands(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "a", "text": "x"}\n')
+    return {
+        "enqueue": ["enqueue", str(src), "--collection", "c"],
+        "status": ["status"],
+        "search": ["search", "hello", "--collection", "c"],
+        "dlq": ["dlq", "list"],
+        "reindex": ["reindex", "--source", str(src), "--collection", "c"],
+    }
+
+
+def poolq(args, env=None):
+    t0 = time.monotonic()
+    out = subprocess.run(
+        [sys.executable, "-m", "poolq.worker", *args], capture_output=True, text=True, timeout=60,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    return out, time.monotonic() - t0
+
+
+def one_line(out, name):
+    assert out.returncode in (2, 3), (name, out.returncode, out.stderr)
+    assert out.stderr.count("\n") == 1, (name, out.stderr)
+    assert out.stderr.startswith(f"poolq {name if name != 'dlq' else 'dlq list'}: error: ") or (
+        out.stderr.startswith(f"poolq {name}: error: ")
+    ), out.stderr
+    return out.stderr
+
+
+def test_a_url_that_is_not_redis_names_its_origin(tmp_path):
+    for name, args in commands(tmp_path).items():
+        out, elapsed = poolq([*args, "--redis-url", "http://:s3cret@localhost:6379/0"])
+        line = one_line(out, name)
+        assert "--redis-url" in line and "redis://" in line and "s3cret" not in line, line
+        assert elapsed < 10
+        out, _ = poolq(args, env={"POOLQ_REDIS_URL": "localhost:6379"})
+        assert "POOLQ_REDIS_URL" in one_line(out, name)
+        out, _ = poolq([*args, "--redis-url", "redis://localhost:notaport/0"])
+        assert "--redis-url" in one_line(out, name) and "port" in out.stderr
+
+
+def test_a_host_that_does_not_exist_and_a_redis_that_is_down(tmp_path):
+    port = free_port()
+    times = {}
+    for name, args in commands(tmp_path).items():
+        out, times[f"{name} bad host"] = poolq(
+            [*args, "--redis-url", "redis://no-such-host.invalid:6379/0"]
+        )
+        assert "no-such-host.invalid:6379" in one_line(out, name)
+        out, times[f"{name} Redis down"] = poolq(
+            [*args, "--redis-url", f"redis://127.0.0.1:{port}/0"]
+        )
+        assert f"127.0.0.1:{port}" in one_line(out, name)
+    print({k: round(v, 2) for k, v in times.items()})
+    assert max(times.values()) < 10, times
