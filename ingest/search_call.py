@@ -1,9 +1,10 @@
 """A search sent to the workers through Redis (part of :mod:`poolq.ingest.client`).
 
-The request goes onto ``poolq:queue:search``; the reply comes on a per-request list. While no
-reply has come the client looks at the workers' heartbeats (after the first second, then every
-2 s): with no worker alive it takes its request back and says so at once, instead of waiting
-out the timeout; a live worker that is busy gets the whole timeout.
+With no worker alive the search is refused at once, before it is queued. Else the request goes
+onto ``poolq:queue:search`` and the reply comes on a per-request list; while none has come the
+client looks at the workers' heartbeats again (after the first second, then every 2 s): when
+the workers have gone meanwhile it takes its request back and says so, instead of waiting out
+the timeout; a live worker that is busy gets the whole timeout.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ async def search_via_workers(
     }
     raw = serialize(msg)
     deadline = time.monotonic() + timeout_s
+    if not await live_workers(redis):  # (one lookup in the workers' own list: no SCAN)
+        raise NoWorkerError(no_worker_message(redis_url))
     await redis.rpush(constants.SEARCH_QUEUE, raw)
     step, taken = FIRST_LOOK_S, False
     while True:

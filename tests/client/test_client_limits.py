@@ -42,7 +42,7 @@ async def test_a_document_no_job_can_carry_is_refused_naming_it(redis_server):
     limits = Limits(max_job_bytes=10_000)
     docs = [{"id": "small", "text": "x"}, {"id": "huge", "text": "y" * 20_000}]
     async with PoolqClient(redis_server.url) as client:
-        with pytest.raises(ValueError, match="document 'huge' is 200.. bytes as a job payload"):
+        with pytest.raises(ValueError, match=r"document 'huge' is 200\d\d bytes as a job payload"):
             await client.enqueue("docs", docs, limits=limits)
         assert await queued(client) == 0
 
@@ -63,6 +63,7 @@ async def test_a_search_with_no_worker_is_answered_at_once(redis_server):
         with pytest.raises(NoWorkerError, match="no worker is running on this Redis") as info:
             await client.search("hello", "docs", timeout_s=30)
         elapsed = time.monotonic() - t0
+        print(f"client search with no worker: {elapsed * 1000:.0f} ms")
         assert elapsed < 2, elapsed
         assert f"127.0.0.1:{redis_server.port}" in str(info.value)
         assert "poolq worker" in str(info.value)
