@@ -202,7 +202,7 @@ async def outcomes(redis: Any, job_ids: Sequence[str], *, queue_name: str) -> li
     """The state of each job, in order (done or failed, else running, else in the queue, else
     not_found), with results."""
     out: list[JobOutcome] = []
-    now_ms = int(time.time() * 1000)
+    now_ms = round(time.time() * 1000)  # as arq: timestamp_ms()
     for chunk in chunks([_text(j) for j in job_ids]):
         found = await _finished(redis, chunk, states=True, queue_name=queue_name, now_ms=now_ms)
         out.extend(found[j] for j in chunk)
@@ -255,7 +255,7 @@ async def index_status(
     """Counts of the jobs in the queue, running on the ``live`` workers, and done or failed
     within ``ttl_s``; and the outcomes of the running jobs and of the newest finished ones, at
     most ``limit`` (newest first)."""
-    now_ms, cutoff = int(now * 1000), now - ttl_s
+    now_ms, cutoff = round(now * 1000), now - ttl_s  # (arq rounds its scores too)
     async with redis.pipeline(transaction=False) as p:
         p.zcount(queue_name, "-inf", now_ms)
         p.zcount(queue_name, f"({now_ms}", "+inf")
