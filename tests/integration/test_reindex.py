@@ -198,7 +198,8 @@ def test_one_reindex_per_collection_at_a_time(env):
     assert len(skipped) == 1 and "another reindex of 'kb' is running" in skipped[0]["skipped"]
 
 
-def test_folder_source_ids_are_relative_paths(env):
+def test_folder_source_ids_are_absolute_paths(env):
+    """A file's id is its absolute path (unique across folders); metadata keeps the relative one."""
     server, _, tmp, _ = env
     root = tmp / "notes"
     (root / "sub").mkdir(parents=True)
@@ -212,7 +213,8 @@ def test_folder_source_ids_are_relative_paths(env):
         hits = client.search("sourdough", "notes", limit=2).hits
     finally:
         client.close()
-    assert hits[0].doc_id == "sub/b.txt" and hits[0].metadata == {"path": "sub/b.txt"}
+    assert hits[0].doc_id == str((root / "sub" / "b.txt").resolve())
+    assert hits[0].metadata == {"path": "sub/b.txt"}
     (root / "a.md").unlink()
     r = reindex(server.url, root, collection="notes")
     assert (r["removed"], r["unchanged"]) == (1, 1)
