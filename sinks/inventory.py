@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qdrant_client import QdrantClient, models
-
 from poolq.sinks.payload import (
     CHUNK_COUNT,
-    CHUNK_INDEX,
     DOC_HASH,
     DOC_ID,
     META_HASH,
     PROFILE_VERSION,
 )
+from poolq.sinks.qdrant_filters import first_chunks_filter
+from poolq.sinks.store.base import Store
 
 INVENTORY_FIELDS = [DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT]
 
@@ -29,18 +28,16 @@ class StoredDocument:
 
 
 def document_inventory(
-    client: QdrantClient, collection: str, page_size: int = 1024
+    store: Store, collection: str, page_size: int = 1024
 ) -> dict[str, StoredDocument]:
     """Every document of ``collection`` (an alias is fine), read from its chunk 0."""
-    first_chunks = models.Filter(
-        must=[models.FieldCondition(key=CHUNK_INDEX, match=models.MatchValue(value=0))]
-    )
+    first_chunks = first_chunks_filter()
     out: dict[str, StoredDocument] = {}
     offset = None
     while True:
-        points, offset = client.scroll(
+        points, offset = store.scroll(
             collection,
-            scroll_filter=first_chunks,
+            flt=first_chunks,
             limit=page_size,
             offset=offset,
             with_payload=INVENTORY_FIELDS,

@@ -19,7 +19,7 @@ from arq.worker import Retry
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.sinks.writer import SinkUnavailableError, is_transient
+from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.worker.reliability import dead_letter
 from poolq.worker.wire import constants
 
