@@ -234,7 +234,10 @@ def _match(key: str, m: Any) -> Any:
     if m is None:
         return None
     if isinstance(m, models.MatchValue):
-        return qe.MatchValue(m.value)
+        # qdrant-edge-py 0.9.0 reads a Python bool as the integer 1 or 0 (bool is an int) and
+        # then matches no boolean; numpy's bool is no int, so it arrives as a boolean
+        value = m.value
+        return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)
     if isinstance(m, models.MatchAny):
         return qe.MatchAny(list(m.any))
     if isinstance(m, models.MatchExcept):
