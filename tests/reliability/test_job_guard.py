@@ -16,7 +16,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.sinks.writer import SinkUnavailableError
+from poolq.sinks.store.errors import SinkUnavailableError
 from poolq.worker.reliability.job_guard import (
     RETRY_BACKOFF_S,
     guarded,
