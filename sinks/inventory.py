@@ -11,17 +11,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from poolq.sinks.payload import (
     CHUNK_COUNT,
-    CHUNK_INDEX,
     DOC_HASH,
     DOC_ID,
     META_HASH,
     PROFILE_VERSION,
 )
 from poolq.sinks.points import point_id
+from poolq.sinks.qdrant_filters import first_chunks_filter
+from poolq.sinks.store.base import Store
 
 INVENTORY_FIELDS = [DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT]
 
@@ -36,18 +37,16 @@ class StoredDocument:
 
 
 def document_inventory(
-    client: QdrantClient, collection: str, page_size: int = 1024
+    store: Store, collection: str, page_size: int = 1024
 ) -> dict[str, StoredDocument]:
     """Every document of ``collection`` (an alias is fine), read from its chunk 0."""
-    first_chunks = models.Filter(
-        must=[models.FieldCondition(key=CHUNK_INDEX, match=models.MatchValue(value=0))]
-    )
+    first_chunks = first_chunks_filter()
     out: dict[str, StoredDocument] = {}
     offset = None
     while True:
-        points, offset = client.scroll(
+        points, offset = store.scroll(
             collection,
-            scroll_filter=first_chunks,
+            flt=first_chunks,
             limit=page_size,
             offset=offset,
             with_payload=INVENTORY_FIELDS,
@@ -86,7 +85,7 @@ def _stored(payload: dict[str, Any] | None) -> StoredDocument | None:
 
 
 def stored_documents(
-    client: QdrantClient, collection: str, doc_ids: Sequence[str]
+    store: Store, collection: str, doc_ids: Sequence[str]
 ) -> dict[str, StoredDocument]:
     """The documents among ``doc_ids`` that ``collection`` holds completely, by id: their chunk
     0 (hashes, profile version, chunk count), their last chunk present with the same text hash
@@ -96,9 +95,9 @@ def stored_documents(
     of the collection."""
     if not doc_ids:
         return {}
-    firsts = client.retrieve(
+    firsts = store.retrieve(
         collection,
-        ids=[point_id(d, 0) for d in doc_ids],
+        [point_id(d, 0) for d in doc_ids],
         with_payload=INVENTORY_FIELDS,
         with_vectors=False,
     )
@@ -108,9 +107,9 @@ def stored_documents(
         if s.chunk_count > 1:
             probes[point_id(s.doc_id, s.chunk_count - 1)] = ("last", s)
         probes[point_id(s.doc_id, s.chunk_count)] = ("past", s)
-    found = client.retrieve(
+    found = store.retrieve(
         collection,
-        ids=list(probes),
+        list(probes),
         with_payload=[DOC_HASH, PROFILE_VERSION],
         with_vectors=False,
     )
@@ -130,20 +129,18 @@ def stored_documents(
     }
 
 
-def collection_names(client: QdrantClient) -> list[str]:
+def collection_names(store: Store) -> list[str]:
     """The names a search may use: every alias, and every collection no alias points at (the
     physical collections behind aliases are not listed)."""
-    aliases = client.get_aliases().aliases
-    behind = {a.collection_name for a in aliases}
-    names = {a.alias_name for a in aliases}
-    names |= {c.name for c in client.get_collections().collections if c.name not in behind}
-    return sorted(names)
+    aliases = store.aliases()
+    behind = set(aliases.values())
+    return sorted(set(aliases) | {c for c in store.collections() if c not in behind})
 
 
 MISSING: Any = object()  # what first_value returns when no point holds the field
 
 
-def first_value(client: QdrantClient, collection: str, path: str, *, numeric: bool) -> Any:
+def first_value(store: Store, collection: str, path: str, *, numeric: bool) -> Any:
     """The value at payload ``path`` (dotted) of the first point holding one there (a number,
     with ``numeric``), or :data:`MISSING` when no point does."""
     if numeric:
@@ -155,9 +152,7 @@ def first_value(client: QdrantClient, collection: str, path: str, *, numeric: bo
         flt = models.Filter(
             must_not=[models.IsEmptyCondition(is_empty=models.PayloadField(key=path))]
         )
-    points, _ = client.scroll(
-        collection, scroll_filter=flt, limit=1, with_payload=True, with_vectors=False
-    )
+    points, _ = store.scroll(collection, flt=flt, limit=1, with_payload=True, with_vectors=False)
     if not points:
         return MISSING
     value: Any = points[0].payload or {}

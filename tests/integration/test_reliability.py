@@ -7,11 +7,11 @@ import signal
 import time
 
 import pytest
-from qdrant_client import QdrantClient
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks.audit import audit_collection
+from poolq.sinks.store.edge import EdgeStore
 from poolq.worker.dev.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
@@ -29,11 +29,11 @@ def corpus(n, prefix="doc"):
 
 def assert_exact(qpath, docs):
     """Every document's chunks 0..count-1 exactly once, and nothing else."""
-    client = QdrantClient(path=str(qpath))
+    store = EdgeStore(qpath)
     try:
-        audit = audit_collection(client, COLLECTION)
+        audit = audit_collection(store, COLLECTION)
     finally:
-        client.close()
+        store.close()
     assert audit.documents == {d["id"] for d in docs}
     assert audit.problems() == []
     assert audit.points == audit.expected_points

@@ -10,11 +10,12 @@ import time
 
 import numpy as np
 import pytest
-from qdrant_client import QdrantClient
 
 from poolq.ingest.client import PoolqClient, SyncPoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks.search import SearchError, maxsim
+from poolq.sinks.maxsim import maxsim
+from poolq.sinks.search_types import SearchError
+from poolq.sinks.store.edge import EdgeStore
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from poolq.worker.wire.constants import SEARCH_QUEUE
@@ -240,12 +241,12 @@ def test_rerank_order_is_maxsim_recomputed_from_stored_vectors(env):
 
     st = SentenceTransformer(str(minilm_path()), device="cpu")
     q = st.encode(query, output_value="token_embeddings").cpu().numpy()
-    client = QdrantClient(path=str(qpath))
+    client = EdgeStore(qpath)
     try:
         ids = [h.id for h in hybrid.hits]
         stored = {
             str(p.id): np.asarray(p.vector["colbert"])
-            for p in client.retrieve(COLLECTION, ids=ids, with_vectors=["colbert"])
+            for p in client.retrieve(COLLECTION, ids, with_vectors=["colbert"])
         }
     finally:
         client.close()

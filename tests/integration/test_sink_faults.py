@@ -1,4 +1,4 @@
-"""A Qdrant sink that fails, with fault injection around the real (embedded) client, under a
+"""A Qdrant sink that fails, with fault injection around the real Qdrant Edge adapter, under a
 real arq worker and Redis in this process: transient failures are retried and no job is lost;
 a sink that keeps failing ends in the dead-letter list, from which `poolq dlq retry` recovers."""
 
@@ -7,11 +7,11 @@ import asyncio
 import httpx
 import pytest
 from arq.worker import Worker
-from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.writer import QdrantWriter
 from poolq.worker.app.worker_settings import worker_kwargs
 from poolq.worker.cli.dlq import run_dlq
@@ -22,10 +22,10 @@ pytestmark = pytest.mark.slow
 
 
 class FlakyQdrant:
-    """The real client, except that ``upsert`` fails with a transport error while
-    ``failures_left`` > 0 (-1: always)."""
+    """The real Edge store, except that ``upsert`` fails with a transport error (what a server
+    connection raises) while ``failures_left`` > 0 (-1: always)."""
 
-    def __init__(self, inner: QdrantClient, failures: int) -> None:
+    def __init__(self, inner: EdgeStore, failures: int) -> None:
         self._inner = inner
         self.failures_left = failures
         self.injected = 0
@@ -59,10 +59,10 @@ async def test_transient_sink_failures_are_retried_and_nothing_is_lost(redis_ser
     flaky: list[FlakyQdrant] = []
 
     def factory():
-        flaky.append(FlakyQdrant(QdrantClient(path=str(tmp_path / "q")), failures=4))
+        flaky.append(FlakyQdrant(EdgeStore(tmp_path / "q"), failures=4))
         return flaky[-1]
 
-    writer = QdrantWriter(client_factory=factory, max_retries=6, backoff_s=0.01, max_backoff_s=0.05)
+    writer = QdrantWriter(store_factory=factory, max_retries=6, backoff_s=0.01, max_backoff_s=0.05)
     settings = Settings(redis_url=redis_server.url, max_tries=3)
     batch = docs(40, "t")
     async with PoolqClient(redis_server.url) as client:
@@ -72,9 +72,9 @@ async def test_transient_sink_failures_are_retried_and_nothing_is_lost(redis_ser
         assert all(o.status == "done" for o in outcomes), [o.error for o in outcomes]
         assert await dead_letter.entries(client.redis) == []
     assert flaky[0].injected == 4 and writer.retries == 4
-    check = QdrantClient(path=str(tmp_path / "q"))
+    check = EdgeStore(tmp_path / "q")
     try:
-        assert check.count("c").count == sum(o.result["points"] for o in outcomes) >= 40
+        assert check.count("c") == sum(o.result["points"] for o in outcomes) >= 40
     finally:
         check.close()
 
@@ -86,10 +86,10 @@ async def test_a_sink_that_keeps_failing_ends_in_the_dead_letter_list(
     flaky: list[FlakyQdrant] = []
 
     def factory():
-        flaky.append(FlakyQdrant(QdrantClient(path=str(tmp_path / "q")), failures=-1))
+        flaky.append(FlakyQdrant(EdgeStore(tmp_path / "q"), failures=-1))
         return flaky[-1]
 
-    writer = QdrantWriter(client_factory=factory, max_retries=1, backoff_s=0.01, max_backoff_s=0.01)
+    writer = QdrantWriter(store_factory=factory, max_retries=1, backoff_s=0.01, max_backoff_s=0.01)
     settings = Settings(redis_url=redis_server.url, max_tries=3)
     async with PoolqClient(redis_server.url) as client:
         (job_id,) = await client.enqueue("c", docs(5, "p"), job_size=10)
@@ -110,7 +110,7 @@ async def test_a_sink_that_keeps_failing_ends_in_the_dead_letter_list(
     # the sink recovers; the dead-lettered job is retried and lands
     assert await asyncio.to_thread(run_dlq, "retry", [job_id], False, redis_server.url, False) == 0
     new_id = capsys.readouterr().out.split("enqueued again as ")[1].strip()
-    writer2 = QdrantWriter(client_factory=lambda: QdrantClient(path=str(tmp_path / "q")))
+    writer2 = QdrantWriter(store_factory=lambda: EdgeStore(tmp_path / "q"))
     await run_worker_until_idle(settings, writer2)
     async with PoolqClient(redis_server.url) as client:
         (again,) = await client.wait([new_id], timeout_s=60)

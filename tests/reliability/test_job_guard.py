@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.sinks.writer import SinkUnavailableError
+from poolq.sinks.store.errors import SinkUnavailableError
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability.job_guard import (
     RETRY_BACKOFF_S,

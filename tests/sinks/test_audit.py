@@ -1,21 +1,19 @@
-"""The collection audit finds every kind of defect it names, on hand-built collections."""
+"""The collection audit finds every kind of defect it names, on hand-built collections (in a
+Qdrant Edge folder)."""
 
 import numpy as np
 import pytest
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from poolq.sinks.audit import audit_collection
 from poolq.sinks.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
+from poolq.sinks.schema import CollectionSchema, VectorSpec
 
 
 @pytest.fixture
-def client():
-    c = QdrantClient(location=":memory:")
-    c.create_collection(
-        "c", vectors_config={"d": models.VectorParams(size=2, distance=models.Distance.DOT)}
-    )
-    yield c
-    c.close()
+def client(edge):
+    edge.create_collection("c", CollectionSchema("c", (VectorSpec("d", "dense", 2, "m"),)))
+    return edge
 
 
 def put(client, rows):
@@ -27,7 +25,7 @@ def put(client, rows):
                 vector={"d": np.ones(2).tolist()},
                 payload={DOC_ID: d, CHUNK_INDEX: k, CHUNK_COUNT: n},
             )
-            for i, (d, k, n) in enumerate(rows)
+            for i, (d, k, n) in enumerate(rows, 1)
         ],
     )
 

@@ -2,17 +2,17 @@
 the filter language routes top-level, and what the audit and the inventory read all agree."""
 
 import pytest
-from qdrant_client import QdrantClient
 
 from poolq.ingest.chunking import Chunk
 from poolq.ingest.documents import Document
 from poolq.ingest.points import document_points
 from poolq.sinks import payload as schema
 from poolq.sinks.audit import audit_collection
+from poolq.sinks.collections import ensure_collection
 from poolq.sinks.filters import payload_path
 from poolq.sinks.inventory import INVENTORY_FIELDS, document_inventory
 from poolq.sinks.points import PointRecord, point_id, to_point_struct
-from poolq.sinks.schema import CollectionSchema, VectorSpec, ensure_collection
+from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.search import SearchRequest, parse_filters, search_points
 
 TEXT = "Alpha beta. Gamma delta."
@@ -126,15 +126,13 @@ def test_field_constants_name_the_written_keys():
 
 
 @pytest.fixture
-def collection():
-    client = QdrantClient(location=":memory:")
-    ensure_collection(client, CollectionSchema("c", (VectorSpec("dense", "dense", 2, "m"),)))
+def collection(edge):
+    ensure_collection(edge, CollectionSchema("c", (VectorSpec("dense", "dense", 2, "m"),)))
     points: list[PointRecord] = ingest_points() + ingest_points(
         Document("doc-2", "Epsilon.", {"lang": "de"}), [Chunk(0, "Epsilon.", 0, 8)], "pv-2"
     )
-    client.upsert("c", [to_point_struct(p) for p in points])
-    yield client
-    client.close()
+    edge.upsert("c", [to_point_struct(p) for p in points])
+    return edge
 
 
 def test_filters_on_written_fields_find_the_points(collection):

@@ -1,18 +1,18 @@
-"""ensure_collection against embedded Qdrant: creation, matching, every kind of mismatch."""
+"""Collections and their schema: creation on Qdrant Edge with the ``[collection]`` settings,
+matching, every kind of mismatch named (vectors and settings), aliases; and what the server
+backend sends (sharding, payload indexes, deferred indexing) recorded around a real client."""
 
-import warnings
+import dataclasses
 
 import pytest
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
-from poolq.sinks.schema import (
-    CollectionSchema,
-    SchemaMismatchError,
-    VectorSpec,
-    ensure_collection,
-    is_local,
-)
+from poolq.sinks.collection_settings import CollectionSettings
+from poolq.sinks.collections import ensure_collection
+from poolq.sinks.schema import CollectionSchema, SchemaMismatchError, VectorSpec
+from poolq.sinks.schema_diff import schema_differences
+from poolq.sinks.store.client import ClientStore
 
 COS = models.Distance.COSINE
 MAXSIM = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
@@ -23,13 +23,6 @@ VECTORS = (
 )
 SCHEMA = CollectionSchema("docs", VECTORS)
 POINT_ID = "00000000-0000-0000-0000-000000000001"
-
-
-@pytest.fixture
-def client(tmp_path):
-    c = QdrantClient(path=str(tmp_path / "qdrant"))
-    yield c
-    c.close()
 
 
 def test_vector_spec_validation():
@@ -45,25 +38,57 @@ def test_vector_spec_validation():
         CollectionSchema("c", (VECTORS[0], VECTORS[0]))
 
 
-def test_create_then_match(client):
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no "payload indexes have no effect" warning
-        assert ensure_collection(client, SCHEMA) is True
-    params = client.get_collection("docs").config.params
-    assert params.vectors["dense"] == models.VectorParams(size=384, distance=COS)
-    assert params.vectors["colbert"].size == 128
-    assert params.vectors["colbert"].multivector_config == MAXSIM
+def test_create_on_edge_with_the_default_settings_then_match(edge):
+    assert ensure_collection(edge, SCHEMA) is True
+    params = edge.collection_params("docs")
+    dense, colbert = params.vectors["dense"], params.vectors["colbert"]
+    assert (dense.size, dense.distance, dense.on_disk, dense.quantization_config) == (
+        384,
+        COS,
+        None,
+        None,
+    )
+    assert colbert.size == 128 and colbert.multivector_config == MAXSIM
+    assert colbert.on_disk is True and colbert.hnsw_config.m == 0  # only reranks: no graph
+    assert colbert.datatype is None  # float32
     assert params.sparse_vectors["splade"].modifier is None
-    assert ensure_collection(client, SCHEMA) is False
-    assert ensure_collection(client, SCHEMA) is False
+    assert ensure_collection(edge, SCHEMA) is False
+    assert ensure_collection(edge, SCHEMA) is False
 
 
-def _dense(size=384, distance=COS):
-    return models.VectorParams(size=size, distance=distance)
+def test_the_tuned_settings_reach_the_edge_shard(edge):
+    tuned = CollectionSettings(
+        multivector_datatype="float16", dense_quantization="int8", dense_on_disk=True
+    )
+    ensure_collection(edge, dataclasses.replace(SCHEMA, settings=tuned))
+    params = edge.collection_params("docs")
+    dense, colbert = params.vectors["dense"], params.vectors["colbert"]
+    assert colbert.datatype == models.Datatype.FLOAT16
+    assert dense.on_disk is True
+    assert dense.quantization_config.scalar.type == models.ScalarType.INT8
+    assert dense.quantization_config.scalar.always_ram is True
+    with pytest.raises(SchemaMismatchError) as err:  # the default settings no longer match
+        ensure_collection(edge, SCHEMA)
+    msg = str(err.value)
+    for part in [
+        "vector 'colbert': datatype float32 expected ([collection] multivector_datatype), "
+        "collection has float16",
+        "vector 'dense': on_disk false expected ([collection] dense_on_disk), collection has true",
+        "vector 'dense': quantization none expected ([collection] dense_quantization), "
+        "collection has int8",
+        "poolq reindex --full",
+    ]:
+        assert part in msg, msg
 
 
-def _multi(size=128):
-    return models.VectorParams(size=size, distance=COS, multivector_config=MAXSIM)
+def _dense(size=384, distance=COS, **kw):
+    return models.VectorParams(size=size, distance=distance, **kw)
+
+
+def _multi(size=128, **kw):
+    kw.setdefault("hnsw_config", models.HnswConfigDiff(m=0))
+    kw.setdefault("on_disk", True)
+    return models.VectorParams(size=size, distance=COS, multivector_config=MAXSIM, **kw)
 
 
 GOOD_DENSE = {"dense": _dense(), "colbert": _multi()}
@@ -122,104 +147,144 @@ MISMATCHES = {
         {"splade": models.SparseVectorParams(modifier=models.Modifier.IDF)},
         "vector 'splade': modifier none expected, collection has idf",
     ),
+    "multi in RAM": (
+        {"dense": _dense(), "colbert": _multi(on_disk=None)},
+        GOOD_SPARSE,
+        "vector 'colbert': on_disk true expected ([collection] multivector_on_disk), "
+        "collection has false",
+    ),
+    "multi with HNSW": (
+        {"dense": _dense(), "colbert": _multi(hnsw_config=None)},
+        GOOD_SPARSE,
+        "vector 'colbert': HNSW index false expected ([collection] multivector_hnsw), "
+        "collection has true",
+    ),
+    "multi float16": (
+        {"dense": _dense(), "colbert": _multi(datatype=models.Datatype.FLOAT16)},
+        GOOD_SPARSE,
+        "vector 'colbert': datatype float32 expected ([collection] multivector_datatype), "
+        "collection has float16",
+    ),
 }
 
 
 @pytest.mark.parametrize("case", list(MISMATCHES))
-def test_mismatch_names_the_difference_and_keeps_the_collection(client, case):
+def test_each_mismatch_is_named_alone(case):
     dense, sparse, expected = MISMATCHES[case]
-    client.create_collection("docs", vectors_config=dense, sparse_vectors_config=sparse)
-    client.upsert("docs", [models.PointStruct(id=POINT_ID, vector={}, payload={"doc_id": "a"})])
-    before = client.get_collection("docs").config.params
-
-    with pytest.raises(SchemaMismatchError) as err:
-        ensure_collection(client, SCHEMA)
-    msg = str(err.value)
-    assert "collection 'docs'" in msg and expected in msg, msg
-    assert msg.count(";") == 0, f"only one difference expected: {msg}"
-    assert isinstance(err.value, ValueError)
-    # untouched: same config, point still there
-    assert client.get_collection("docs").config.params == before
-    assert client.count("docs", exact=True).count == 1
-    assert client.retrieve("docs", [POINT_ID])[0].payload == {"doc_id": "a"}
+    params = models.CollectionParams(vectors=dense, sparse_vectors=sparse)
+    assert schema_differences(SCHEMA, params) == [expected]
 
 
-def test_unnamed_vector_collection_reports_every_difference(client):
-    client.create_collection("docs", vectors_config=_dense())
-    with pytest.raises(SchemaMismatchError) as err:
-        ensure_collection(client, SCHEMA)
-    msg = str(err.value)
-    for part in [
-        "vector 'dense' missing from collection",
-        "vector 'splade' missing from collection",
-        "vector 'colbert' missing from collection",
-        "collection has extra the unnamed default vector",
-    ]:
-        assert part in msg, msg
+def test_the_matching_parameters_have_no_differences():
+    params = models.CollectionParams(vectors=GOOD_DENSE, sparse_vectors=GOOD_SPARSE)
+    assert schema_differences(SCHEMA, params) == []
 
 
-def test_alias_is_resolved(client):
-    real = CollectionSchema("docs_v1", VECTORS)
-    assert ensure_collection(client, real) is True
-    client.update_collection_aliases(
-        change_aliases_operations=[
-            models.CreateAliasOperation(
-                create_alias=models.CreateAlias(collection_name="docs_v1", alias_name="docs")
-            )
-        ]
+def test_server_sharding_is_compared_where_set():
+    params = models.CollectionParams(
+        vectors=GOOD_DENSE, sparse_vectors=GOOD_SPARSE, shard_number=1, replication_factor=2
     )
-    assert ensure_collection(client, SCHEMA) is False  # "docs" is the alias: nothing created
-    assert [c.name for c in client.get_collections().collections] == ["docs_v1"]
+    sharded = dataclasses.replace(SCHEMA, settings=CollectionSettings(shard_number=3))
+    assert schema_differences(sharded, params) == [
+        "shard_number 3 expected ([collection] shard_number), collection has 1"
+    ]
+    assert schema_differences(SCHEMA, params) == []  # not set: the server's own choice
+
+
+def test_a_mismatch_on_edge_names_the_difference_and_keeps_the_collection(edge):
+    from qdrant_client.models import PointStruct
+
+    small = CollectionSchema("docs", (VectorSpec("dense", "dense", 8, "m"),))
+    edge.create_collection("docs", small)
+    edge.upsert("docs", [PointStruct(id=POINT_ID, vector={"dense": [1.0] * 8}, payload={"a": 1})])
+    with pytest.raises(SchemaMismatchError) as err:
+        ensure_collection(edge, SCHEMA)
+    msg = str(err.value)
+    assert "collection 'docs'" in msg and "size 384 expected, collection has 8" in msg
+    assert "vector 'splade' missing" in msg and "vector 'colbert' missing" in msg
+    assert isinstance(err.value, ValueError)
+    assert edge.count("docs") == 1 and edge.retrieve("docs", [POINT_ID])[0].payload == {"a": 1}
+
+
+def test_alias_is_resolved(edge):
+    real = CollectionSchema("docs_v1", VECTORS)
+    assert ensure_collection(edge, real) is True
+    edge.switch_alias("docs", "docs_v1")
+    assert ensure_collection(edge, SCHEMA) is False  # "docs" is the alias: nothing created
+    assert edge.collections() == ["docs_v1"]
 
     other = CollectionSchema("docs", (VECTORS[0], VectorSpec("colbert", "multi", 64, "m")))
     with pytest.raises(SchemaMismatchError) as err:
-        ensure_collection(client, other)
+        ensure_collection(edge, other)
     msg = str(err.value)
     assert "'docs_v1' (alias 'docs')" in msg
     assert "vector 'colbert': size 64 expected, collection has 128" in msg
     assert "collection has extra vector 'splade'" in msg
 
 
-class ServerLike:
-    """A local client that claims to be a server: records payload index calls and can
-    pretend another worker created the collection first (409)."""
+class Recorder:
+    """qdrant-client's local mode standing in for a server (none can run here): every call
+    passes through to it, and the calls only a server would act on are recorded. ``race``
+    pretends another worker created the collection first (409)."""
 
-    def __init__(self, inner, race=False):
-        self._inner = inner
+    def __init__(self, race=False):
+        self._inner = QdrantClient(location=":memory:")
         self.race = race
-        self.indexes = []
+        self.calls = []
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
-    @property
-    def init_options(self):
-        return {"url": "http://qdrant:6333", "path": None, "location": None}
-
-    def collection_exists(self, name):
-        return False if self.race else self._inner.collection_exists(name)
-
     def create_collection(self, name, **kw):
+        self.calls.append(("create_collection", name, kw))
         if self.race:
             raise UnexpectedResponse(409, "Conflict", b"already exists", None)
         return self._inner.create_collection(name, **kw)
 
     def create_payload_index(self, name, field, field_schema, wait):
-        self.indexes.append((name, field, field_schema, wait))
+        self.calls.append(("create_payload_index", name, field, field_schema, wait))
+
+    def update_collection(self, name, **kw):
+        self.calls.append(("update_collection", name, kw))
 
 
-def test_payload_indexes_on_a_server_only(client):
-    assert is_local(client)
-    server = ServerLike(client)
-    assert not is_local(server)
-    assert ensure_collection(server, SCHEMA) is True
-    kw, it = models.PayloadSchemaType.KEYWORD, models.PayloadSchemaType.INTEGER
-    assert server.indexes == [("docs", "doc_id", kw, True), ("docs", "chunk_index", it, True)]
+def test_what_a_server_is_sent():
+    client = Recorder()
+    store = ClientStore(client, description="server stand-in")  # type: ignore[arg-type]
+    tuned = CollectionSettings(shard_number=2, replication_factor=3, write_consistency_factor=2)
+    schema = dataclasses.replace(SCHEMA, settings=tuned)
+    assert store.create_collection("docs", schema, defer_indexing=True) is True
+    (_, _, kw), *rest = client.calls
+    assert (kw["shard_number"], kw["replication_factor"], kw["write_consistency_factor"]) == (
+        2,
+        3,
+        2,
+    )
+    assert kw["vectors_config"]["colbert"].hnsw_config == models.HnswConfigDiff(m=0)
+    assert kw["vectors_config"]["colbert"].on_disk is True
+    kwd, it = models.PayloadSchemaType.KEYWORD, models.PayloadSchemaType.INTEGER
+    assert rest == [
+        ("update_collection", "docs", {"optimizers_config": models.OptimizersConfigDiff(indexing_threshold=0)}),
+        ("create_payload_index", "docs", "doc_id", kwd, True),
+        ("create_payload_index", "docs", "chunk_index", it, True),
+    ]  # fmt: skip
+    before = client.get_collection("docs").config.optimizer_config.indexing_threshold
+    store.finish_build("docs")  # restores indexing as the collection had it, then waits for green
+    assert client.calls[-1] == (
+        "update_collection",
+        "docs",
+        {"optimizers_config": models.OptimizersConfigDiff(indexing_threshold=before)},
+    )
+    store.close()
 
 
-def test_lost_creation_race_compares_instead(client):
-    ensure_collection(client, SCHEMA)
-    assert ensure_collection(ServerLike(client, race=True), SCHEMA) is False
+def test_lost_creation_race_compares_instead():
+    client = Recorder()
+    store = ClientStore(client, description="server stand-in")  # type: ignore[arg-type]
+    ensure_collection(store, SCHEMA)
+    client.race = True
+    assert ensure_collection(ClientStore(client, description="x"), SCHEMA) is False  # type: ignore[arg-type]
     bad = CollectionSchema("docs", VECTORS[:2])
     with pytest.raises(SchemaMismatchError, match="extra vector 'colbert'"):
-        ensure_collection(ServerLike(client, race=True), bad)
+        ensure_collection(store, bad)
+    store.close()

@@ -1,28 +1,30 @@
-"""Search requests against an in-memory Qdrant, checked with hand-written formulas: cosine,
-sparse dot product, reciprocal rank fusion, MaxSim, and filters as Python predicates."""
+"""Search requests against Qdrant Edge, checked with hand-written formulas (cosine, sparse dot
+product, reciprocal rank fusion, MaxSim, filters as Python predicates) and against qdrant-client's
+local mode as an independent oracle: the same points and the same request rank the same."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
+from poolq.sinks.collections import ensure_collection
 from poolq.sinks.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
-from poolq.sinks.schema import CollectionSchema, VectorSpec, ensure_collection
+from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.search import (
     Hit,
     SearchError,
     SearchRequest,
-    _embedded_multivectors,
     build_query,
-    hit_from_point,
     maxsim,
     maxsim_many,
     parse_filters,
     resolve_mode,
     search_points,
 )
+from poolq.sinks.store.edge import EdgeStore
+from tests.sinks.conftest import local_oracle
 
 DIM, N = 8, 60
 SCHEMA = CollectionSchema(
@@ -40,10 +42,12 @@ def _unit(x):
 
 
 @pytest.fixture(scope="module")
-def store():
+def stores(tmp_path_factory):
+    """The same points in Qdrant Edge and in the local-mode oracle."""
     rng = np.random.default_rng(7)
-    client = QdrantClient(location=":memory:")
-    ensure_collection(client, SCHEMA)
+    edge, oracle = EdgeStore(tmp_path_factory.mktemp("edge")), local_oracle()
+    for s in (edge, oracle):
+        ensure_collection(s, SCHEMA)
     rows = []
     for i in range(N):
         dense = rng.normal(size=DIM).astype(np.float32)
@@ -56,9 +60,17 @@ def store():
             point_id(f"d{i}", 0), {"dense": dense, "colbert": multi, "sparse": sparse}, payload
         )
         rows.append((rec, dense, multi, sparse, meta))
-        client.upsert("t", [to_point_struct(rec, arrays_ok=True)])
-    yield client, rows
-    client.close()
+        for s in (edge, oracle):
+            s.upsert("t", [to_point_struct(rec, arrays_ok=s.accepts_arrays)])
+    yield edge, oracle, rows
+    edge.close()
+    oracle.close()
+
+
+@pytest.fixture(scope="module")
+def store(stores):
+    edge, _, rows = stores
+    return edge, rows
 
 
 def _query(seed=3):
@@ -239,23 +251,44 @@ def test_filter_applies_inside_every_prefetch():
         build_query(SCHEMA, SearchRequest("t", "rerank"), {"dense": [0.0] * DIM})
 
 
-@pytest.mark.parametrize("filters", [(), ("lang=en",)])
-def test_local_rerank_equals_qdrants_own_maxsim(store, filters):
-    """Embedded Qdrant reranks here (vectorised numpy); a server runs the same Query API
-    request itself. Qdrant's own MaxSim (the request as a server gets it) gives the same."""
-    client, _ = store
-    assert _embedded_multivectors(client, "t", "colbert") is not None  # the fast path runs
+def _same_ranking(ours, theirs):
+    """Equal scores in the same order; points of equal score (RRF ties) in either order, unless
+    the limit cuts through their group."""
+    assert [h.score for h in ours] == pytest.approx([h.score for h in theirs], abs=1e-4)
+    groups: dict[float, tuple[set, set]] = {}
+    for h, o in zip(ours, theirs, strict=True):
+        g = groups.setdefault(round(h.score, 4), (set(), set()))
+        g[0].add(h.id)
+        g[1].add(o.id)
+    last = round(ours[-1].score, 4) if ours else None
+    for score, (a, b) in groups.items():
+        if score != last:
+            assert a == b, score
+
+
+ORACLE_CASES = [
+    (mode, filters, fusion)
+    for mode in ("dense", "sparse", "hybrid", "rerank")
+    for filters in [(), ("lang=en",), ("n>=10", "n<40", "flag=false"), ("w=1.0",)]
+    for fusion in (["rrf", "dbsf"] if mode in ("hybrid", "rerank") else ["rrf"])
+]
+
+
+@pytest.mark.parametrize(("mode", "filters", "fusion"), ORACLE_CASES)
+def test_edge_ranks_like_the_local_mode_oracle(stores, mode, filters, fusion):
+    """The one request built by sinks/query.py, run by Qdrant Edge through its adapter and by
+    qdrant-client's local mode unchanged: same points, same scores, same order."""
+    edge, oracle, _ = stores
     q = _query(9)
-    req = SearchRequest("t", "rerank", 8, filters, candidates=25)
-    ours = search_points(client, SCHEMA, req, q)
-    native = [hit_from_point(p) for p in client.query_points(**build_query(SCHEMA, req, q)).points]
-    assert [h.id for h in ours] == [h.id for h in native]
-    assert [h.score for h in ours] == pytest.approx([h.score for h in native], abs=1e-4)
-    cut = (ours[2].score + ours[3].score) / 2
-    kept = search_points(
-        client, SCHEMA, SearchRequest("t", "rerank", 8, filters, cut, candidates=25), q
-    )
-    assert [h.id for h in kept] == [h.id for h in ours[:3]]
+    req = SearchRequest("t", mode, 8, filters, fusion=fusion, candidates=25)
+    ours = search_points(edge, SCHEMA, req, q)
+    theirs = search_points(oracle, SCHEMA, req, q)
+    assert ours, "nothing to compare"
+    _same_ranking(ours, theirs)
+    cut = (ours[2].score + ours[3].score) / 2 if len(ours) > 3 else None
+    if cut is not None and ours[2].score != ours[3].score:
+        kept = SearchRequest("t", mode, 8, filters, cut, fusion=fusion, candidates=25)
+        assert [h.id for h in search_points(edge, SCHEMA, kept, q)] == [h.id for h in ours[:3]]
 
 
 def test_maxsim_many_equals_maxsim_one_by_one():

@@ -1,4 +1,4 @@
-"""QdrantWriter against embedded Qdrant, with fault injection around the real client."""
+"""QdrantWriter against Qdrant Edge, with fault injection around the real Edge adapter."""
 
 import asyncio
 import threading
@@ -9,13 +9,15 @@ import httpx
 import numpy as np
 import pytest
 from pydantic import BaseModel, ValidationError
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
-from poolq.sinks.writer import QdrantWriter, SinkUnavailableError, is_transient
+from poolq.sinks.store.edge import EdgeStore
+from poolq.sinks.store.errors import EdgeError, SinkUnavailableError, is_transient
+from poolq.sinks.writer import QdrantWriter
 
 SCHEMA = CollectionSchema(
     "docs",
@@ -53,19 +55,21 @@ def unit(x):
 
 
 class Proxy:
-    """Wraps a real local client: records the threads that call it, holds upserts while
-    ``gate`` is clear, and makes the first ``fail`` upserts raise ``error()`` (all if None)."""
+    """Wraps the real Edge store: records the threads that call it (writes and reads apart),
+    holds upserts while ``gate`` is clear, and makes the first ``fail`` upserts raise
+    ``error()`` (all if None)."""
 
     def __init__(self, path, fail=0, error=lambda: ResponseHandlingException(Exception("boom"))):
         self.path, self.fail, self.error = path, fail, error
         self.upserts = 0
-        self.threads = set()
+        self.threads = set()  # of creation, writes and close
+        self.read_threads = set()
         self.gate = threading.Event()  # upserts wait while it is clear
         self.gate.set()
 
     def connect(self):
         self.threads.add(threading.get_ident())
-        self.inner = QdrantClient(path=self.path)
+        self.inner = EdgeStore(self.path)
         return self
 
     def __getattr__(self, name):
@@ -74,7 +78,8 @@ class Proxy:
             return attr
 
         def call(*a, **kw):
-            self.threads.add(threading.get_ident())
+            reads = ("count", "scroll", "query")  # what the writer reads through read()
+            (self.read_threads if name in reads else self.threads).add(threading.get_ident())
             return attr(*a, **kw)
 
         return call
@@ -152,17 +157,21 @@ async def test_maxsim_query_finds_the_query_point(writer):
     points = [p for d in range(8) for p in doc(f"d{d}", 5)]
     await writer.write("docs", points)
     target = points[17]
-    res = await writer.call(
-        lambda c: c.query_points("docs", query=target.vectors["colbert"], using="colbert", limit=3)
-    )
-    assert res.points[0].id == target.id
-    assert res.points[0].score == pytest.approx(len(target.vectors["colbert"]), rel=1e-5)
-    assert res.points[0].score > res.points[1].score
+    request = {
+        "collection_name": "docs",
+        "query": target.vectors["colbert"],
+        "using": "colbert",
+        "limit": 3,
+    }
+    res = await writer.read(lambda s: s.query(request))
+    assert res[0].id == target.id
+    assert res[0].score == pytest.approx(len(target.vectors["colbert"]), rel=1e-5)
+    assert res[0].score > res[1].score
 
 
 async def test_transient_failures_are_retried(qpath):
     proxy = Proxy(qpath, fail=3)
-    async with QdrantWriter(client_factory=proxy.connect, batch_points=10, **FAST) as w:
+    async with QdrantWriter(store_factory=proxy.connect, batch_points=10, **FAST) as w:
         await w.ensure_collection(SCHEMA)
         assert await w.write("docs", doc("a", 25)) == 25
         assert w.retries == 3 and w.batches_written == 3
@@ -181,7 +190,7 @@ async def test_transient_failures_are_retried(qpath):
 )
 async def test_other_transient_errors(qpath, error):
     proxy = Proxy(qpath, fail=1, error=error)
-    async with QdrantWriter(client_factory=proxy.connect, **FAST) as w:
+    async with QdrantWriter(store_factory=proxy.connect, **FAST) as w:
         await w.ensure_collection(SCHEMA)
         assert await w.write("docs", doc("a", 2)) == 2
         assert w.retries == 1
@@ -189,7 +198,7 @@ async def test_other_transient_errors(qpath, error):
 
 async def test_gives_up_after_max_retries(qpath):
     proxy = Proxy(qpath, fail=None)
-    async with QdrantWriter(client_factory=proxy.connect, max_retries=4, **FAST) as w:
+    async with QdrantWriter(store_factory=proxy.connect, max_retries=4, **FAST) as w:
         await w.ensure_collection(SCHEMA)
         with pytest.raises(SinkUnavailableError) as err:
             await w.write("docs", doc("a", 3))
@@ -204,17 +213,17 @@ async def test_gives_up_after_max_retries(qpath):
 async def test_non_transient_errors_are_raised_at_once(qpath):
     bad = UnexpectedResponse(400, "Bad Request", b'{"status":{"error":"bad"}}', httpx.Headers())
     proxy = Proxy(qpath, fail=None, error=lambda: bad)
-    async with QdrantWriter(client_factory=proxy.connect, **FAST) as w:
+    async with QdrantWriter(store_factory=proxy.connect, **FAST) as w:
         await w.ensure_collection(SCHEMA)
         with pytest.raises(UnexpectedResponse) as err:
             await w.write("docs", doc("a", 3))
         assert err.value is bad and proxy.upserts == 1 and w.retries == 0
 
-    async with QdrantWriter(path=qpath, **FAST) as w:  # real local-mode errors: ValueError
+    async with QdrantWriter(path=qpath, **FAST) as w:  # real Edge errors: never retried
         wrong = PointRecord(point_id("x", 0), {"dense": [1.0, 2.0]}, {"doc_id": "x"})
-        with pytest.raises(ValueError, match="dim"):
+        with pytest.raises(EdgeError, match=r"upsert into 'docs': Vector dimension error"):
             await w.write("docs", [wrong])
-        with pytest.raises(ValueError, match="not found"):
+        with pytest.raises(ValueError, match="collection 'nope' not found in the Qdrant Edge"):
             await w.count("nope")
         assert w.retries == 0
 
@@ -248,7 +257,8 @@ def _validation_error():
         (TimeoutError(), True),
         (httpx.ConnectTimeout("t"), True),
         (ValueError("Collection docs not found"), False),
-        (RuntimeError("QdrantLocal instance is closed"), False),
+        (EdgeError("Qdrant Edge: upsert into 'docs': Vector dimension error"), False),
+        (Exception("Service runtime error"), False),
     ],
 )
 def test_is_transient(error, transient):
@@ -257,14 +267,16 @@ def test_is_transient(error, transient):
 
 async def test_concurrent_writers_share_one_owner(qpath):
     proxy = Proxy(qpath)
-    async with QdrantWriter(client_factory=proxy.connect, batch_points=16, queue_size=2) as w:
+    async with QdrantWriter(store_factory=proxy.connect, batch_points=16, queue_size=2) as w:
         await w.ensure_collection(SCHEMA)
         results = await asyncio.gather(*(w.write("docs", doc(f"d{t}", 30)) for t in range(10)))
         assert results == [30] * 10
         assert await w.count("docs") == 300
         assert w.batches_written == 10 * 2
-    # creation, every call and close ran in one thread, never the event loop's
+    # creation, every write and close ran in one thread, reads in another, never the loop's
     assert len(proxy.threads) == 1 and threading.get_ident() not in proxy.threads
+    assert len(proxy.read_threads) == 1 and proxy.read_threads != proxy.threads
+    assert threading.get_ident() not in proxy.read_threads
 
 
 async def until(cond):
@@ -277,7 +289,7 @@ async def until(cond):
 
 async def test_event_loop_is_not_blocked(qpath):
     proxy = Proxy(qpath)
-    async with QdrantWriter(client_factory=proxy.connect) as w:
+    async with QdrantWriter(store_factory=proxy.connect) as w:
         await w.ensure_collection(SCHEMA)
         proxy.gate.clear()  # a server that does not answer
         write = asyncio.create_task(w.write("docs", doc("a", 3)))
@@ -303,14 +315,14 @@ async def test_stop_finishes_queued_work_and_releases_the_folder(qpath):
     await w.start()  # and restartable
     await asyncio.gather(w.stop(), w.stop())  # concurrent stops share one shutdown
 
-    client = QdrantClient(path=qpath)  # the lock was released, the data is on disk
-    assert client.count("docs", exact=True).count == 50
-    client.close()
+    store = EdgeStore(qpath)  # the lock was released, the data is on disk
+    assert store.count("docs") == 50
+    store.close()
 
 
 async def test_cancelled_callers_do_not_break_the_writer(qpath):
     proxy = Proxy(qpath)
-    w = QdrantWriter(client_factory=proxy.connect, queue_size=1)
+    w = QdrantWriter(store_factory=proxy.connect, queue_size=1)
     await w.start()
     await w.ensure_collection(SCHEMA)
     proxy.gate.clear()
@@ -337,7 +349,7 @@ def test_constructor_checks():
     with pytest.raises(ValueError, match="got neither"):
         QdrantWriter()
     with pytest.raises(ValueError, match="not both"):
-        QdrantWriter(url="http://q", client_factory=lambda: None)
+        QdrantWriter(url="http://q", store_factory=lambda: None)  # type: ignore[arg-type,return-value]
     with pytest.raises(ValueError, match="api_key is for a Qdrant server"):
         QdrantWriter(path="/tmp/x", api_key="k")
     with pytest.raises(ValueError, match="batch_points: expected an integer >= 1, got 0"):
@@ -356,7 +368,7 @@ async def test_url_and_api_key_reach_the_client_but_never_the_repr(monkeypatch, 
         def close(self):
             seen["closed"] = True
 
-    monkeypatch.setattr("poolq.sinks.writer.QdrantClient", FakeClient)
+    monkeypatch.setattr("qdrant_client.QdrantClient", FakeClient)
     w = QdrantWriter(url="https://user:pw@qdrant.example.com:6333", api_key="s3cret-key")
     assert "s3cret" not in repr(w) and "pw" not in repr(w)
     assert repr(w) == "QdrantWriter(url='https://qdrant.example.com:6333')"

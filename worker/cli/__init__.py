@@ -15,6 +15,8 @@ if typer is not None:
         dlq,
         encode,
         enqueue,
+        export,
+        import_points,
         reindex,
         search,
         status,

@@ -26,7 +26,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.ingest import job_index
-from poolq.sinks.writer import SinkUnavailableError, is_transient
+from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.worker.reliability import dead_letter
 from poolq.worker.reliability.arq_overrides import adopt_running
 from poolq.worker.wire import constants

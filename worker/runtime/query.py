@@ -1,5 +1,5 @@
 """Answering a search: encode the query with the collection's profile (ahead of ingestion in the
-engines), then run it through the single Qdrant client thread (ahead of queued writes).
+engines), then run it through the writer's read path (ahead of queued writes).
 
 Used by the worker (searches that arrive through Redis) and by ``poolq search --direct`` (a
 process of its own with the models loaded and a Qdrant server URL).
@@ -14,15 +14,9 @@ from typing import Any
 
 from poolq.sinks.filters import Condition
 from poolq.sinks.inventory import collection_names, first_value
+from poolq.sinks.query import resolve_mode, vectors_needed
 from poolq.sinks.schema import CollectionSchema
-from poolq.sinks.search import (
-    SearchError,
-    SearchRequest,
-    SearchResult,
-    resolve_mode,
-    search_points,
-    vectors_needed,
-)
+from poolq.sinks.search_types import SearchError, SearchRequest, SearchResult
 from poolq.sinks.writer import QdrantWriter
 from poolq.worker.runtime.vectorizer import Vectorizer
 
@@ -37,7 +31,7 @@ class QueryService:
 
     async def _exists(self, collection: str) -> bool:
         try:
-            return await self.writer.read(lambda c: c.collection_exists(collection))
+            return await self.writer.exists(collection)
         except Exception:
             return True  # cannot tell: report the original error
 
@@ -84,10 +78,7 @@ class QueryService:
             t0 = time.perf_counter()
             vectors = await self.vectorizer.encode_query(query, vectors_needed(schema, mode))
             t1 = time.perf_counter()
-            hits = await self.writer.read(
-                partial(search_points, schema=schema, request=request, vectors=vectors),
-                what=f"search of {request.collection!r}",
-            )
+            hits = await self.writer.search(schema, request, vectors)
             t2 = time.perf_counter()
         except Exception as e:
             self.search_errors += 1

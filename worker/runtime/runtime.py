@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
 
 def open_writer(settings: Settings) -> QdrantWriter:
-    """The Qdrant writer the settings name: a server URL, else the embedded folder."""
+    """The Qdrant writer the settings name: a server URL, else the embedded folder (Qdrant
+    Edge, created if missing)."""
     if settings.qdrant_url:
         return QdrantWriter(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
-    os.makedirs(settings.qdrant_path, exist_ok=True)
     return QdrantWriter(path=settings.qdrant_path)
 
 
@@ -71,7 +71,9 @@ class Runtime:
                 self._collections.add(name)
 
     def schema(self, name: str) -> CollectionSchema:
-        return CollectionSchema(name, tuple(self.vectorizer.vector_specs()))
+        return CollectionSchema(
+            name, tuple(self.vectorizer.vector_specs()), self.settings.profile.collection
+        )
 
     def forget_collection(self, name: str) -> None:
         self._collections.discard(name)

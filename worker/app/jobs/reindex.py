@@ -1,5 +1,6 @@
 """The reindex job: bring a collection in line with its source (planned in
-``ingest/reindex.py``), incrementally or as a full rebuild behind an atomic alias switch.
+``ingest/reindex.py``), incrementally or as a full rebuild behind an atomic alias switch (the
+new collection is loaded with indexing deferred, indexed, and only then switched to).
 
 ``reindex(ctx, source, collection, full=False, keep_old=False)``. One reindex per collection runs
 at a time (a Redis lock); progress is published under ``REINDEX_PROGRESS_KEY`` for
@@ -13,7 +14,6 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from poolq.ingest.documents import Document, DocumentError
@@ -28,7 +28,7 @@ from poolq.ingest.reindex import (
     read_source,
 )
 from poolq.sinks import payload as fields
-from poolq.sinks.aliases import new_physical_name, physical_collections, point_alias
+from poolq.sinks.aliases import new_physical_name
 from poolq.sinks.inventory import StoredDocument, document_inventory
 from poolq.sinks.points import point_id
 from poolq.worker.runtime.pipeline import ingest_documents
@@ -111,21 +111,20 @@ async def run_reindex(
         if options.full:
             target = new_physical_name(alias)
             plan = ReindexPlan(new=list(docs))
-            await rt.writer.ensure_collection(rt.schema(target))
+            # loaded with indexing deferred: the indexes are built once, at the end
+            await rt.writer.create_for_rebuild(rt.schema(target))
             # a crashed rebuild may have left an unfinished collection: drop it (the lock says
             # no other rebuild of this alias is running)
-            current = await rt.writer.call(lambda c: _resolve(c, alias))
+            current = await rt.writer.resolve(alias)
             orphans = [
-                c
-                for c in await rt.writer.call(lambda c: physical_collections(c, alias))
-                if c not in (current, target)
+                c for c in await rt.writer.physical_collections(alias) if c not in (current, target)
             ]
             for name in orphans:
-                await rt.writer.call(partial(_drop, name=name))
+                await rt.writer.drop_collection(name)
         else:
             await rt.ensure_collection(alias)
             target = alias
-            stored = await rt.writer.read(lambda c: document_inventory(c, alias))
+            stored = await rt.writer.read(lambda s: document_inventory(s, alias))
             # hashing every document's text: off the event loop
             plan = await asyncio.to_thread(plan_reindex, docs, stored, rt.vectorizer.version)
         summary["target"] = target
@@ -170,12 +169,14 @@ async def run_reindex(
         await rt.writer.delete_points(target, removed_ids)
 
         if options.full:
+            await progress.publish(force=True, state="building indexes")
+            await rt.writer.finish_build(target)  # before the switch: searches never wait
             await progress.publish(force=True, state="switching alias")
-            previous = await rt.writer.call(lambda c: point_alias(c, alias, target))
+            previous = await rt.writer.point_alias(alias, target)
             rt.forget_collection(alias)
             summary["switched_from"] = previous
             if previous is not None and not options.keep_old:
-                await rt.writer.call(partial(_drop, name=previous))
+                await rt.writer.drop_collection(previous)
                 summary["dropped"] = previous
 
         summary |= {
@@ -204,17 +205,6 @@ async def run_reindex(
 
 def _engine_texts(rt: Runtime) -> int:
     return sum(e.stats.texts for e in rt.vectorizer.engines.values())
-
-
-def _drop(client: Any, *, name: str) -> None:
-    log.info("dropping collection %r", name)
-    client.delete_collection(name)
-
-
-def _resolve(client: Any, alias: str) -> str:
-    from poolq.sinks.schema import resolve_alias
-
-    return resolve_alias(client, alias)
 
 
 async def reindex(

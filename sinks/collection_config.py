@@ -1,0 +1,84 @@
+"""A schema as Qdrant collection parameters (qdrant-client models), built once for both
+backends: a server gets them as they are, Qdrant Edge through its adapter
+(``sinks/store/edge_convert.py``).
+
+The vectors, by kind:
+
+* dense: cosine; scalar int8 quantization (kept in RAM) and on-disk originals if the settings
+  say so;
+* multi: cosine MaxSim, HNSW off (``m = 0``: a multi-vector only reranks candidates), on disk,
+  float32 or float16;
+* sparse: no modifier (SPLADE weights are used as they are).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qdrant_client import models
+
+from poolq.sinks import payload as fields
+from poolq.sinks.collection_settings import CollectionSettings
+from poolq.sinks.schema import CollectionSchema, VectorSpec
+
+DISTANCE = models.Distance.COSINE
+MAXSIM = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
+NO_HNSW = models.HnswConfigDiff(m=0)
+INT8 = models.ScalarQuantization(
+    scalar=models.ScalarQuantizationConfig(
+        type=models.ScalarType.INT8, quantile=0.99, always_ram=True
+    )
+)
+# payload fields every point carries, indexed for the filters the sink uses (stale chunks,
+# deletions by document, the reindex inventory's chunk-0 scan)
+PAYLOAD_INDEXES: dict[str, models.PayloadSchemaType] = {
+    fields.DOC_ID: models.PayloadSchemaType.KEYWORD,
+    fields.CHUNK_INDEX: models.PayloadSchemaType.INTEGER,
+}
+# a full rebuild loads with indexing off, then restores it (see Store.finish_build)
+DEFERRED_INDEXING = models.OptimizersConfigDiff(indexing_threshold=0)
+
+
+def vector_params(spec: VectorSpec, settings: CollectionSettings) -> models.VectorParams:
+    """Qdrant parameters of a dense or multi-vector spec under ``settings``."""
+    assert spec.size is not None and spec.kind != "sparse"
+    if spec.kind == "multi":
+        return models.VectorParams(
+            size=spec.size,
+            distance=DISTANCE,
+            multivector_config=MAXSIM,
+            hnsw_config=None if settings.multivector_hnsw else NO_HNSW,
+            on_disk=settings.multivector_on_disk or None,
+            datatype=models.Datatype.FLOAT16
+            if settings.multivector_datatype == "float16"
+            else None,
+        )
+    return models.VectorParams(
+        size=spec.size,
+        distance=DISTANCE,
+        on_disk=settings.dense_on_disk or None,
+        quantization_config=INT8 if settings.dense_quantization == "int8" else None,
+    )
+
+
+def sparse_params(spec: VectorSpec) -> models.SparseVectorParams:
+    assert spec.kind == "sparse"
+    return models.SparseVectorParams(modifier=None)
+
+
+def vectors_config(schema: CollectionSchema) -> dict[str, models.VectorParams]:
+    return {v.name: vector_params(v, schema.settings) for v in schema.vectors if v.kind != "sparse"}
+
+
+def sparse_vectors_config(schema: CollectionSchema) -> dict[str, models.SparseVectorParams]:
+    return {v.name: sparse_params(v) for v in schema.vectors if v.kind == "sparse"}
+
+
+def server_options(settings: CollectionSettings) -> dict[str, Any]:
+    """``create_collection`` keyword arguments that only a server has (the ones set)."""
+    options = {
+        "shard_number": settings.shard_number,
+        "replication_factor": settings.replication_factor,
+        "write_consistency_factor": settings.write_consistency_factor,
+    }
+    return {k: v for k, v in options.items() if v is not None}

@@ -1,0 +1,54 @@
+"""Qdrant filters (qdrant-client models), built once for every backend: the filter language of
+``poolq search --filter`` (parsed in ``sinks/filters.py``) and the sink's own selections by
+document and chunk."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from qdrant_client import models
+
+from poolq.sinks import payload as fields
+from poolq.sinks.filters import Condition, parse_conditions
+
+
+def parse_filters(exprs: Sequence[str]) -> models.Filter | None:
+    """The Qdrant filter of ``exprs`` in the filter language (see ``sinks/filters.py``)."""
+    must: list[models.Condition] = []
+    must_not: list[models.Condition] = []
+    for c in parse_conditions(exprs):
+        (must_not if c.negate else must).append(_field_condition(c))
+    if not must and not must_not:
+        return None
+    return models.Filter(must=must or None, must_not=must_not or None)
+
+
+def _field_condition(c: Condition) -> models.FieldCondition:
+    if c.kind == "range":
+        return models.FieldCondition(key=c.path, range=models.Range(**dict(c.bounds)))
+    assert c.value is not None  # a match condition always has its value
+    return models.FieldCondition(key=c.path, match=models.MatchValue(value=c.value))
+
+
+def documents_filter(doc_ids: Sequence[str]) -> models.Filter:
+    """Points of any of ``doc_ids``."""
+    return models.Filter(
+        must=[models.FieldCondition(key=fields.DOC_ID, match=models.MatchAny(any=list(doc_ids)))]
+    )
+
+
+def stale_chunks_filter(doc_id: str, n_chunks: int) -> models.Filter:
+    """Points of ``doc_id`` whose ``chunk_index`` is ``n_chunks`` or more."""
+    return models.Filter(
+        must=[
+            models.FieldCondition(key=fields.DOC_ID, match=models.MatchValue(value=doc_id)),
+            models.FieldCondition(key=fields.CHUNK_INDEX, range=models.Range(gte=n_chunks)),
+        ]
+    )
+
+
+def first_chunks_filter() -> models.Filter:
+    """Every document's chunk 0 (one point per document)."""
+    return models.Filter(
+        must=[models.FieldCondition(key=fields.CHUNK_INDEX, match=models.MatchValue(value=0))]
+    )

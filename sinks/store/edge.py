@@ -1,0 +1,333 @@
+"""The embedded store: Qdrant Edge shards in one folder, behind names (``edge_catalog.py``).
+
+Requests arrive as qdrant-client models and are translated (``edge_convert.py``). Threads: the
+writer's own thread writes, a read thread searches, a maintenance thread builds indexes; Edge
+serves updates, queries and ``optimize()`` concurrently, so each of them holds its shard's lock
+shared. Closing, reloading and dropping a shard hold it exclusively: a search running while a
+full rebuild drops the old shard finishes on it; one that starts after reads the new shard.
+
+Durability: the WAL is on, and ``update`` returns once the operation is in it, so an acknowledged
+write survives a crash of the process (``flush()`` only makes reopening faster).
+
+Indexes: Edge builds them only in ``optimize()``. After every ``optimize_every`` points written
+to a shard, :meth:`maintain` optimizes it in the background (dense HNSW, sparse index, on-disk
+multi-vectors), then reopens it, which also returns the pages the appendable segment touched.
+A shard created with ``defer_indexing`` (a full rebuild) is only indexed by
+:meth:`finish_build`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+from qdrant_client import models
+
+from poolq.sinks import collection_config as cc
+from poolq.sinks.schema import CollectionSchema
+from poolq.sinks.store import edge_convert as cv
+from poolq.sinks.store.base import Selector, Store
+from poolq.sinks.store.edge_catalog import Catalog
+from poolq.sinks.store.errors import EdgeError
+from poolq.sinks.store.rwlock import RWLock
+
+log = logging.getLogger(__name__)
+_EDGE_INDEX = {
+    models.PayloadSchemaType.KEYWORD: qe.PayloadSchemaType.Keyword,
+    models.PayloadSchemaType.INTEGER: qe.PayloadSchemaType.Integer,
+}
+
+
+class CollectionNotFoundError(ValueError):
+    """No collection (or alias) of that name in the folder."""
+
+
+@contextmanager
+def _edge(what: str) -> Iterator[None]:
+    """Edge raises bare ``Exception``s: name the operation and make them an EdgeError."""
+    try:
+        yield
+    except Exception as e:
+        if type(e) is Exception:
+            raise EdgeError(f"Qdrant Edge: {what}: {e}") from None
+        raise
+
+
+@dataclass(eq=False)
+class _Shard:
+    name: str
+    folder: Path
+    shard: Any  # qe.EdgeShard; None once closed for good
+    deferred: bool = False
+    written: int = 0  # points written since the last optimize
+    lock: RWLock = field(default_factory=RWLock)
+
+
+class EdgeStore(Store):
+    accepts_arrays = True
+    concurrent_reads = True
+
+    def __init__(self, path: str | Path, *, optimize_every: int = 8192) -> None:
+        self.path = Path(path)
+        self.optimize_every = optimize_every
+        self._catalog = Catalog(self.path)
+        self._mutex = threading.Lock()  # the catalog and the open shards
+        self._open: dict[str, _Shard] = {}
+        self._maintenance: threading.Thread | None = None
+        self.optimizations = 0
+
+    def __repr__(self) -> str:
+        return f"EdgeStore({str(self.path)!r})"
+
+    # -- names -------------------------------------------------------------------------------
+
+    def collections(self) -> list[str]:
+        with self._mutex:
+            return sorted(self._catalog.collections)
+
+    def aliases(self) -> dict[str, str]:
+        with self._mutex:
+            return dict(self._catalog.aliases)
+
+    def switch_alias(self, alias: str, target: str) -> None:
+        with self._mutex:
+            if target not in self._catalog.collections:
+                raise CollectionNotFoundError(self._missing(target))
+            if alias in self._catalog.collections:
+                raise ValueError(f"{alias!r} is a collection, not an alias: delete it first")
+            self._catalog.aliases[alias] = target
+            self._catalog.save()  # the pointer, renamed into place: old target or new
+
+    # -- collections -------------------------------------------------------------------------
+
+    def create_collection(
+        self, name: str, schema: CollectionSchema, *, defer_indexing: bool = False
+    ) -> bool:
+        config = cv.edge_config(
+            cc.vectors_config(schema),
+            cc.sparse_vectors_config(schema),
+            defer_indexing=defer_indexing,
+        )
+        with self._mutex:
+            if name in self._catalog.collections:
+                return False
+            if name in self._catalog.aliases:
+                raise ValueError(f"{name!r} is an alias: a collection cannot take its name")
+            folder_name = self._catalog.new_folder(name)
+            folder = self.path / "shards" / folder_name
+            with _edge(f"creating collection {name!r}"):
+                shard = qe.EdgeShard.create(str(folder), config)
+                for key, kind in cc.PAYLOAD_INDEXES.items():
+                    shard.update(qe.UpdateOperation.create_field_index(key, _EDGE_INDEX[kind]))
+            self._catalog.collections[name] = folder_name
+            self._catalog.save()
+            self._open[name] = _Shard(name, folder, shard, deferred=defer_indexing)
+        return True
+
+    def finish_build(self, name: str) -> None:
+        sh = self._shard(name)
+        params = self.collection_params(name)
+        config = cv.edge_config(dict(params.vectors or {}), dict(params.sparse_vectors or {}))  # type: ignore[arg-type]
+        with sh.lock.exclusive(), _edge(f"building the indexes of {name!r}"):
+            sh.shard.close()
+            sh.shard = qe.EdgeShard.load(str(sh.folder), config)  # indexing on again
+            sh.deferred = False
+        self._optimize(sh)
+
+    def collection_params(self, name: str) -> models.CollectionParams:
+        sh = self._shard(name)
+        path = sh.folder / "edge_config.json"
+        try:
+            return cv.params_from_config_json(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as e:
+            raise EdgeError(f"cannot read the configuration {str(path)!r}: {e}") from None
+
+    def ensure_payload_indexes(self, name: str) -> None:
+        with self._using(name) as sh, _edge(f"payload indexes of {name!r}"):
+            have = set(sh.shard.info().payload_schema)
+            for key, kind in cc.PAYLOAD_INDEXES.items():
+                if key not in have:
+                    sh.shard.update(qe.UpdateOperation.create_field_index(key, _EDGE_INDEX[kind]))
+
+    def delete_collection(self, name: str) -> None:
+        with self._mutex:
+            if name not in self._catalog.collections:
+                raise CollectionNotFoundError(self._missing(name))
+            folder = self._catalog.folder(name)
+            del self._catalog.collections[name]
+            self._catalog.aliases = {a: t for a, t in self._catalog.aliases.items() if t != name}
+            self._catalog.save()  # gone from the map first: a crash leaves only an orphan
+            sh = self._open.pop(name, None)
+        if sh is not None:
+            with sh.lock.exclusive():  # searches still on it finish first
+                with _edge(f"closing {name!r}"):
+                    sh.shard.close()
+                sh.shard = None
+        shutil.rmtree(folder, ignore_errors=True)
+
+    # -- points ------------------------------------------------------------------------------
+
+    def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
+        converted = [cv.point(p) for p in points]
+        with self._using(collection) as sh, _edge(f"upsert into {collection!r}"):
+            sh.shard.update(qe.UpdateOperation.upsert_points(converted))
+            sh.written += len(converted)
+
+    def delete(self, collection: str, selector: Selector) -> None:
+        if isinstance(selector, models.PointIdsList):
+            op = qe.UpdateOperation.delete_points(list(selector.points))
+        else:
+            flt = cv.filter_(selector.filter)
+            assert flt is not None
+            op = qe.UpdateOperation.delete_points_by_filter(flt)
+        with self._using(collection) as sh, _edge(f"delete from {collection!r}"):
+            sh.shard.update(op)
+
+    def set_payload(self, collection: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
+        with self._using(collection) as sh, _edge(f"payload update in {collection!r}"):
+            sh.shard.update(qe.UpdateOperation.set_payload(list(ids), payload))
+
+    def count(self, collection: str, flt: models.Filter | None = None) -> int:
+        request = qe.CountRequest(exact=True, filter=cv.filter_(flt))
+        with self._using(collection) as sh, _edge(f"count of {collection!r}"):
+            return int(sh.shard.count(request))
+
+    def retrieve(
+        self,
+        collection: str,
+        ids: Sequence[str],
+        *,
+        with_payload: bool | Sequence[str] = True,
+        with_vectors: bool | Sequence[str] = False,
+    ) -> list[models.Record]:
+        if not ids:
+            return []
+        with self._using(collection) as sh, _edge(f"retrieve from {collection!r}"):
+            found = sh.shard.retrieve(
+                list(ids), cv.selection(with_payload), cv.selection(with_vectors)
+            )
+        return [cv.record(r) for r in found]
+
+    def scroll(
+        self,
+        collection: str,
+        *,
+        limit: int,
+        offset: Any = None,
+        flt: models.Filter | None = None,
+        with_payload: bool | Sequence[str] = True,
+        with_vectors: bool | Sequence[str] = False,
+    ) -> tuple[list[models.Record], Any]:
+        request = qe.ScrollRequest(
+            offset=offset,
+            limit=limit,
+            filter=cv.filter_(flt),
+            with_payload=cv.selection(with_payload),
+            with_vector=cv.selection(with_vectors),
+        )
+        with self._using(collection) as sh, _edge(f"scroll of {collection!r}"):
+            records, next_offset = sh.shard.scroll(request)
+        return [cv.record(r) for r in records], next_offset
+
+    def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:
+        collection = request["collection_name"]
+        edge_request = cv.query_request(request)
+        with self._using(collection) as sh, _edge(f"query of {collection!r}"):
+            found = sh.shard.query(edge_request)
+        return [cv.scored(p) for p in found]
+
+    # -- maintenance and lifecycle -----------------------------------------------------------
+
+    def maintain(self) -> None:
+        """Optimize, in the background, one shard that took ``optimize_every`` points."""
+        if self._maintenance is not None and self._maintenance.is_alive():
+            return
+        with self._mutex:
+            due = [
+                s
+                for s in self._open.values()
+                if not s.deferred and s.written >= self.optimize_every
+            ]
+        if due:
+            self._maintenance = threading.Thread(
+                target=self._optimize, args=(due[0],), name="poolq-edge-optimize", daemon=True
+            )
+            self._maintenance.start()
+
+    def _optimize(self, sh: _Shard) -> None:
+        """Build the shard's indexes, then reopen it (see the module docstring)."""
+        sh.written = 0
+        try:
+            with sh.lock.shared():
+                if sh.shard is None:
+                    return
+                with _edge(f"optimizing {sh.name!r}"):
+                    sh.shard.optimize()
+            with sh.lock.exclusive():
+                if sh.shard is None:
+                    return
+                with _edge(f"reopening {sh.name!r}"):
+                    sh.shard.close()
+                    sh.shard = qe.EdgeShard.load(str(sh.folder))
+            self.optimizations += 1
+        except Exception:
+            log.exception("optimizing collection %r failed (searches still work)", sh.name)
+
+    def close(self) -> None:
+        if self._maintenance is not None:
+            self._maintenance.join()
+        with self._mutex:
+            shards, self._open = list(self._open.values()), {}
+        for sh in shards:
+            with sh.lock.exclusive(), contextlib.suppress(Exception):
+                if sh.shard is not None:
+                    sh.shard.close()
+                sh.shard = None
+        self._catalog.close()
+
+    # -- shards ------------------------------------------------------------------------------
+
+    def _missing(self, name: str) -> str:
+        return f"collection {name!r} not found in the Qdrant Edge folder {str(self.path)!r}"
+
+    def _shard(self, name: str) -> _Shard:
+        """The open shard ``name`` (a collection or an alias) names, opened on first use."""
+        with self._mutex:
+            physical = self._catalog.aliases.get(name, name)
+            if physical not in self._catalog.collections:
+                raise CollectionNotFoundError(self._missing(name))
+            sh = self._open.get(physical)
+            if sh is None:
+                folder = self._catalog.folder(physical)
+                with _edge(f"opening {physical!r}"):
+                    shard = qe.EdgeShard.load(str(folder))
+                deferred = _indexing_deferred(folder)
+                sh = self._open[physical] = _Shard(physical, folder, shard, deferred=deferred)
+            return sh
+
+    @contextmanager
+    def _using(self, name: str) -> Iterator[_Shard]:
+        """The shard, held shared; if it was dropped meanwhile, whatever ``name`` names now."""
+        while True:
+            sh = self._shard(name)
+            with sh.lock.shared():
+                if sh.shard is not None:
+                    yield sh
+                    return
+
+
+def _indexing_deferred(folder: Path) -> bool:
+    try:
+        config = json.loads((folder / "edge_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (config.get("optimizers") or {}).get("indexing_threshold") == 0

@@ -1,0 +1,329 @@
+"""The thin Edge adapter's translations: qdrant-client models (what every request is built as)
+into ``qdrant_edge`` objects, and Edge's results back into qdrant-client models.
+
+Covered: collection parameters (vectors, multi-vectors, sparse vectors, HNSW, quantization,
+datatype, on disk, deferred indexing), points, filters (match value/any/except, ranges, empty,
+null, has-id, nested filters), Query API requests (nearest on a dense, sparse or multi-vector,
+RRF and DBSF fusion, prefetch trees, filters and score thresholds in every stage). Anything
+else is refused with an error naming it, never sent half-translated.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import qdrant_edge as qe
+from qdrant_client import models
+
+from poolq.sinks.store.errors import EdgeError
+
+RRF_K = 2  # Qdrant's default ranking constant: 1 / (k + rank), rank from 0
+
+_DISTANCES = {
+    models.Distance.COSINE: qe.Distance.Cosine,
+    models.Distance.EUCLID: qe.Distance.Euclid,
+    models.Distance.DOT: qe.Distance.Dot,
+    models.Distance.MANHATTAN: qe.Distance.Manhattan,
+}
+_DATATYPES = {
+    models.Datatype.FLOAT32: qe.VectorStorageDatatype.Float32,
+    models.Datatype.FLOAT16: qe.VectorStorageDatatype.Float16,
+    models.Datatype.UINT8: qe.VectorStorageDatatype.Uint8,
+}
+
+# -- collection parameters -------------------------------------------------------------------
+
+
+def edge_config(
+    vectors: dict[str, models.VectorParams],
+    sparse: dict[str, models.SparseVectorParams],
+    *,
+    defer_indexing: bool = False,
+) -> qe.EdgeConfig:
+    """The shard config of a collection's parameters; ``defer_indexing`` turns indexing off
+    (``indexing_threshold = 0``) until the shard is loaded again without it. The WAL is on
+    (``wal_enabled=None``): an acknowledged update survives the process."""
+    return qe.EdgeConfig(
+        vectors={name: _vector_params(name, p) for name, p in vectors.items()},
+        sparse_vectors={name: _sparse_params(p) for name, p in sparse.items()},
+        # given whole, so that loading with it also turns deferred indexing back on
+        optimizers=qe.EdgeOptimizersConfig(indexing_threshold=0 if defer_indexing else None),
+        wal_enabled=None,
+    )
+
+
+def _vector_params(name: str, p: models.VectorParams) -> qe.EdgeVectorParams:
+    if p.distance not in _DISTANCES:
+        raise EdgeError(f"vector {name!r}: distance {p.distance!r} has no Edge equivalent")
+    multi = None
+    if p.multivector_config is not None:
+        multi = qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim)
+    hnsw = None
+    if p.hnsw_config is not None:
+        h = p.hnsw_config
+        hnsw = qe.HnswIndexConfig(
+            m=16 if h.m is None else h.m,
+            ef_construct=h.ef_construct or 100,
+            full_scan_threshold=h.full_scan_threshold or 10000,
+            on_disk=h.on_disk,
+        )
+    return qe.EdgeVectorParams(
+        size=p.size,
+        distance=_DISTANCES[p.distance],
+        on_disk=p.on_disk,
+        multivector_config=multi,
+        datatype=None if p.datatype is None else _DATATYPES[p.datatype],
+        quantization_config=_quantization(name, p.quantization_config),
+        hnsw_config=hnsw,
+    )
+
+
+def _quantization(name: str, q: Any) -> qe.ScalarQuantizationConfig | None:
+    if q is None:
+        return None
+    if isinstance(q, models.ScalarQuantization) and q.scalar.type == models.ScalarType.INT8:
+        s = q.scalar
+        return qe.ScalarQuantizationConfig(
+            qe.ScalarType.Int8, quantile=s.quantile, always_ram=s.always_ram
+        )
+    raise EdgeError(f"vector {name!r}: quantization {type(q).__name__} is not translated")
+
+
+def _sparse_params(p: models.SparseVectorParams) -> qe.EdgeSparseVectorParams:
+    modifier = qe.Modifier.Idf if p.modifier == models.Modifier.IDF else None
+    return qe.EdgeSparseVectorParams(modifier=modifier)
+
+
+def params_from_config_json(data: dict[str, Any]) -> models.CollectionParams:
+    """A shard's persisted ``edge_config.json`` (the REST shape) as qdrant-client parameters."""
+    vectors = {
+        name: models.VectorParams.model_validate(_known(v, models.VectorParams))
+        for name, v in (data.get("vectors") or {}).items()
+    }
+    sparse = {
+        name: models.SparseVectorParams.model_validate(_known(v, models.SparseVectorParams))
+        for name, v in (data.get("sparse_vectors") or {}).items()
+    }
+    return models.CollectionParams.model_construct(vectors=vectors, sparse_vectors=sparse)
+
+
+def _known(d: dict[str, Any], model: type[Any]) -> dict[str, Any]:
+    """``d`` without keys ``model`` does not know (newer Edge versions may add some)."""
+    out = {k: v for k, v in d.items() if k in model.model_fields}
+    if isinstance(out.get("hnsw_config"), dict):
+        out["hnsw_config"] = _known(out["hnsw_config"], models.HnswConfigDiff)
+    return out
+
+
+# -- points ----------------------------------------------------------------------------------
+
+
+def point(p: models.PointStruct) -> qe.Point:
+    vector = p.vector
+    if not isinstance(vector, dict):
+        raise EdgeError(f"point {p.id}: expected named vectors, got {type(vector).__name__}")
+    return qe.Point(p.id, {k: _vector(v) for k, v in vector.items()}, p.payload)
+
+
+def _vector(v: Any) -> Any:
+    if isinstance(v, models.SparseVector):
+        return qe.SparseVector(list(v.indices), list(v.values))
+    if isinstance(v, np.ndarray):
+        return v if v.dtype == np.float32 else v.astype(np.float32)
+    return v
+
+
+def point_id(x: Any) -> str | int:
+    """Edge returns UUIDs as ``uuid.UUID``; the sink's ids are strings."""
+    return str(x) if isinstance(x, uuid.UUID) else x
+
+
+def _vectors_out(v: Any) -> Any:
+    if not isinstance(v, dict):
+        return v
+    return {
+        k: models.SparseVector(indices=list(x.indices), values=list(x.values))
+        if isinstance(x, qe.SparseVector)
+        else x
+        for k, x in v.items()
+    }
+
+
+def record(r: Any) -> models.Record:
+    return models.Record.model_construct(
+        id=point_id(r.id), payload=r.payload, vector=_vectors_out(r.vector)
+    )
+
+
+def scored(r: Any) -> models.ScoredPoint:
+    return models.ScoredPoint.model_construct(
+        id=point_id(r.id),
+        version=r.version,
+        score=r.score,
+        payload=r.payload,
+        vector=_vectors_out(r.vector),
+    )
+
+
+# -- filters ---------------------------------------------------------------------------------
+
+
+def filter_(f: models.Filter | None) -> qe.Filter | None:
+    if f is None:
+        return None
+    min_should = None
+    if f.min_should is not None:
+        min_should = qe.MinShould(
+            [_condition(c) for c in f.min_should.conditions], f.min_should.min_count
+        )
+    return qe.Filter(
+        must=_conditions(f.must),
+        should=_conditions(f.should),
+        must_not=_conditions(f.must_not),
+        min_should=min_should,
+    )
+
+
+def _conditions(cs: Any) -> list[Any] | None:
+    if cs is None:
+        return None
+    return [_condition(c) for c in (cs if isinstance(cs, list) else [cs])]
+
+
+def _condition(c: Any) -> Any:
+    if isinstance(c, models.Filter):
+        return filter_(c)
+    if isinstance(c, models.FieldCondition):
+        return _field_condition(c)
+    if isinstance(c, models.IsEmptyCondition):
+        return qe.IsEmptyCondition(c.is_empty.key)
+    if isinstance(c, models.IsNullCondition):
+        return qe.IsNullCondition(c.is_null.key)
+    if isinstance(c, models.HasIdCondition):
+        return qe.HasIdCondition(set(c.has_id))
+    if isinstance(c, models.HasVectorCondition):
+        return qe.HasVectorCondition(c.has_vector)
+    if isinstance(c, models.NestedCondition):
+        inner = filter_(c.nested.filter)
+        assert inner is not None
+        return qe.NestedCondition(c.nested.key, inner)
+    raise EdgeError(f"filter condition {type(c).__name__} is not translated for Qdrant Edge")
+
+
+def _field_condition(c: models.FieldCondition) -> qe.FieldCondition:
+    other = [
+        n for n in ("geo_bounding_box", "geo_radius", "geo_polygon", "values_count")
+        if getattr(c, n) is not None
+    ]  # fmt: skip
+    if other:
+        raise EdgeError(f"filter on {c.key!r}: {other[0]} is not translated for Qdrant Edge")
+    return qe.FieldCondition(
+        c.key,
+        match=_match(c.key, c.match),
+        range=_range(c.range),
+        is_empty=c.is_empty,
+        is_null=c.is_null,
+    )
+
+
+def _match(key: str, m: Any) -> Any:
+    if m is None:
+        return None
+    if isinstance(m, models.MatchValue):
+        # qdrant-edge-py 0.9.0 reads a Python bool as the integer 1 or 0 (bool is an int) and
+        # then matches no boolean; numpy's bool is no int, so it arrives as a boolean
+        value = m.value
+        return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)
+    if isinstance(m, models.MatchAny):
+        return qe.MatchAny(list(m.any))
+    if isinstance(m, models.MatchExcept):
+        return qe.MatchExcept(list(m.except_))
+    if isinstance(m, models.MatchText):
+        return qe.MatchText(m.text)
+    if isinstance(m, models.MatchPhrase):
+        return qe.MatchPhrase(m.phrase)
+    raise EdgeError(f"filter on {key!r}: {type(m).__name__} is not translated for Qdrant Edge")
+
+
+def _range(r: Any) -> Any:
+    if r is None:
+        return None
+    if isinstance(r, models.DatetimeRange):
+        iso = [x.isoformat() if isinstance(x, datetime) else x for x in (r.gte, r.gt, r.lte, r.lt)]
+        return qe.RangeDateTime(gte=iso[0], gt=iso[1], lte=iso[2], lt=iso[3])
+    return qe.RangeFloat(gte=r.gte, gt=r.gt, lte=r.lte, lt=r.lt)
+
+
+# -- queries ---------------------------------------------------------------------------------
+
+_REQUEST_KEYS = {
+    "collection_name", "query", "using", "prefetch", "query_filter", "limit",
+    "score_threshold", "with_payload", "with_vectors",
+}  # fmt: skip
+
+
+def query_request(kw: dict[str, Any]) -> qe.QueryRequest:
+    """A ``query_points`` request (its keyword arguments) as an Edge ``QueryRequest``."""
+    unknown = sorted(k for k, v in kw.items() if k not in _REQUEST_KEYS and v is not None)
+    if unknown:
+        raise EdgeError(f"query_points arguments {unknown} are not translated for Qdrant Edge")
+    return qe.QueryRequest(
+        limit=kw.get("limit") or 10,
+        query=_scoring(kw.get("query"), kw.get("using")),
+        prefetches=_prefetches(kw.get("prefetch")),
+        filter=filter_(kw.get("query_filter")),
+        score_threshold=kw.get("score_threshold"),
+        with_payload=selection(kw.get("with_payload", True)),
+        with_vector=selection(kw.get("with_vectors", False)),
+    )
+
+
+def selection(x: Any) -> bool | list[str]:
+    """``with_payload`` / ``with_vectors``: a flag or a list of names."""
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, Sequence) and not isinstance(x, str):
+        return [str(n) for n in x]
+    raise EdgeError(f"with_payload/with_vectors {x!r}: expected a bool or a list of names")
+
+
+def _prefetches(p: Any) -> list[qe.Prefetch] | None:
+    if p is None:
+        return None
+    return [_prefetch(x) for x in (p if isinstance(p, list) else [p])]
+
+
+def _prefetch(p: models.Prefetch) -> qe.Prefetch:
+    if p.lookup_from is not None or p.params is not None:
+        raise EdgeError("prefetch lookup_from/params are not translated for Qdrant Edge")
+    return qe.Prefetch(
+        limit=p.limit or 10,
+        query=_scoring(p.query, p.using),
+        prefetches=_prefetches(p.prefetch),
+        filter=filter_(p.filter),
+        score_threshold=p.score_threshold,
+    )
+
+
+def _scoring(q: Any, using: str | None) -> Any:
+    if q is None:
+        return None
+    if isinstance(q, models.NearestQuery):
+        q = q.nearest
+    if isinstance(q, models.FusionQuery):
+        if q.fusion == models.Fusion.RRF:
+            return qe.Fusion.Rrf(k=RRF_K)
+        return qe.Fusion.Dbsf()
+    if isinstance(q, models.RrfQuery):
+        return qe.Fusion.Rrf(k=q.rrf.k if q.rrf.k is not None else RRF_K, weights=q.rrf.weights)
+    if isinstance(q, models.SparseVector):
+        return qe.Query.Nearest(qe.SparseVector(list(q.indices), list(q.values)), using=using)
+    if isinstance(q, np.ndarray):
+        return qe.Query.Nearest(q.astype(np.float32).tolist(), using=using)
+    if isinstance(q, list):
+        return qe.Query.Nearest(q, using=using)
+    raise EdgeError(f"query {type(q).__name__} is not translated for Qdrant Edge")

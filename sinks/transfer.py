@@ -1,0 +1,131 @@
+"""Moving a collection between stores as JSON lines (``sinks/jsonl_points.py``): export from any
+store (Qdrant Edge, a server, an old qdrant-client local-mode folder), import into a new
+collection of any store, without re-encoding anything.
+
+Import builds the collection as a full rebuild does: a new physical collection (vectors from the
+first line, storage from the given ``[collection]`` settings) loaded in batches with indexing
+deferred, checked to hold exactly as many points as the file, indexed, and only then named (the
+alias ``collection`` switched to it), so the name never shows a half-imported collection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from poolq.sinks.aliases import new_physical_name
+from poolq.sinks.collection_settings import CollectionSettings
+from poolq.sinks.jsonl_points import (
+    PointLineError,
+    check_point,
+    from_json_line,
+    schema_of,
+    to_json_line,
+)
+from poolq.sinks.schema import CollectionSchema
+from poolq.sinks.store.base import Store
+
+Progress = Callable[[int], None]  # called with the points just done
+
+
+class TransferError(ValueError):
+    """An export or import that cannot run as asked."""
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    points: int
+    collection: str  # the physical collection behind the name
+    schema: CollectionSchema
+
+
+def export_points(
+    store: Store,
+    collection: str,
+    write: Callable[[str], object],
+    *,
+    page_size: int = 256,
+    progress: Progress | None = None,
+) -> int:
+    """Write every point of ``collection`` as one JSON line (with its newline) to ``write``;
+    returns the number of points."""
+    if not store.exists(collection):
+        have = ", ".join(sorted({*store.collections(), *store.aliases()})) or "none"
+        raise TransferError(f"collection {collection!r} does not exist (collections: {have})")
+    n, offset = 0, None
+    while True:
+        records, offset = store.scroll(
+            collection, limit=page_size, offset=offset, with_payload=True, with_vectors=True
+        )
+        for record in records:
+            write(to_json_line(record) + "\n")
+        n += len(records)
+        if progress is not None and records:
+            progress(len(records))
+        if offset is None:
+            return n
+
+
+def import_points(
+    store: Store,
+    collection: str,
+    lines: Iterable[str],
+    *,
+    settings: CollectionSettings | None = None,
+    batch: int = 128,
+    progress: Progress | None = None,
+) -> ImportReport:
+    """Create ``collection`` and write the points of ``lines`` into it (see the module
+    docstring). Refuses a collection that exists already, a bad line (naming it) and a
+    point id that comes twice."""
+    if store.exists(collection) or collection in store.aliases():
+        raise TransferError(
+            f"collection {collection!r} exists already: import writes a new collection "
+            "(delete it, or choose another --collection)"
+        )
+    schema: CollectionSchema | None = None
+    physical = new_physical_name(collection)
+    pending: list = []
+    seen: set[str | int] = set()
+    n = 0
+
+    def flush() -> None:
+        store.upsert(physical, pending)
+        if progress is not None:
+            progress(len(pending))
+        pending.clear()
+
+    try:
+        for line_no, text in enumerate(lines, 1):
+            if not text.strip():
+                continue
+            point = from_json_line(line_no, text)
+            if schema is None:
+                schema = schema_of(line_no, point, collection)
+                if settings is not None:
+                    schema = CollectionSchema(collection, schema.vectors, settings)
+                store.create_collection(physical, schema.renamed(physical), defer_indexing=True)
+            check_point(line_no, point, schema)
+            if point.id in seen:
+                raise PointLineError(f"line {line_no}: point {point.id!r} comes twice in the file")
+            seen.add(point.id)
+            pending.append(point)
+            n += 1
+            if len(pending) >= batch:
+                flush()
+        if schema is None:
+            raise TransferError("the file holds no points: nothing to import")
+        if pending:
+            flush()
+        stored = store.count(physical)
+        if stored != n:
+            raise TransferError(
+                f"collection {physical!r} holds {stored} points after importing {n}"
+            )
+    except BaseException:  # nothing half-imported stays behind
+        if physical in store.collections():
+            store.delete_collection(physical)
+        raise
+    store.finish_build(physical)
+    store.switch_alias(collection, physical)
+    return ImportReport(n, physical, schema)

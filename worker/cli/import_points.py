@@ -1,0 +1,100 @@
+"""``poolq import``: a JSON-lines export (``poolq export``) into a new collection of a Qdrant
+Edge folder or a Qdrant server, in batches with a progress bar, then the count checked. The
+collection is built behind its name as a full rebuild is (``sinks/transfer.py``); ``--config``
+takes the storage settings (``[collection]``) from a profile."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from poolq.worker.cli.app import app
+from poolq.worker.cli.options import config_option, error, fail
+from poolq.worker.cli.store_target import (
+    open_target,
+    qdrant_api_key_option,
+    qdrant_path_option,
+    qdrant_url_option,
+)
+
+
+def _settings(config: Path | None) -> Any:
+    from poolq.sinks.collection_settings import CollectionSettings
+
+    if config is None:
+        return CollectionSettings()
+    try:
+        data = tomllib.loads(config.read_text(encoding="utf-8"))
+        return CollectionSettings.from_dict(data.get("collection"))
+    except (OSError, ValueError) as e:
+        fail("import", f"--config {str(config)!r}: {e}")
+
+
+def _lines(path: Path) -> Iterator[str]:
+    with path.open(encoding="utf-8") as f:
+        yield from f
+
+
+def run_import(
+    source: Path,
+    collection: str,
+    path: Path | None,
+    url: str | None,
+    api_key: str | None,
+    config: Path | None,
+    batch: int,
+) -> int:
+    from tqdm import tqdm
+
+    from poolq.sinks.jsonl_points import PointLineError
+    from poolq.sinks.store.errors import EdgeError
+    from poolq.sinks.transfer import TransferError, import_points
+
+    if not source.is_file():
+        fail("import", f"{str(source)!r} is not a file")
+    if batch < 1:
+        fail("import", f"--batch: expected an integer >= 1, got {batch}")
+    settings = _settings(config)
+    with source.open("rb") as f:
+        total = sum(1 for line in f if line.strip())
+    store = open_target("import", path, url, api_key)
+    bar = tqdm(total=total, unit="pt", file=sys.stderr, desc=f"importing {collection}")
+    try:
+        report = import_points(
+            store, collection, _lines(source), settings=settings, batch=batch, progress=bar.update
+        )
+    except (TransferError, PointLineError, EdgeError, ValueError, RuntimeError, OSError) as e:
+        bar.close()
+        error("import", e)
+        return 2
+    finally:
+        store.close()
+    bar.close()
+    vectors = ", ".join(f"{v.name} ({v.kind})" for v in report.schema.vectors)
+    print(
+        f"imported {report.points} points into {collection!r} ({report.collection}; {vectors}); "
+        f"count verified",
+        file=sys.stderr,
+    )
+    return 0
+
+
+@app.command("import")
+def import_command(
+    source: Path = typer.Argument(..., help="FILE.jsonl written by poolq export."),
+    collection: str = typer.Option(..., "--collection", help="The new collection's name."),
+    qdrant_path: Path | None = qdrant_path_option(),
+    qdrant_url: str | None = qdrant_url_option(),
+    qdrant_api_key: str | None = qdrant_api_key_option(),
+    config: Path | None = config_option(),
+    batch: int = typer.Option(128, "--batch", help="Points per write."),
+) -> None:
+    """Create a collection with the file's vectors and write its points, then check the count."""
+    raise typer.Exit(
+        run_import(source, collection, qdrant_path, qdrant_url, qdrant_api_key, config, batch)
+    )
