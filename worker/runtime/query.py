@@ -46,7 +46,8 @@ class QueryService:
             t2 = time.perf_counter()
         except Exception as e:
             self.search_errors += 1
-            if not isinstance(e, ValueError) and not await self._exists(request.collection):
+            # a missing collection fails differently on each backend: say it the same way
+            if not isinstance(e, SearchError) and not await self._exists(request.collection):
                 raise SearchError(f"collection {request.collection!r} does not exist") from None
             raise
         self.searches += 1
