@@ -43,7 +43,7 @@ demo: install
 	$(BIN)/poolq demo
 
 # every benchmark the README names; each exits non-zero on a missed target
-BENCHMARKS := bench_encode_vs_st bench_ingest_vs_engine eval_search bench_search_latency \
+BENCHMARKS := bench_encode_vs_st bench_ingest_vs_engine bench_store_scale eval_search bench_search_latency \
 	bench_cli_startup \
 	bench_reindex bench_status soak
 bench: install

@@ -145,7 +145,7 @@ def test_worker_startup_errors_redact_the_url(tmp_path):
     r, _ = _poolq("worker", "--redis-url", f"http://:{PASSWORD}@127.0.0.1:1/0", cwd=tmp_path)
     assert r.returncode == 2
     assert PASSWORD not in r.stdout + r.stderr
-    assert "redis_url must start with" in r.stderr and "http://***@127.0.0.1:1/0" in r.stderr
+    assert "expected a redis://" in r.stderr and "http://***@127.0.0.1:1/0" in r.stderr
     cfg = tmp_path / "poolq.toml"
     cfg.write_text(f'[worker]\nredis_url = "redis://:{PASSWORD}@127.0.0.1:1/0"\nmax_jobs = 0\n')
     r, _ = _poolq("worker", "--config", str(cfg), cwd=tmp_path)

@@ -138,6 +138,9 @@ class Store(ABC):
     def maintain(self) -> None:  # noqa: B027 - optional: most backends have nothing to do
         """Housekeeping after writes (Edge: builds indexes now and then); cheap when idle."""
 
+    def settle(self) -> None:  # noqa: B027 - optional: most backends have nothing to do
+        """Wait until the housekeeping :meth:`maintain` started is done."""
+
     @abstractmethod
     def close(self) -> None:
         """Release the store (and, for a folder, its lock)."""

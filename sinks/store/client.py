@@ -49,6 +49,7 @@ class ClientStore(Store):
     def __init__(self, client: QdrantClient, *, description: str, local: bool = False) -> None:
         self.client = client
         self.local = local  # local mode: no payload indexes, no server-only settings
+        self.accepts_arrays = local  # local mode keeps numpy arrays (np.asarray) as they are
         self.description = description
         self._indexing_threshold: dict[str, int] = {}  # deferred builds: what to restore
 

@@ -43,13 +43,15 @@ def test_concurrent_jobs_share_batches(redis_server, tmp_path):
         async def one_at_a_time():
             async with PoolqClient(redis_server.url) as c:
                 for docs in work:
-                    ids = await c.enqueue("seq", docs, job_size=len(docs))
+                    ids = await c.enqueue("seq", docs, job_size=len(docs), force=True)
                     await c.wait(ids, timeout_s=120, poll_s=0.01)
 
         async def all_at_once():
             async with PoolqClient(redis_server.url) as c:
                 ids = [
-                    i for docs in work for i in await c.enqueue("conc", docs, job_size=len(docs))
+                    i
+                    for docs in work
+                    for i in await c.enqueue("conc", docs, job_size=len(docs), force=True)
                 ]
                 return await c.wait(ids, timeout_s=120, poll_s=0.01)
 

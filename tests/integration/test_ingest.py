@@ -49,9 +49,9 @@ def scroll_all(client, collection):
             return points
 
 
-async def run_jobs(url, collection, docs, job_size):
+async def run_jobs(url, collection, docs, job_size, force=False):
     async with PoolqClient(url) as client:
-        ids = await client.enqueue(collection, docs, job_size=job_size)
+        ids = await client.enqueue(collection, docs, job_size=job_size, force=force)
         return ids, await client.wait(ids, timeout_s=600)
 
 
@@ -67,9 +67,13 @@ def test_300_documents_in_10_jobs_land_exactly_once(redis_server, tmp_path):
         points_first = sum(o.result["points"] for o in outcomes)
         assert sum(o.result["documents"] for o in outcomes) == 300
         assert all(o.result["errors"] == [] for o in outcomes)
-        # the same documents again: idempotent point ids, same count
+        # the same documents again: unchanged, so skipped (nothing encoded or written)
         _, again = asyncio.run(run_jobs(redis_server.url, "docs", docs, job_size=30))
-        assert sum(o.result["points"] for o in again) == points_first
+        assert sum(o.result["skipped"] for o in again) == 300
+        assert sum(o.result["points"] for o in again) == 0
+        # forced: written again under the same (idempotent) point ids, same count
+        _, forced = asyncio.run(run_jobs(redis_server.url, "docs", docs, job_size=30, force=True))
+        assert sum(o.result["points"] for o in forced) == points_first
         # doc-000 (long) re-ingested shorter: its stale chunks disappear
         _, short = asyncio.run(
             run_jobs(
