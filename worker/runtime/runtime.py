@@ -99,4 +99,15 @@ class Runtime:
             "query_engines": {
                 m: e.stats_snapshot() for m, e in self.vectorizer.query_engines.items()
             },
+            **self.precision_fields(),
+        }
+
+    def precision_fields(self) -> dict[str, Any]:
+        """Each model's precision and, for int8 models, the quality gate's figures at load."""
+        models = {m: e.model for m, e in self.vectorizer.engines.items()}
+        return {
+            "precision": {m: pm.precision for m, pm in models.items()},
+            "int8_quality": {
+                m: pm.int8_report.as_dict() for m, pm in models.items() if pm.int8_report
+            },
         }
