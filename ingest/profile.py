@@ -8,7 +8,8 @@ TOML form (all tables optional; the built-in default profile is used for what is
     sparse  = { model = "bundled:splade-tiny", task = "sparse", top_k = 256 }
 
     [models."bundled:all-minilm-l6-v2"]      # optional model options
-    dtype = "float32"
+    dtype = "int8"          # auto (default: bf16 only on CPUs with native bf16), float32, ...
+    int8_floors = { mean_cosine = 0.99, min_cosine = 0.97 }   # the int8 quality gate's floors
 
     [chunking]
     max_tokens = 256        # default: the smallest max length among the profile's models
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from poolq.sinks.collection_settings import CollectionSettings
-from poolq.worker.engine.description import ModelConfig
+from poolq.worker.engine.description import PRECISIONS, Int8Floors, ModelConfig
 from poolq.worker.pooling import PoolingParams
 from poolq.worker.pooling.tasks import PoolingTask, parse_task
 
@@ -51,6 +52,7 @@ DEFAULT_VECTORS: dict[str, dict[str, Any]] = {
 _VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k"}
 _MODEL_KEYS = {
     "dtype",
+    "int8_floors",
     "device",
     "pooling",
     "max_length",
@@ -105,7 +107,10 @@ class Profile:
         return list(dict.fromkeys(v.model for v in self.vectors))
 
     def model_config(self, model: str) -> ModelConfig:
-        return ModelConfig(model=resolve_model(model), **self.model_options.get(model, {}))
+        opts = dict(self.model_options.get(model, {}))
+        if "int8_floors" in opts:
+            opts["int8_floors"] = Int8Floors.from_dict(opts["int8_floors"])
+        return ModelConfig(model=resolve_model(model), **opts)
 
     def vectors_of(self, model: str) -> list[VectorConfig]:
         return [v for v in self.vectors if v.model == model]
@@ -153,6 +158,7 @@ class Profile:
                 raise ValueError(
                     f"profile: model {model!r} has unknown options {sorted(unknown)}; allowed: {sorted(_MODEL_KEYS)}"
                 )
+            _check_precision(model, opts)
         chunking = data.get("chunking") or {}
         try:
             collection = CollectionSettings.from_dict(data.get("collection"))
@@ -165,6 +171,25 @@ class Profile:
             int(chunking.get("overlap_tokens", 32)),
             collection,
         )
+
+
+def _check_precision(model: str, opts: dict[str, Any]) -> None:
+    dtype = opts.get("dtype")
+    if dtype is not None and dtype not in PRECISIONS:
+        raise ValueError(
+            f"profile: model {model!r}: dtype: expected one of {', '.join(PRECISIONS)}, "
+            f"got {dtype!r}"
+        )
+    floors = opts.get("int8_floors")
+    if floors is not None:
+        if not isinstance(floors, dict):
+            raise ValueError(
+                f"profile: model {model!r}: int8_floors: expected a table, got {type(floors).__name__}"
+            )
+        try:
+            Int8Floors.from_dict(floors)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"profile: model {model!r}: {exc}") from None
 
 
 DEFAULT_PROFILE = Profile.from_dict(None)

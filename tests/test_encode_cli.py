@@ -129,3 +129,36 @@ def test_bad_task_and_missing_model_are_clear_errors(minilm, jsonl, tmp_path):
     assert r.returncode == 2 and "does not exist" in r.stderr
     r = poolq("encode", "--model", "someorg/some-model", str(src), timeout=120)
     assert r.returncode == 2 and "someorg/some-model" in r.stderr and "HF_HUB_OFFLINE" in r.stderr
+
+
+def test_int8_report_quality_compares_with_float32_on_the_users_file(minilm, jsonl, tmp_path):
+    texts = [f"passage {i}: " + "the quick brown fox " * (i % 13 + 1) for i in range(30)]
+    src = jsonl([json.dumps({"id": i, "text": t}) for i, t in enumerate(texts)])
+    out = tmp_path / "out.jsonl"
+    r = poolq(
+        "encode", "--model", minilm, "--dtype", "int8", "--report-quality", str(src), "-o", str(out)
+    )
+    assert r.returncode == 0, r.stderr
+    assert (
+        "quality gate (built-in sample): int8 vs float32 on 42 texts: embed: min_cosine" in r.stderr
+    )
+    line = next(x for x in r.stderr.splitlines() if "this file:" in x)
+    assert "int8 vs float32 on 30 texts: embed: min_cosine" in line and line.endswith("passed")
+    # the figures are those of the written (int8) vectors against a float32 run
+    from sentence_transformers import SentenceTransformer
+
+    ref = SentenceTransformer(minilm, device="cpu").encode(texts)
+    ours = np.array([json.loads(x)["embed"] for x in out.read_text().splitlines()])
+    cos = (ours * ref).sum(1) / np.linalg.norm(ours, axis=1) / np.linalg.norm(ref, axis=1)
+    reported = float(line.split("min_cosine ")[1].split()[0])
+    assert abs(reported - cos.min()) < 1e-3 and np.abs(ours - ref).max() > 1e-3
+
+
+def test_report_quality_needs_int8(minilm, jsonl):
+    src = jsonl([json.dumps({"id": 1, "text": "x"})])
+    r = poolq("encode", "--model", minilm, "--report-quality", str(src))
+    assert r.returncode == 2
+    assert (
+        "--report-quality compares int8 with float32: use it with --dtype int8, got --dtype float32"
+        in r.stderr
+    )

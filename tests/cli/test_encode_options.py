@@ -14,5 +14,5 @@ def test_dtype_error_names_every_accepted_dtype(tmp_path):
     assert result.exit_code == 2
     out = result.output
     assert "--dtype" in out and "int4" in out
-    for dtype in ("float32", "bfloat16", "float16"):
+    for dtype in ("auto", "float32", "bfloat16", "float16", "int8"):
         assert dtype in out, out

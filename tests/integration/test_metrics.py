@@ -33,6 +33,8 @@ FAMILIES = (
     "poolq_engine_backlog_requests",
     "poolq_searches",
     "poolq_sink_retries",
+    "poolq_int8_quality",
+    "poolq_int8_quality_floor",
 )
 BACKLOG = "poolq_engine_backlog_tokens"
 

@@ -6,6 +6,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from poolq.worker.engine.int8_quality import Check, QualityReport
 from poolq.worker.observability.collector import WorkerMetrics
 from poolq.worker.observability.histogram import EngineMetrics
 
@@ -20,6 +21,8 @@ FAMILIES = {
     "poolq_engine_backlog_requests": {"model", "lane"},
     "poolq_searches": {"outcome"},
     "poolq_sink_retries": set(),
+    "poolq_int8_quality": {"model", "task", "figure"},
+    "poolq_int8_quality_floor": {"model", "task", "figure"},
 }
 
 
@@ -89,10 +92,16 @@ class Scheduler:
         self.queued_requests = 0
 
 
+class Model:
+    def __init__(self, int8_report: QualityReport | None = None) -> None:
+        self.int8_report = int8_report
+
+
 class Engine:
-    def __init__(self, max_batch_tokens: int) -> None:
+    def __init__(self, max_batch_tokens: int, int8_report: QualityReport | None = None) -> None:
         self.scheduler = Scheduler(max_batch_tokens)
         self.observer = None
+        self.model = Model(int8_report)
 
     def set_observer(self, observer) -> None:
         self.observer = observer
@@ -123,10 +132,20 @@ class Runtime:
         self.queries = Queries()
 
 
+# the splade model runs in int8: its gate's figures at load (one missed floor, to tell them apart)
+SPLADE_GATE = QualityReport(
+    42,
+    [
+        Check("sparse", "mean_topk_overlap", 0.968, 0.9),
+        Check("sparse", "max_weight_error", 0.2, 0.15, higher_is_better=False),
+    ],
+)
+
+
 def runtime(models=("dense", "splade")) -> Runtime:
     return Runtime(
         Vectorizer(
-            {m: Engine(2048) for m in models},
+            {m: Engine(2048, SPLADE_GATE if m == "splade" else None) for m in models},
             {m: Engine(1024) for m in models},  # QUERY_BATCH_TOKENS
         )
     )
@@ -189,3 +208,16 @@ def test_a_model_querying_its_ingestion_engine_is_observed_once():
     m = WorkerMetrics(rt)
     assert shared.observer is m.engines[("dense", "ingest")]
     assert set(m.engines) == {("dense", "ingest")}
+
+
+def test_int8_gate_figures_and_floors_per_model():
+    s, _ = scrape(WorkerMetrics(runtime()))
+    overlap = {"model": "splade", "task": "sparse", "figure": "mean_topk_overlap"}
+    error = {"model": "splade", "task": "sparse", "figure": "max_weight_error"}
+    assert value(s, "poolq_int8_quality", **overlap) == pytest.approx(0.968)
+    assert value(s, "poolq_int8_quality_floor", **overlap) == pytest.approx(0.9)
+    assert value(s, "poolq_int8_quality", **error) == pytest.approx(0.2)
+    assert value(s, "poolq_int8_quality_floor", **error) == pytest.approx(0.15)
+    # the fp32 model has no gate: no series
+    assert series(s, "poolq_int8_quality", model="dense") == []
+    assert len(series(s, "poolq_int8_quality")) == 2

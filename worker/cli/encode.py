@@ -8,7 +8,9 @@ import typer
 
 from poolq.worker.cli.app import app
 
-DTYPES = ("float32", "bfloat16", "float16")
+# engine/description.py PRECISIONS, spelled out here: this module must not import the engine
+DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
+QUALITY_EXIT = 3  # --report-quality: an int8-vs-float32 figure fell below its floor
 
 
 @app.command()
@@ -31,7 +33,15 @@ def encode(
     dtype: str | None = typer.Option(
         None,
         "--dtype",
-        help="float32, bfloat16 or float16 (default: float32 on CPU, bf16/fp16 on CUDA).",
+        help="auto, float32, bfloat16, float16 or int8 (default: float32 on CPU, bf16/fp16 on "
+        "CUDA). auto: bf16 only on CPUs with native bf16 (avx512_bf16/AMX), else float32. int8: "
+        "CPU int8 linear layers, refused if a quality gate on built-in texts fails.",
+    ),
+    report_quality: bool = typer.Option(
+        False,
+        "--report-quality",
+        help="With --dtype int8: also encode in float32 and print int8-vs-float32 figures on "
+        f"this file (stderr); exit {QUALITY_EXIT} if one is below its floor.",
     ),
     max_batch_tokens: int | None = typer.Option(
         None,
@@ -74,10 +84,17 @@ def encode(
             dtype=dtype,
             device=device,
             max_batch_tokens=max_batch_tokens,
+            report_quality=report_quality,
         )
     except (ValueError, FileNotFoundError) as exc:
         typer.echo(f"poolq encode: error: {exc}", err=True)
         raise typer.Exit(2) from None
+    if summary.gate is not None:
+        typer.echo(
+            f"poolq encode: quality gate (built-in sample): {summary.gate.summary()}", err=True
+        )
+    if summary.quality is not None:
+        typer.echo(f"poolq encode: this file: {summary.quality.summary()}", err=True)
     typer.echo(
         f"poolq encode: {summary.written} written, {summary.errors} skipped, {summary.truncated} truncated, "
         f"{summary.tokens} tokens",
@@ -85,3 +102,5 @@ def encode(
     )
     if summary.errors:
         raise typer.Exit(1)
+    if summary.quality is not None and not summary.quality.passed:
+        raise typer.Exit(QUALITY_EXIT)

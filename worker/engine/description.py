@@ -10,6 +10,39 @@ from poolq.worker.engine.input_forms import InputForms
 from poolq.worker.pooling.tasks import PoolingTask
 
 ModelKind = Literal["encoder", "masked_lm", "colbert", "bge_m3", "classifier", "decoder"]
+# "auto": bf16 where the CPU computes it natively (AVX512-BF16, AMX), else fp32; bf16 (or fp16)
+# on CUDA. "int8": int8 linear layers on the CPU, behind the quality gate (engine/int8_gate.py).
+Precision = Literal["auto", "float32", "bfloat16", "float16", "int8"]
+PRECISIONS: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16", "int8")
+
+
+@dataclass(frozen=True)
+class Int8Floors:
+    """Where the int8 quality gate refuses a model: int8 vs fp32 on the calibration sample.
+    Cosines are per text (``embed``) or per token row (``token_embed``); the sparse figures
+    compare each text's top ``topk`` terms (overlap = shared terms / k) and the relative L2
+    error of its weights ``|w8 - w32| / |w32|``."""
+
+    min_cosine: float = 0.97
+    mean_cosine: float = 0.99
+    token_min_cosine: float = 0.90  # a minimum over thousands of token rows, not texts
+    token_mean_cosine: float = 0.99
+    topk: int = 32
+    min_topk_overlap: float = 0.75
+    mean_topk_overlap: float = 0.90
+    mean_weight_error: float = 0.08
+    max_weight_error: float = 0.15
+
+    @classmethod
+    def from_dict(cls, data: dict[str, float]) -> Int8Floors:
+        allowed = sorted(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - set(allowed))
+        if unknown:
+            raise ValueError(f"int8_floors: unknown keys {unknown}; expected some of {allowed}")
+        bad = [k for k, v in data.items() if isinstance(v, bool) or not isinstance(v, int | float)]
+        if bad:
+            raise ValueError(f"int8_floors: expected numbers, got {[(k, data[k]) for k in bad]}")
+        return cls(**data)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -21,9 +54,8 @@ class ModelConfig:
     pooling: Literal["CLS", "MEAN", "LAST"] | None = None
     normalize: bool | None = None
     max_length: int | None = None
-    dtype: Literal["float32", "bfloat16", "float16"] | None = (
-        None  # None: fp32 on CPU, bf16/fp16 on CUDA
-    )
+    dtype: Precision | None = None  # None: "auto"
+    int8_floors: Int8Floors = Int8Floors()
     device: str | None = None  # None: CUDA when present, else CPU
     splade_mode: Literal["max", "sum"] = "max"
     splade_remove_special: bool = (

@@ -10,44 +10,37 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 
 from poolq.worker.engine.checkpoint import (
     SentenceTransformersInfo,
-    load_dense_module,
     load_weights,
     read_config,
     read_sentence_transformers,
     resolve_model_path,
     weight_shapes,
 )
-from poolq.worker.engine.checkpoint_heads import (
-    classifier_from_state,
-    linear_from,
-    mlm_head_from_state,
-)
 from poolq.worker.engine.colbert_forms import read_colbert_forms
 from poolq.worker.engine.description import ModelConfig, ModelDescription, ModelKind
-from poolq.worker.engine.device import resolve_device, resolve_dtype
+from poolq.worker.engine.device import (
+    compute_dtype,
+    resolve_device,
+    resolve_precision,
+    warn_emulated_bf16,
+)
+from poolq.worker.engine.pooler_builder import build_pooler
 from poolq.worker.engine.tokenizer import TextTokenizer
 from poolq.worker.pooling import (
-    AllPool,
-    ClassifierHead,
     DispatchPooler,
-    EmbeddingHead,
-    Pooler,
-    SequencePooler,
     SpladePooler,
-    TokenEmbedHead,
-    TokenPooler,
-    multi_output_pooler,
-    sequence_method,
 )
-from poolq.worker.pooling.activations import activation_from_name, classification_activation
 from poolq.worker.pooling.tasks import PoolingTask
+
+if TYPE_CHECKING:
+    from poolq.worker.engine.int8_quality import QualityReport
 
 NATIVE_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
 _ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
@@ -124,19 +117,6 @@ def _max_length(ck: _Checkpoint, cfg: ModelConfig) -> int:
     if cfg.max_length and cfg.max_length > positions:
         raise ValueError(f"max_length={cfg.max_length} exceeds the model's {positions} positions")
     return min(chosen, positions)
-
-
-def _dense_chain(st: SentenceTransformersInfo | None) -> nn.Module | None:
-    if st is None or not st.dense:
-        return None
-    layers: list[nn.Module] = []
-    for d in st.dense:
-        w = load_dense_module(d)
-        layers += [
-            linear_from(w["linear.weight"], w.get("linear.bias")),
-            activation_from_name(d.activation),
-        ]
-    return nn.Sequential(*layers)
 
 
 def describe(
@@ -244,94 +224,10 @@ class PoolingModel:
     encoder: nn.Module  # (input_ids [T], seq_lens) -> hidden [T, H]
     pooler: DispatchPooler
     device: torch.device
-    dtype: torch.dtype
-
-
-def _build_pooler(
-    ck: _Checkpoint,
-    desc: ModelDescription,
-    cfg: ModelConfig,
-    state: dict[str, torch.Tensor],
-    tok: TextTokenizer,
-) -> DispatchPooler:
-    kind = desc.kind
-    special = sorted(tok.special_token_ids)
-    skip = special if cfg.token_embed_skip_special else []
-    poolers: dict[str, Pooler] = {}
-    if kind in ("encoder", "decoder"):
-        assert desc.pooling is not None
-        head = EmbeddingHead(
-            desc.output_dim("embed"),
-            _dense_chain(ck.st),
-            normalize=desc.normalize,
-            is_matryoshka=desc.is_matryoshka,
-            matryoshka_dims=desc.matryoshka_dims,
-        )
-        poolers["embed"] = SequencePooler(sequence_method(desc.pooling), head)
-        poolers["token_embed"] = TokenPooler(
-            AllPool(), TokenEmbedHead(desc.hidden_size, skip_token_ids=skip)
-        )
-    elif kind == "colbert":
-        if "linear.weight" in state:
-            proj: nn.Module | None = linear_from(state["linear.weight"], state.get("linear.bias"))
-        else:
-            proj = _dense_chain(ck.st)
-        head_t = TokenEmbedHead(desc.output_dim("token_embed"), proj, skip_token_ids=skip)
-        poolers["token_embed"] = TokenPooler(AllPool(), head_t)
-    elif kind == "masked_lm":
-        mlm = mlm_head_from_state(
-            state,
-            desc.model_type,
-            str(ck.config.get("hidden_act", "gelu")),
-            float(ck.config.get("layer_norm_eps", 1e-12)),
-        )
-        remove = [
-            t
-            for t in (
-                tok.token_id("[CLS]"),
-                tok.token_id("[SEP]"),
-                tok.token_id("<s>"),
-                tok.token_id("</s>"),
-            )
-            if t is not None
-        ]
-        poolers["sparse"] = SpladePooler(
-            mlm,
-            desc.vocab_size,
-            mode=cfg.splade_mode,
-            remove_token_ids=remove if cfg.splade_remove_special else (),
-        )
-    elif kind == "classifier":
-        num_labels = desc.output_dim("classify")
-        act_name = (ck.st.activation_fn if ck.st else None) or (
-            ck.config.get("sentence_transformers") or {}
-        ).get("activation_fn")
-        act = (
-            activation_from_name(act_name)
-            if act_name
-            else classification_activation(ck.config.get("problem_type"), num_labels)
-        )
-        head_c = ClassifierHead(
-            classifier_from_state(state, desc.model_type), act, num_labels=num_labels
-        )
-        poolers["classify"] = SequencePooler(sequence_method("CLS"), head_c)
-    elif kind == "bge_m3":
-
-        def load_linear(name: str) -> nn.Linear | None:
-            f = ck.path / name
-            if not f.is_file():
-                return None
-            w = torch.load(f, map_location="cpu", weights_only=True)
-            return linear_from(w["weight"], w.get("bias"))
-
-        return multi_output_pooler(
-            hidden_size=desc.hidden_size,
-            vocab_size=desc.vocab_size,
-            special_token_ids=special,
-            sparse_linear=load_linear("sparse_linear.pt"),
-            colbert_linear=load_linear("colbert_linear.pt"),
-        )
-    return DispatchPooler(poolers)
+    dtype: torch.dtype  # what activations run in (fp32 for int8)
+    precision: str = "float32"  # resolved: float32, bfloat16, float16 or int8
+    int8_report: QualityReport | None = None  # the int8 quality gate's figures
+    bf16_slowdown: float | None = None  # measured, when bf16 is emulated on this CPU
 
 
 def load_model(config: ModelConfig | str) -> PoolingModel:
@@ -340,7 +236,8 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
     tok = TextTokenizer.from_folder(ck.path, _max_length(ck, cfg))
     desc = describe(ck, cfg, tok)
     device = resolve_device(cfg.device)
-    dtype = resolve_dtype(cfg.dtype, device)
+    precision = resolve_precision(cfg.dtype, device)
+    dtype = compute_dtype(precision)
     encoder: nn.Module
     state: dict[str, torch.Tensor] = {}
     if desc.native_encoder:
@@ -361,7 +258,7 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
         encoder = PaddedAutoModelRunner(ck.path, int(pad) if pad is not None else 0, torch.float32)
         if desc.kind in ("masked_lm", "classifier", "colbert"):
             state = load_weights(ck.path)
-    pooler = _build_pooler(ck, desc, cfg, state, tok)
+    pooler = build_pooler(ck.st, ck.path, ck.config, desc, cfg, state, tok)
     # Weights stay FP32; bf16/fp16 runs under autocast (matmuls and attention in low precision,
     # LayerNorm and the residual stream in FP32): min cosine vs FP32 0.99995 instead of 0.99988.
     encoder = encoder.to(device).eval()
@@ -371,4 +268,14 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
         sparse.compute_dtype = dtype
     for p in list(encoder.parameters()) + list(pooler.parameters()):
         p.requires_grad_(False)
-    return PoolingModel(desc, cfg, tok, encoder, pooler, device, dtype)
+    model = PoolingModel(desc, cfg, tok, encoder, pooler, device, dtype, precision)
+    if precision == "int8":  # built in fp32 above; the gate quantizes it or refuses it
+        from poolq.worker.engine.int8_gate import quantize_with_gate
+
+        model.int8_report = quantize_with_gate(model)
+    hidden, inter = (
+        desc.hidden_size,
+        int(ck.config.get("intermediate_size") or 4 * desc.hidden_size),
+    )
+    model.bf16_slowdown = warn_emulated_bf16(precision, device, hidden, inter)
+    return model

@@ -139,6 +139,29 @@ class WorkerMetrics(Collector):
         yield points
         yield retries
         yield searches
+        yield from self._int8_families()
+
+    def _int8_families(self) -> Iterator[Metric]:
+        """The int8 quality gate's figures per model (int8 models only), read at scrape time."""
+        value = GaugeMetricFamily(
+            "poolq_int8_quality",
+            "int8 vs float32 on the calibration sample at load (cosines, top-k overlap, "
+            "relative weight error), by model, task and figure.",
+            labels=["model", "task", "figure"],
+        )
+        floor = GaugeMetricFamily(
+            "poolq_int8_quality_floor",
+            "The quality gate's floor (ceiling for *_weight_error) of each figure.",
+            labels=["model", "task", "figure"],
+        )
+        if self.runtime is not None:
+            for model, engine in sorted(self.runtime.vectorizer.engines.items()):
+                report = engine.model.int8_report
+                for c in report.checks if report is not None else ():
+                    value.add_metric([model, c.task, c.figure], c.value)
+                    floor.add_metric([model, c.task, c.figure], c.floor)
+        yield value
+        yield floor
 
     def _engine_families(self) -> Iterator[Metric]:
         tokens = HistogramMetricFamily(

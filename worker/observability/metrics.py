@@ -21,6 +21,7 @@ Series (all prefixed ``poolq_``)::
     engine_backlog_tokens{model, lane}, engine_backlog_requests{model, lane}   gauge
     searches_total{outcome="ok|error"}                        counter
     sink_retries_total                                        counter
+    int8_quality{model, task, figure}, int8_quality_floor{...}   gauge (int8 models' gate)
 
 ``lane`` is ``ingest`` for a model's ingestion engine and ``query`` for its query engine (the
 latency lane that encodes search queries, with its own scheduler and batch budget); the

@@ -9,18 +9,21 @@ reported on stderr with its line number and skipped; the exit code is then non-z
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from collections import deque
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 from tqdm import tqdm
 
+from poolq.worker.engine.device import resolve_device
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
+from poolq.worker.engine.int8_quality import GATED_TASKS, QualityMeter, QualityReport
+from poolq.worker.engine.loader import ModelConfig, PoolingModel, load_model
 from poolq.worker.pooling import PoolingParams, SparseEmbedding
 from poolq.worker.pooling.outputs import PoolerOutput
 
@@ -44,6 +47,8 @@ class EncodeSummary:
     errors: int = 0
     tokens: int = 0
     truncated: int = 0
+    gate: QualityReport | None = None  # the int8 quality gate at load (calibration sample)
+    quality: QualityReport | None = None  # --report-quality: int8 vs float32 on this file
 
 
 def _params(opts: EncodeOptions) -> list[PoolingParams]:
@@ -119,16 +124,24 @@ async def encode_file(
     *,
     err: IO[str] = sys.stderr,
     progress: bool = True,
+    reference: AsyncEngine | None = None,
 ) -> EncodeSummary:
+    """``reference``: an engine of the same model in float32; each text is also encoded there
+    and compared (``summary.quality``), for ``--report-quality``."""
     summary = EncodeSummary()
     params = _params(opts)
     engine.model.pooler.validate(params, ["--task"] * len(params))
     bar = tqdm(unit="doc", file=err, disable=not progress, mininterval=0.5)
-    pending: deque[tuple[list[tuple[int, Any, str]], asyncio.Task[list[Any]]]] = deque()
+    pending: deque[tuple[list[tuple[int, Any, str]], asyncio.Task[list[Any]], Any]] = deque()
+    meter = None
+    if reference is not None:
+        model = engine.model
+        meter = QualityMeter(model.config.int8_floors, model.description.vocab_size)
+    compared = [t for t in opts.tasks if t in GATED_TASKS]
 
-    def submit(chunk: list[tuple[int, Any, str]]) -> None:
-        task = asyncio.create_task(  # noqa: RUF006 - kept in `pending`
-            engine.encode(
+    def encode_in(eng: AsyncEngine, chunk: list[tuple[int, Any, str]]) -> asyncio.Task[list[Any]]:
+        return asyncio.create_task(
+            eng.encode(
                 [t for _, _, t in chunk],
                 params,
                 request_ids=[f"line {n} (id {i!r})" for n, i, _ in chunk],
@@ -137,11 +150,18 @@ async def encode_file(
                 return_exceptions=True,
             )
         )
-        pending.append((chunk, task))
+
+    def submit(chunk: list[tuple[int, Any, str]]) -> None:
+        ref = encode_in(reference, chunk) if reference is not None else None
+        pending.append((chunk, encode_in(engine, chunk), ref))
 
     async def flush_oldest() -> None:
-        chunk, task = pending.popleft()
-        for (_, doc_id, _), res in zip(chunk, await task, strict=True):
+        chunk, task, ref_task = pending.popleft()
+        refs = await ref_task if ref_task is not None else [None] * len(chunk)
+        for (_, doc_id, _), res, ref in zip(chunk, await task, refs, strict=True):
+            ok = not isinstance(res, Exception | None) and not isinstance(ref, Exception | None)
+            if meter is not None and ok:
+                meter.add({t: ref[t] for t in compared}, {t: res[t] for t in compared})
             if isinstance(res, Exception):
                 summary.errors += 1
                 print(f"poolq encode: {res}; skipped", file=err)
@@ -161,6 +181,8 @@ async def encode_file(
         await flush_oldest()
     bar.close()
     dst.flush()
+    if meter is not None:
+        summary.quality = meter.report()
     return summary
 
 
@@ -173,18 +195,52 @@ def run_encode(
     dtype: str | None = None,
     device: str | None = None,
     max_batch_tokens: int | None = None,
+    report_quality: bool = False,
 ) -> EncodeSummary:
+    """``dtype`` None: float32 on the CPU (``auto`` is the worker's default, not this one's),
+    bf16/fp16 on CUDA. ``report_quality`` (int8 only): compare with float32 on this file."""
+    if dtype is None and resolve_device(device).type == "cpu":
+        dtype = "float32"
+    if report_quality and dtype != "int8":
+        raise ValueError(
+            f"--report-quality compares int8 with float32: use it with --dtype int8, got "
+            f"--dtype {dtype or 'default'}"
+        )
     cfg = ModelConfig(model=model, dtype=dtype, device=device)  # type: ignore[arg-type]
+    if not input_path.is_file():  # before loading a model for nothing
+        raise FileNotFoundError(f"input file {str(input_path)!r} does not exist")
     pooling_model = load_model(cfg)
+    reference = load_model(replace(cfg, dtype="float32")) if report_quality else None
 
     async def main() -> EncodeSummary:
-        async with AsyncEngine(pooling_model, max_batch_tokens=max_batch_tokens) as engine:
+        async with (
+            AsyncEngine(pooling_model, max_batch_tokens=max_batch_tokens) as engine,
+            _maybe_engine(reference, max_batch_tokens) as ref_engine,
+        ):
             with input_path.open(encoding="utf-8") as src:
                 if output_path is None:
                     return await encode_file(
-                        engine, src, sys.stdout, opts, progress=sys.stderr.isatty()
+                        engine,
+                        src,
+                        sys.stdout,
+                        opts,
+                        progress=sys.stderr.isatty(),
+                        reference=ref_engine,
                     )
                 with output_path.open("w", encoding="utf-8") as dst:
-                    return await encode_file(engine, src, dst, opts)
+                    return await encode_file(engine, src, dst, opts, reference=ref_engine)
 
-    return asyncio.run(main())
+    summary = asyncio.run(main())
+    summary.gate = pooling_model.int8_report
+    return summary
+
+
+@contextlib.asynccontextmanager
+async def _maybe_engine(
+    model: PoolingModel | None, max_batch_tokens: int | None
+) -> AsyncIterator[AsyncEngine | None]:
+    if model is None:
+        yield None
+        return
+    async with AsyncEngine(model, max_batch_tokens=max_batch_tokens) as engine:
+        yield engine

@@ -103,6 +103,7 @@ class Runtime:
                 m: e.stats_snapshot() for m, e in self.vectorizer.query_engines.items()
             },
             "limits": self.limits(),
+            **self.precision_fields(),
         }
 
     def limits(self) -> dict[str, int]:
@@ -112,4 +113,14 @@ class Runtime:
             "max_documents_per_job": s.max_documents_per_job,
             "max_document_bytes": s.max_document_bytes,
             "max_job_bytes": s.max_job_bytes,
+        }
+
+    def precision_fields(self) -> dict[str, Any]:
+        """Each model's precision and, for int8 models, the quality gate's figures at load."""
+        models = {m: e.model for m, e in self.vectorizer.engines.items()}
+        return {
+            "precision": {m: pm.precision for m, pm in models.items()},
+            "int8_quality": {
+                m: pm.int8_report.as_dict() for m, pm in models.items() if pm.int8_report
+            },
         }

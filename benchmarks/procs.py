@@ -1,0 +1,62 @@
+"""Whole-process timing helpers for the benchmarks: each command runs as a user runs it (a fresh
+interpreter), timed from just before ``exec`` to the output that matters."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+
+
+def first_line_s(cmd: Sequence[str], env: Mapping[str, str], timeout_s: float = 300) -> float:
+    """Seconds from start to the first line on stdout; the process is then left to finish."""
+    t0 = time.perf_counter()
+    with subprocess.Popen(
+        list(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=dict(env), text=True
+    ) as p:
+        assert p.stdout is not None
+        line = p.stdout.readline()
+        t = time.perf_counter() - t0
+        _out, err = p.communicate(timeout=timeout_s)
+    if p.returncode != 0 or not line:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({p.returncode}): {err[-2000:]}")
+    return t
+
+
+def line_on_stderr_s(
+    cmd: Sequence[str], env: Mapping[str, str], marker: str, timeout_s: float = 300
+) -> float:
+    """Seconds from start to the first stderr line containing ``marker``; then SIGTERM."""
+    t0 = time.perf_counter()
+    with subprocess.Popen(
+        list(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(env), text=True
+    ) as p:
+        assert p.stderr is not None
+        seen: list[str] = []
+        try:
+            for line in p.stderr:
+                seen.append(line)
+                if marker in line:
+                    return time.perf_counter() - t0
+                if time.perf_counter() - t0 > timeout_s:
+                    break
+            raise RuntimeError(f"{' '.join(cmd)}: no {marker!r} line: {''.join(seen)[-2000:]}")
+        finally:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait()
+
+
+def run_s(cmd: Sequence[str], env: Mapping[str, str], timeout_s: float = 1800) -> float:
+    """Seconds for the whole process (start to exit); raises with its stderr on failure."""
+    t0 = time.perf_counter()
+    r = subprocess.run(list(cmd), capture_output=True, text=True, env=dict(env), timeout=timeout_s)
+    t = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-3000:]}")
+    return t
