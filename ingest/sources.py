@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator, Sequence
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 TEXT_SUFFIXES = (".txt", ".md")
 DEFAULT_INCLUDE: tuple[str, ...] = ("*.txt", "*.md")
@@ -61,10 +61,14 @@ class JsonlSource:
                     self.errors.append(f"{where}: invalid JSON: {_json_reason(exc)}")
                     continue
                 except UnicodeError as exc:  # undecodable bytes (surrogates) in the line
-                    self.errors.append(f"{where}: not UTF-8 text ({exc.reason})")
+                    self.errors.append(
+                        f"{where}: not UTF-8 text ({cast('UnicodeDecodeError', exc).reason})"
+                    )
                     continue
                 if not isinstance(obj, dict):
-                    got = {list: "a list", str: "a string"}.get(type(obj), type(obj).__name__)
+                    got = cast("dict[type, str]", {list: "a list", str: "a string"}).get(
+                        type(obj), type(obj).__name__
+                    )
                     self.errors.append(f"{where}: expected a JSON object, got {got}")
                     continue
                 yield where, obj

@@ -54,23 +54,23 @@ class SyncPoolqClient:
         self, collection: str, documents: Iterable[dict[str, Any]], **kwargs: Any
     ) -> list[str]:
         """See :meth:`PoolqClient.enqueue` (``job_size``, ``force``)."""
-        return self._run(self._client.enqueue(collection, documents, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._client.enqueue(collection, documents, **kwargs))
 
     def wait(self, job_ids: Sequence[str], **kwargs: Any) -> list[JobOutcome]:
         """See :meth:`PoolqClient.wait` (``timeout_s``, ``progress``, ...)."""
-        return self._run(self._client.wait(job_ids, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._client.wait(job_ids, **kwargs))
 
     def status(self, job_ids: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:
         """See :meth:`PoolqClient.status`."""
-        return self._run(self._client.status(job_ids, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._client.status(job_ids, **kwargs))
 
     def reindex(self, source: str, collection: str, **kwargs: Any) -> str:
         """See :meth:`PoolqClient.reindex`."""
-        return self._run(self._client.reindex(source, collection, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._client.reindex(source, collection, **kwargs))
 
     def search(self, query: str, collection: str, **kwargs: Any) -> SearchResult:
         """See :meth:`PoolqClient.search`."""
-        return self._run(self._client.search(query, collection, **kwargs))  # type: ignore[no-any-return]
+        return self._run(self._client.search(query, collection, **kwargs))
 
     def close(self) -> None:
         """Close the connection (a second call does nothing)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from poolq.sinks.aliases import new_physical_name
 from poolq.sinks.collection_settings import CollectionSettings
@@ -108,7 +109,7 @@ def import_points(
             check_point(line_no, point, schema)
             if point.id in seen:
                 raise PointLineError(f"line {line_no}: point {point.id!r} comes twice in the file")
-            seen.add(point.id)
+            seen.add(cast("str | int", point.id))
             pending.append(point)
             n += 1
             if len(pending) >= batch:

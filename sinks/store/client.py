@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
@@ -174,7 +174,10 @@ class ClientStore(Store):
         with_vectors: bool | Sequence[str] = False,
     ) -> list[models.Record]:
         return self.client.retrieve(
-            collection, ids=list(ids), with_payload=with_payload, with_vectors=with_vectors
+            collection,
+            ids=list(ids),
+            with_payload=cast("bool | list[str]", with_payload),
+            with_vectors=cast("bool | list[str]", with_vectors),
         )
 
     def scroll(
@@ -192,8 +195,8 @@ class ClientStore(Store):
             scroll_filter=flt,
             limit=limit,
             offset=offset,
-            with_payload=with_payload,
-            with_vectors=with_vectors,
+            with_payload=cast("bool | list[str]", with_payload),
+            with_vectors=cast("bool | list[str]", with_vectors),
         )
 
     def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import qdrant_edge as qe
@@ -25,7 +25,7 @@ RRF_K = 2  # Qdrant's default ranking constant: 1 / (k + rank), rank from 0
 # Qdrant's HNSW defaults, built on one thread: Edge runs inside the worker, whose other cores
 # encode (and whose writes hold the GIL while an index builds in the background)
 INDEX_THREADS = 1
-GLOBAL_HNSW = {"m": 16, "ef_construct": 100, "full_scan_threshold": 10000}
+GLOBAL_HNSW: dict[str, Any] = {"m": 16, "ef_construct": 100, "full_scan_threshold": 10000}
 
 _DISTANCES = {
     models.Distance.COSINE: qe.Distance.Cosine,
@@ -242,11 +242,11 @@ def _match(key: str, m: Any) -> Any:
         # qdrant-edge-py 0.9.0 reads a Python bool as the integer 1 or 0 (bool is an int) and
         # then matches no boolean; numpy's bool is no int, so it arrives as a boolean
         value = m.value
-        return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)
+        return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)  # type: ignore[arg-type]  # stubs omit numpy bool
     if isinstance(m, models.MatchAny):
-        return qe.MatchAny(list(m.any))
+        return qe.MatchAny(cast("list[str] | list[int]", list(m.any)))
     if isinstance(m, models.MatchExcept):
-        return qe.MatchExcept(list(m.except_))
+        return qe.MatchExcept(cast("list[str] | list[int]", list(m.except_)))
     if isinstance(m, models.MatchText):
         return qe.MatchText(m.text)
     if isinstance(m, models.MatchPhrase):
@@ -258,7 +258,10 @@ def _range(r: Any) -> Any:
     if r is None:
         return None
     if isinstance(r, models.DatetimeRange):
-        iso = [x.isoformat() if isinstance(x, datetime) else x for x in (r.gte, r.gt, r.lte, r.lt)]
+        iso = cast(
+            "list[str | None]",
+            [x.isoformat() if isinstance(x, datetime) else x for x in (r.gte, r.gt, r.lte, r.lt)],
+        )
         return qe.RangeDateTime(gte=iso[0], gt=iso[1], lte=iso[2], lt=iso[3])
     return qe.RangeFloat(gte=r.gte, gt=r.gt, lte=r.lte, lt=r.lt)
 

@@ -17,10 +17,14 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from poolq.worker.cli.app import app
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
+
+if TYPE_CHECKING:
+    from poolq.sinks.search_types import SearchMode
 
 QUERIES = ["parse a JSON document", "wrap long lines of text", "random sample from a population"]
 COLLECTION = "demo"
@@ -49,7 +53,7 @@ def _describe_collection() -> None:
         print(f"  {v.name:8s} {kind[v.kind]:22s} {v.task:12s} {v.model}")
 
 
-MODES = ("rerank", "hybrid", "dense", "sparse")
+MODES: tuple[SearchMode, ...] = ("rerank", "hybrid", "dense", "sparse")
 RERANK_NOTE = (
     "rerank uses MiniLM token states, not trained for late interaction: configure a real "
     "ColBERT checkpoint for MaxSim quality."

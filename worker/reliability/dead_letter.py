@@ -33,7 +33,7 @@ async def record(
     ttl_s: float = constants.JOB_INDEX_TTL_S,
 ) -> None:
     """Dead-letter ``job_id`` and count it as failed (its outcome kept ``ttl_s``)."""
-    entry = {
+    entry: dict[str, Any] = {
         "job_id": job_id,
         "function": function,
         "args": list(args),

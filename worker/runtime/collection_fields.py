@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from poolq.sinks.filters import Condition
 from poolq.sinks.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
@@ -156,8 +156,10 @@ def filter_problem(
     head, _, _ = path.partition(".")
     if path in TOP_LEVEL_FIELDS or (head in OBJECT_FIELDS and head != METADATA):
         if condition.kind == "range" and path not in NUMERIC_TOP_LEVEL:
-            types = frozenset({"object" if head in OBJECT_FIELDS else "string"})
-            return FilterProblem(expr, key, path, "range", False, types)
+            types: frozenset[str] | set[str] | None = frozenset(
+                {"object" if head in OBJECT_FIELDS else "string"}
+            )
+            return FilterProblem(expr, key, path, "range", False, cast("frozenset[str]", types))
         return None
     field = path.removeprefix(METADATA + ".")
     types = fields.get(field)
