@@ -24,6 +24,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from poolq.sinks.folder_lock import LOCK_NAME as FOLDER_LOCK
 from poolq.sinks.store.errors import NotAStoreError, StoreLockedError
 
 try:
@@ -73,7 +74,9 @@ class Catalog:
         path.mkdir(parents=True, exist_ok=True)
         catalog = path / CATALOG
         if not catalog.exists():
-            strangers = sorted(p.name for p in path.iterdir() if p.name not in (LOCK, SHARDS))
+            # the worker's own folder lock (sinks/folder_lock.py) is taken before the store opens
+            ours = (LOCK, SHARDS, FOLDER_LOCK)
+            strangers = sorted(p.name for p in path.iterdir() if p.name not in ours)
             if strangers:
                 raise NotAStoreError(
                     f"{str(path)!r} holds {strangers[:3]} but no {CATALOG}: not an embedded "
