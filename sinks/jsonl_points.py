@@ -52,6 +52,7 @@ def schema_of(line_no: int, point: models.PointStruct, name: str) -> CollectionS
     """The collection a point's vectors need (names, kinds, sizes): import creates it."""
     assert isinstance(point.vector, dict)
     specs = []
+    value: Any
     for vname, value in point.vector.items():
         if isinstance(value, models.SparseVector):
             specs.append(VectorSpec(vname, "sparse", None, "imported"))
@@ -91,6 +92,7 @@ def from_json_line(line_no: int, text: str) -> models.PointStruct:
 def check_point(line_no: int, point: models.PointStruct, schema: CollectionSchema) -> None:
     """Refuse a point whose vectors the collection does not have (name, kind, size)."""
     assert isinstance(point.vector, dict)
+    value: Any
     for name, value in point.vector.items():
         try:
             spec = schema.vector(name)

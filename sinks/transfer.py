@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from poolq.sinks.aliases import new_physical_name
 from poolq.sinks.collection_settings import CollectionSettings
@@ -86,7 +87,7 @@ def import_points(
     schema: CollectionSchema | None = None
     physical = new_physical_name(collection)
     pending: list = []
-    seen: set[str | int] = set()
+    seen: set[Any] = set()
     n = 0
 
     def flush() -> None:

@@ -174,7 +174,10 @@ class ClientStore(Store):
         with_vectors: bool | Sequence[str] = False,
     ) -> list[models.Record]:
         return self.client.retrieve(
-            collection, ids=list(ids), with_payload=with_payload, with_vectors=with_vectors
+            collection,
+            ids=list(ids),
+            with_payload=_names(with_payload),
+            with_vectors=_names(with_vectors),
         )
 
     def scroll(
@@ -192,8 +195,8 @@ class ClientStore(Store):
             scroll_filter=flt,
             limit=limit,
             offset=offset,
-            with_payload=with_payload,
-            with_vectors=with_vectors,
+            with_payload=_names(with_payload),
+            with_vectors=_names(with_vectors),
         )
 
     def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:
@@ -201,3 +204,7 @@ class ClientStore(Store):
 
     def close(self) -> None:
         self.client.close()
+
+
+def _names(x: bool | Sequence[str]) -> bool | list[str]:
+    return x if isinstance(x, bool) else list(x)
