@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from typing import Any, cast
+from typing import Any
 
 from qdrant_client import models
 
@@ -52,7 +52,8 @@ def schema_of(line_no: int, point: models.PointStruct, name: str) -> CollectionS
     """The collection a point's vectors need (names, kinds, sizes): import creates it."""
     assert isinstance(point.vector, dict)
     specs = []
-    for vname, value in cast("dict[str, Any]", point.vector).items():
+    value: Any
+    for vname, value in point.vector.items():
         if isinstance(value, models.SparseVector):
             specs.append(VectorSpec(vname, "sparse", None, "imported"))
         elif value and isinstance(value[0], list):
@@ -91,7 +92,8 @@ def from_json_line(line_no: int, text: str) -> models.PointStruct:
 def check_point(line_no: int, point: models.PointStruct, schema: CollectionSchema) -> None:
     """Refuse a point whose vectors the collection does not have (name, kind, size)."""
     assert isinstance(point.vector, dict)
-    for name, value in cast("dict[str, Any]", point.vector).items():
+    value: Any
+    for name, value in point.vector.items():
         try:
             spec = schema.vector(name)
         except KeyError:

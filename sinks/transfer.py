@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any
 
 from poolq.sinks.aliases import new_physical_name
 from poolq.sinks.collection_settings import CollectionSettings
@@ -87,7 +87,7 @@ def import_points(
     schema: CollectionSchema | None = None
     physical = new_physical_name(collection)
     pending: list = []
-    seen: set[str | int] = set()
+    seen: set[Any] = set()
     n = 0
 
     def flush() -> None:
@@ -109,7 +109,7 @@ def import_points(
             check_point(line_no, point, schema)
             if point.id in seen:
                 raise PointLineError(f"line {line_no}: point {point.id!r} comes twice in the file")
-            seen.add(cast("str | int", point.id))
+            seen.add(point.id)
             pending.append(point)
             n += 1
             if len(pending) >= batch:

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
@@ -176,8 +176,8 @@ class ClientStore(Store):
         return self.client.retrieve(
             collection,
             ids=list(ids),
-            with_payload=cast("bool | list[str]", with_payload),
-            with_vectors=cast("bool | list[str]", with_vectors),
+            with_payload=_names(with_payload),
+            with_vectors=_names(with_vectors),
         )
 
     def scroll(
@@ -195,8 +195,8 @@ class ClientStore(Store):
             scroll_filter=flt,
             limit=limit,
             offset=offset,
-            with_payload=cast("bool | list[str]", with_payload),
-            with_vectors=cast("bool | list[str]", with_vectors),
+            with_payload=_names(with_payload),
+            with_vectors=_names(with_vectors),
         )
 
     def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:
@@ -204,3 +204,7 @@ class ClientStore(Store):
 
     def close(self) -> None:
         self.client.close()
+
+
+def _names(x: bool | Sequence[str]) -> bool | list[str]:
+    return x if isinstance(x, bool) else list(x)

@@ -139,7 +139,8 @@ class EdgeStore(Store):
     def finish_build(self, name: str) -> None:
         sh = self._shard(name)
         params = self.collection_params(name)
-        config = cv.edge_config(dict(params.vectors or {}), dict(params.sparse_vectors or {}))
+        vectors = params.vectors if isinstance(params.vectors, dict) else {}
+        config = cv.edge_config(vectors, dict(params.sparse_vectors or {}))
         with sh.lock.exclusive(), _edge(f"building the indexes of {name!r}"):
             sh.shard.close()
             sh.shard = qe.EdgeShard.load(str(sh.folder), config)  # indexing on again

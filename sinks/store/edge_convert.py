@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date
 from typing import Any, cast
 
 import numpy as np
@@ -25,7 +25,6 @@ RRF_K = 2  # Qdrant's default ranking constant: 1 / (k + rank), rank from 0
 # Qdrant's HNSW defaults, built on one thread: Edge runs inside the worker, whose other cores
 # encode (and whose writes hold the GIL while an index builds in the background)
 INDEX_THREADS = 1
-GLOBAL_HNSW: dict[str, Any] = {"m": 16, "ef_construct": 100, "full_scan_threshold": 10000}
 
 _DISTANCES = {
     models.Distance.COSINE: qe.Distance.Cosine,
@@ -53,7 +52,9 @@ def edge_config(
     (``wal_enabled=None``): an acknowledged update survives the process."""
     return qe.EdgeConfig(
         vectors={name: _vector_params(name, p) for name, p in vectors.items()},
-        hnsw_config=qe.HnswIndexConfig(**GLOBAL_HNSW, max_indexing_threads=INDEX_THREADS),
+        hnsw_config=qe.HnswIndexConfig(
+            m=16, ef_construct=100, full_scan_threshold=10000, max_indexing_threads=INDEX_THREADS
+        ),
         sparse_vectors={name: _sparse_params(p) for name, p in sparse.items()},
         # given whole, so that loading with it also turns deferred indexing back on
         optimizers=qe.EdgeOptimizersConfig(indexing_threshold=0 if defer_indexing else None),
@@ -241,12 +242,12 @@ def _match(key: str, m: Any) -> Any:
     if isinstance(m, models.MatchValue):
         # qdrant-edge-py 0.9.0 reads a Python bool as the integer 1 or 0 (bool is an int) and
         # then matches no boolean; numpy's bool is no int, so it arrives as a boolean
-        value = m.value
-        return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)  # type: ignore[arg-type]  # stubs omit numpy bool
+        value: Any = np.bool_(m.value) if isinstance(m.value, bool) else m.value
+        return qe.MatchValue(value)
     if isinstance(m, models.MatchAny):
-        return qe.MatchAny(cast("list[str] | list[int]", list(m.any)))
+        return qe.MatchAny(cast(Any, list(m.any)))
     if isinstance(m, models.MatchExcept):
-        return qe.MatchExcept(cast("list[str] | list[int]", list(m.except_)))
+        return qe.MatchExcept(cast(Any, list(m.except_)))
     if isinstance(m, models.MatchText):
         return qe.MatchText(m.text)
     if isinstance(m, models.MatchPhrase):
@@ -258,10 +259,8 @@ def _range(r: Any) -> Any:
     if r is None:
         return None
     if isinstance(r, models.DatetimeRange):
-        iso = cast(
-            "list[str | None]",
-            [x.isoformat() if isinstance(x, datetime) else x for x in (r.gte, r.gt, r.lte, r.lt)],
-        )
+        iso = [None if x is None else x.isoformat() if isinstance(x, date) else str(x)
+               for x in (r.gte, r.gt, r.lte, r.lt)]  # fmt: skip
         return qe.RangeDateTime(gte=iso[0], gt=iso[1], lte=iso[2], lt=iso[3])
     return qe.RangeFloat(gte=r.gte, gt=r.gt, lte=r.lte, lt=r.lt)
 
