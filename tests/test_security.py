@@ -16,7 +16,9 @@ from poolq.sinks.writer import QdrantWriter
 from poolq.worker.config.settings import Settings
 from poolq.worker.dev.local_redis import LocalRedis, free_port
 from poolq.worker.observability.logs import JsonFormatter, redact_url
+from poolq.worker.wire import constants
 from poolq.worker.wire.connection import redis_settings
+from poolq.worker.wire.serialization import serialize
 
 
 def test_rediss_url_means_tls_with_auth_and_retries():
@@ -82,9 +84,18 @@ def test_redacting_log_filter_hides_credentials():
 async def test_search_timeout_message_redacts_the_url(tmp_path):
     with LocalRedis(tmp_path / "redis", password=PASSWORD) as server:
         async with PoolqClient(server.url) as client:
-            with pytest.raises(TimeoutError) as info:
+            # no worker alive: refused at once, naming host and port, never the password
+            with pytest.raises(TimeoutError) as none:
                 await client.search("hello", "docs", timeout_s=0.2)
-    message = str(info.value)
+            # a worker that is alive (its heartbeat record) but never answers: the timeout
+            heartbeat = {"worker_id": "w1", "seen_at": time.time()}
+            key = constants.HEARTBEAT_KEY.format(worker_id="w1")
+            await client.redis.set(key, serialize(heartbeat), ex=30)
+            await client.redis.zadd(constants.WORKER_LAST_SEEN_KEY, {"w1": time.time()})
+            with pytest.raises(TimeoutError) as timeout:
+                await client.search("hello", "docs", timeout_s=0.5)
+    assert PASSWORD not in str(none.value) and f"127.0.0.1:{server.port}" in str(none.value)
+    message = str(timeout.value)
     assert PASSWORD not in message
     assert f"redis://***@127.0.0.1:{server.port}/0" in message
 

@@ -11,6 +11,7 @@ from qdrant_client import QdrantClient, models
 from poolq.sinks.inventory import MISSING, collection_names, first_value, stored_documents
 from poolq.sinks.payload import build_payload
 from poolq.sinks.points import point_id
+from poolq.sinks.store.client import ClientStore
 
 COLLECTION = "docs"
 
@@ -41,6 +42,11 @@ def client(tmp_path):
     c.close()
 
 
+def store_of(client):
+    """The server backend's store around the client (the reads go through the store API)."""
+    return ClientStore(client, description="test", local=True)
+
+
 def put(client, doc_id, chunks, count=None, **kw):
     client.upsert(
         COLLECTION,
@@ -66,7 +72,9 @@ def test_only_complete_documents_count_as_stored(client):
     put(client, "stale", [2], count=3, doc_hash="older")
     put(client, "old-profile", [0, 1], version="v0")  # complete, under another profile version
     got = stored_documents(
-        client, COLLECTION, ["one", "three", "cut", "mixed", "stale", "old-profile", "absent"]
+        store_of(client),
+        COLLECTION,
+        ["one", "three", "cut", "mixed", "stale", "old-profile", "absent"],
     )
     assert sorted(got) == ["old-profile", "one", "three"]
     three = got["three"]
@@ -77,7 +85,7 @@ def test_only_complete_documents_count_as_stored(client):
         3,
     )
     assert got["old-profile"].profile_version == "v0"  # the caller compares versions
-    assert stored_documents(client, COLLECTION, []) == {}
+    assert stored_documents(store_of(client), COLLECTION, []) == {}
 
 
 def test_collection_names_and_field_lookups(client):
@@ -94,9 +102,12 @@ def test_collection_names_and_field_lookups(client):
             )
         ]
     )
-    assert collection_names(client) == ["docs", "kb"]  # the physical one behind "kb" is hidden
-    assert first_value(client, COLLECTION, "metadata.lang", numeric=False) == "en"
-    assert first_value(client, COLLECTION, "metadata.year", numeric=True) == 2020
-    assert first_value(client, COLLECTION, "metadata.venue.name", numeric=False) == "X"
-    assert first_value(client, COLLECTION, "metadata.lang", numeric=True) is MISSING
-    assert first_value(client, COLLECTION, "metadata.colour", numeric=False) is MISSING
+    assert collection_names(store_of(client)) == [
+        "docs",
+        "kb",
+    ]  # the physical one behind "kb" is hidden
+    assert first_value(store_of(client), COLLECTION, "metadata.lang", numeric=False) == "en"
+    assert first_value(store_of(client), COLLECTION, "metadata.year", numeric=True) == 2020
+    assert first_value(store_of(client), COLLECTION, "metadata.venue.name", numeric=False) == "X"
+    assert first_value(store_of(client), COLLECTION, "metadata.lang", numeric=True) is MISSING
+    assert first_value(store_of(client), COLLECTION, "metadata.colour", numeric=False) is MISSING
