@@ -164,3 +164,11 @@ def test_toml_examples_load_as_a_worker_config(tmp_path):
             assert settings.reindex and settings.reindex[0].collection == "docs"
         if "[vectors]" in block:
             assert {v.name for v in settings.profile.vectors} == {"dense", "colbert", "sparse"}
+
+
+def test_make_bench_runs_every_benchmark_the_readme_names():
+    named = set(re.findall(r"benchmarks/(\w+)\.py", README))
+    makefile = (ROOT / "Makefile").read_text()
+    listed = re.search(r"BENCHMARKS := (.*?)\nbench:", makefile, re.S)
+    assert listed, "Makefile has no BENCHMARKS list"
+    assert named <= set(listed.group(1).replace("\\", " ").split())
