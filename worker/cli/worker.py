@@ -76,4 +76,12 @@ def worker(
     except ValueError as exc:
         typer.echo(f"poolq worker: error: {exc}", err=True)
         raise typer.Exit(2) from None
+    if not settings.qdrant_url:  # before any model loads: the folder may be refused
+        from poolq.sinks.store import check_folder
+
+        try:
+            check_folder(settings.qdrant_path)
+        except (ValueError, RuntimeError, OSError) as exc:
+            typer.echo(f"poolq worker: error: {exc}", err=True)
+            raise typer.Exit(2) from None
     run_worker(settings, burst=burst)
