@@ -252,15 +252,12 @@ class EdgeStore(Store):
     # -- maintenance and lifecycle -----------------------------------------------------------
 
     def maintain(self) -> None:
-        """Optimize, in the background, one shard that took ``optimize_every`` points."""
+        """Optimize, in the background, one shard that took ``optimize_every`` points (a shard
+        whose indexing is deferred is only reopened, to return its pages)."""
         if self._maintenance is not None and self._maintenance.is_alive():
             return
         with self._mutex:
-            due = [
-                s
-                for s in self._open.values()
-                if not s.deferred and s.written >= self.optimize_every
-            ]
+            due = [s for s in self._open.values() if s.written >= self.optimize_every]
         if due:
             self._maintenance = threading.Thread(
                 target=self._optimize, args=(due[0],), name="poolq-edge-optimize", daemon=True
@@ -278,8 +275,9 @@ class EdgeStore(Store):
             with sh.lock.shared():
                 if sh.shard is None:
                     return
-                with _edge(f"optimizing {sh.name!r}"):
-                    sh.shard.optimize()
+                if not sh.deferred:
+                    with _edge(f"optimizing {sh.name!r}"):
+                        sh.shard.optimize()
             with sh.lock.exclusive():
                 if sh.shard is None:
                     return
@@ -287,7 +285,7 @@ class EdgeStore(Store):
                     sh.shard.close()
                     sh.shard = qe.EdgeShard.load(str(sh.folder))
             _warm(sh.folder)
-            self.optimizations += 1
+            self.optimizations += not sh.deferred
         except Exception:
             log.exception("optimizing collection %r failed (searches still work)", sh.name)
 
