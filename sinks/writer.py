@@ -1,14 +1,8 @@
-"""The writer: one owner task in front of the store, one thread for it, retries of transient
-failures.
-
-A single asyncio task owns the store: every write is queued to it (a bounded queue gives
-backpressure) and runs to completion before the next one starts, in one dedicated thread, so
-the event loop never blocks and writes never interleave. The store is created and closed in
-that thread too.
-
-Reads (searches, the inventory) skip the queue: :meth:`QdrantWriter.read` runs them in a read
-thread of their own when the store serves reads concurrently (Qdrant Edge), else straight in
-the store thread, where they wait for one write batch at most, never for the queued writes.
+"""The writer: what jobs, reindexing and search ask of the store, through its owner
+(``sinks/owner.py``: one task, one store thread, a read thread, retries). Points are written in
+batches, durable when a call returns; stale chunks of shrunk documents are deleted after
+(``sinks/stale.py``); full rebuilds create collections with indexing deferred and build the
+indexes before the switch.
 
 The backend is whatever ``sinks/store`` opens for the URL or folder: nothing here knows which.
 """
@@ -18,9 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -28,9 +20,10 @@ from qdrant_client import models
 
 from poolq.sinks.aliases import ensure_served_collection, physical_collections, point_alias
 from poolq.sinks.collections import check_collection, ensure_collection
+from poolq.sinks.owner import StoreOwner
 from poolq.sinks.points import PointRecord, VectorValue, to_point_struct
 from poolq.sinks.qdrant_filters import documents_filter, stale_chunks_filter
-from poolq.sinks.retry import RetryPolicy, retrying
+from poolq.sinks.retry import RetryPolicy
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.search import search_points
 from poolq.sinks.search_types import Hit, SearchRequest
@@ -41,13 +34,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-@dataclass
-class _Job:
-    run: Callable[[], Awaitable[Any]]
-    future: asyncio.Future[Any]
-
-
-class QdrantWriter:
+class QdrantWriter(StoreOwner):
     """Writes points through one owner task; see the module docstring."""
 
     def __init__(
@@ -68,94 +55,21 @@ class QdrantWriter:
                 raise ValueError(
                     "QdrantWriter: pass either store_factory or url/path/api_key, not both"
                 )
-            self._factory, self._target = store_factory, "store_factory"
+            factory, target = store_factory, "store_factory"
         else:
-            self._factory, self._target = _factory(url, path, api_key)
-        for name, value, low in [("batch_points", batch_points, 1), ("queue_size", queue_size, 1)]:
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name}: expected an integer >= {low}, got {value!r}")
-        self.policy = RetryPolicy(max_retries, backoff_s, max_backoff_s)
+            factory, target = _factory(url, path, api_key)
+        policy = RetryPolicy(max_retries, backoff_s, max_backoff_s)
+        super().__init__(factory, target, queue_size=queue_size, policy=policy)
+        b = batch_points
+        if isinstance(b, bool) or not isinstance(b, int) or b < 1:
+            raise ValueError(f"batch_points: expected an integer >= 1, got {b!r}")
         self.batch_points = batch_points
-        self.queue_size = queue_size
-        # metrics
+        # metrics (retries: see StoreOwner)
         self.points_written = 0
-        self.retries = 0
         self.batches_written = 0
         self.write_calls = 0  # every mutating call that reached Qdrant (upsert, delete, payload)
         # called with each mutating call's seconds (retries included), on the event loop
         self.observer: Callable[[float], None] | None = None
-
-        self._store: Store | None = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._reader: ThreadPoolExecutor | None = None
-        self._queue: asyncio.Queue[_Job] | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._inflight: set[asyncio.Future[Any]] = set()
-        self._stopping = False
-        self._stopper: asyncio.Future[None] | None = None
-
-    def __repr__(self) -> str:  # never shows the api key
-        return f"QdrantWriter({self._target})"
-
-    # -- lifecycle ---------------------------------------------------------------------------
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None and not self._stopping
-
-    async def start(self) -> None:
-        """Open the store (in the store thread) and start the owner task."""
-        if self._task is not None:
-            raise RuntimeError(f"{self!r} is already started")
-        loop = asyncio.get_running_loop()
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-store")
-        try:
-            self._store = await loop.run_in_executor(executor, self._factory)
-        except BaseException:
-            executor.shutdown(wait=False)
-            raise
-        self._executor = executor
-        if self._store.concurrent_reads:
-            self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-read")
-        self._queue = asyncio.Queue(self.queue_size)
-        self._stopping = False
-        self._task = asyncio.create_task(self._own(), name="poolq-qdrant-writer")
-
-    async def stop(self) -> None:
-        """Finish the queued work, then close the store and stop the task and threads."""
-        if self._task is None:
-            return
-        if self._stopper is None:
-            self._stopping = True  # no new work from here on
-            self._stopper = asyncio.ensure_future(self._shutdown())
-        # shielded: a cancelled caller (or a second stop()) does not leave the store open
-        await asyncio.shield(self._stopper)
-
-    async def _shutdown(self) -> None:
-        assert self._task is not None and self._executor is not None
-        try:
-            while self._inflight:
-                await asyncio.wait(set(self._inflight))
-            self._task.cancel()  # idle now, waiting for work
-            await asyncio.wait([self._task])
-            loop = asyncio.get_running_loop()
-            if self._reader is not None:  # reads still running finish first
-                await loop.run_in_executor(self._reader, lambda: None)
-            # queued behind any call still running in the thread (e.g. of a cancelled caller)
-            await loop.run_in_executor(self._executor, _close, self._store)
-        finally:
-            self._executor.shutdown(wait=False)
-            if self._reader is not None:
-                self._reader.shutdown(wait=False)
-            self._task = self._queue = self._executor = self._reader = None
-            self._store = self._stopper = None
-
-    async def __aenter__(self) -> QdrantWriter:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     # -- collections -------------------------------------------------------------------------
 
@@ -273,71 +187,6 @@ class QdrantWriter:
         fn = partial(search_points, schema=schema, request=request, vectors=vectors)
         return await self.read(fn, what=f"search of {request.collection!r}")
 
-    # -- running functions of the store ------------------------------------------------------
-
-    async def call(self, fn: Callable[[Store], T], *, retry: bool = False) -> T:
-        """Run ``fn(store)`` in the store thread, after the queued writes; ``retry=True``
-        retries transient errors (only for idempotent functions)."""
-        if retry:
-            return await self._submit(partial(self._retrying, getattr(fn, "__name__", "call"), fn))
-        return await self._submit(partial(self._run, fn))
-
-    async def read(self, fn: Callable[[Store], T], *, what: str = "read") -> T:
-        """Run a read-only ``fn(store)`` ahead of queued writes (see the module docstring).
-        Transient errors are retried."""
-        if self._task is None or self._stopping or self._task.done():
-            raise RuntimeError(f"{self!r} is not running: call start() or use `async with`")
-        return await self._retrying(what, fn, reader=True)
-
-    # -- the owner ---------------------------------------------------------------------------
-
-    async def _submit(self, run: Callable[[], Awaitable[T]]) -> T:
-        if self._task is None or self._queue is None or self._stopping or self._task.done():
-            raise RuntimeError(f"{self!r} is not running: call start() or use `async with`")
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        self._inflight.add(future)
-        future.add_done_callback(self._inflight.discard)
-        try:
-            await self._queue.put(_Job(run, future))  # waits while the queue is full
-        except BaseException:  # cancelled while waiting: stop() must not wait for it
-            future.cancel()
-            raise
-        return await future
-
-    async def _own(self) -> None:
-        queue = self._queue
-        assert queue is not None
-        try:
-            while True:
-                job = await queue.get()
-                if job.future.done():  # its caller gave up while it waited
-                    continue
-                try:
-                    result = await job.run()
-                except Exception as e:
-                    if not job.future.done():
-                        job.future.set_exception(e)
-                else:
-                    if not job.future.done():
-                        job.future.set_result(result)
-        finally:  # only cancellation ends the owner; fail whatever is still queued
-            while not queue.empty():
-                job = queue.get_nowait()
-                if not job.future.done():
-                    job.future.set_exception(RuntimeError(f"{self!r} stopped"))
-
-    async def _run(self, fn: Callable[[Store], T], reader: bool = False) -> T:
-        """Run ``fn(store)`` in the store thread (or the read thread)."""
-        assert self._executor is not None and self._store is not None
-        executor = self._reader if reader and self._reader is not None else self._executor
-        return await asyncio.get_running_loop().run_in_executor(executor, fn, self._store)
-
-    async def _retrying(self, what: str, fn: Callable[[Store], T], reader: bool = False) -> T:
-        def counted() -> None:
-            self.retries += 1
-
-        return await retrying(what, lambda: self._run(fn, reader), self.policy, counted)
-
     async def _mutating(self, what: str, fn: Callable[[Store], T]) -> T:
         t0 = time.perf_counter()
         result = await self._retrying(what, fn)
@@ -393,11 +242,6 @@ def _factory(
         return store_factory(url, path, api_key)
     except ValueError as e:
         raise ValueError(f"QdrantWriter: {e}") from None
-
-
-def _close(store: Store | None) -> None:
-    if store is not None:
-        store.close()
 
 
 def _convert(batch: list[PointRecord], store: Store) -> list[models.PointStruct]:

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from poolq.sinks.store.base import Store
 from poolq.sinks.store.errors import NotAStoreError
 
-__all__ = ["Store", "open_store", "store_factory"]
+__all__ = ["Store", "check_folder", "open_store", "store_factory"]
 
 
 def store_factory(
@@ -77,3 +77,12 @@ def _open_folder(path: Path, local_mode_ok: bool) -> Store:
     from poolq.sinks.store.edge import EdgeStore
 
     return EdgeStore(path)
+
+
+def check_folder(path: str | Path) -> None:
+    """Fail now, with the one-line reason, if the embedded store at ``path`` cannot be opened
+    (a local-mode folder, a folder of something else, one another process holds); creates a
+    missing one. For commands to check before they load models."""
+    from poolq.sinks.store.edge_catalog import Catalog
+
+    Catalog(path).close()

@@ -23,12 +23,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +36,11 @@ from qdrant_client import models
 from poolq.sinks import collection_config as cc
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store import edge_convert as cv
+from poolq.sinks.store import edge_params as ep
 from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.edge_catalog import Catalog
+from poolq.sinks.store.edge_shard import Shard, edge_errors, indexing_deferred, warm
 from poolq.sinks.store.errors import EdgeError
-from poolq.sinks.store.rwlock import RWLock
 
 log = logging.getLogger(__name__)
 _EDGE_INDEX = {
@@ -54,27 +53,6 @@ class CollectionNotFoundError(ValueError):
     """No collection (or alias) of that name in the folder."""
 
 
-@contextmanager
-def _edge(what: str) -> Iterator[None]:
-    """Edge raises bare ``Exception``s: name the operation and make them an EdgeError."""
-    try:
-        yield
-    except Exception as e:
-        if type(e) is Exception:
-            raise EdgeError(f"Qdrant Edge: {what}: {e}") from None
-        raise
-
-
-@dataclass(eq=False)
-class _Shard:
-    name: str
-    folder: Path
-    shard: Any  # qe.EdgeShard; None once closed for good
-    deferred: bool = False
-    written: int = 0  # points written since the last optimize
-    lock: RWLock = field(default_factory=RWLock)
-
-
 class EdgeStore(Store):
     accepts_arrays = True
     concurrent_reads = True
@@ -84,7 +62,7 @@ class EdgeStore(Store):
         self.optimize_every = optimize_every
         self._catalog = Catalog(self.path)
         self._mutex = threading.Lock()  # the catalog and the open shards
-        self._open: dict[str, _Shard] = {}
+        self._open: dict[str, Shard] = {}
         self._maintenance: threading.Thread | None = None
         self.optimizations = 0
 
@@ -115,7 +93,7 @@ class EdgeStore(Store):
     def create_collection(
         self, name: str, schema: CollectionSchema, *, defer_indexing: bool = False
     ) -> bool:
-        config = cv.edge_config(
+        config = ep.edge_config(
             cc.vectors_config(schema),
             cc.sparse_vectors_config(schema),
             defer_indexing=defer_indexing,
@@ -127,21 +105,21 @@ class EdgeStore(Store):
                 raise ValueError(f"{name!r} is an alias: a collection cannot take its name")
             folder_name = self._catalog.new_folder(name)
             folder = self.path / "shards" / folder_name
-            with _edge(f"creating collection {name!r}"):
+            with edge_errors(f"creating collection {name!r}"):
                 shard = qe.EdgeShard.create(str(folder), config)
                 for key, kind in cc.PAYLOAD_INDEXES.items():
                     shard.update(qe.UpdateOperation.create_field_index(key, _EDGE_INDEX[kind]))
             self._catalog.collections[name] = folder_name
             self._catalog.save()
-            self._open[name] = _Shard(name, folder, shard, deferred=defer_indexing)
+            self._open[name] = Shard(name, folder, shard, deferred=defer_indexing)
         return True
 
     def finish_build(self, name: str) -> None:
         sh = self._shard(name)
         params = self.collection_params(name)
         vectors = params.vectors if isinstance(params.vectors, dict) else {}
-        config = cv.edge_config(vectors, dict(params.sparse_vectors or {}))
-        with sh.lock.exclusive(), _edge(f"building the indexes of {name!r}"):
+        config = ep.edge_config(vectors, dict(params.sparse_vectors or {}))
+        with sh.lock.exclusive(), edge_errors(f"building the indexes of {name!r}"):
             sh.shard.close()
             sh.shard = qe.EdgeShard.load(str(sh.folder), config)  # indexing on again
             sh.deferred = False
@@ -151,12 +129,12 @@ class EdgeStore(Store):
         sh = self._shard(name)
         path = sh.folder / "edge_config.json"
         try:
-            return cv.params_from_config_json(json.loads(path.read_text(encoding="utf-8")))
+            return ep.params_from_config_json(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError) as e:
             raise EdgeError(f"cannot read the configuration {str(path)!r}: {e}") from None
 
     def ensure_payload_indexes(self, name: str) -> None:
-        with self._using(name) as sh, _edge(f"payload indexes of {name!r}"):
+        with self._using(name) as sh, edge_errors(f"payload indexes of {name!r}"):
             have = set(sh.shard.info().payload_schema)
             for key, kind in cc.PAYLOAD_INDEXES.items():
                 if key not in have:
@@ -173,7 +151,7 @@ class EdgeStore(Store):
             sh = self._open.pop(name, None)
         if sh is not None:
             with sh.lock.exclusive():  # searches still on it finish first
-                with _edge(f"closing {name!r}"):
+                with edge_errors(f"closing {name!r}"):
                     sh.shard.close()
                 sh.shard = None
         shutil.rmtree(folder, ignore_errors=True)
@@ -182,7 +160,7 @@ class EdgeStore(Store):
 
     def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
         converted = [cv.point(p) for p in points]
-        with self._using(collection) as sh, _edge(f"upsert into {collection!r}"):
+        with self._using(collection) as sh, edge_errors(f"upsert into {collection!r}"):
             sh.shard.update(qe.UpdateOperation.upsert_points(converted))
             sh.written += len(converted)
 
@@ -193,16 +171,16 @@ class EdgeStore(Store):
             flt = cv.filter_(selector.filter)
             assert flt is not None
             op = qe.UpdateOperation.delete_points_by_filter(flt)
-        with self._using(collection) as sh, _edge(f"delete from {collection!r}"):
+        with self._using(collection) as sh, edge_errors(f"delete from {collection!r}"):
             sh.shard.update(op)
 
     def set_payload(self, collection: str, ids: Sequence[str], payload: dict[str, Any]) -> None:
-        with self._using(collection) as sh, _edge(f"payload update in {collection!r}"):
+        with self._using(collection) as sh, edge_errors(f"payload update in {collection!r}"):
             sh.shard.update(qe.UpdateOperation.set_payload(list(ids), payload))
 
     def count(self, collection: str, flt: models.Filter | None = None) -> int:
         request = qe.CountRequest(exact=True, filter=cv.filter_(flt))
-        with self._using(collection) as sh, _edge(f"count of {collection!r}"):
+        with self._using(collection) as sh, edge_errors(f"count of {collection!r}"):
             return int(sh.shard.count(request))
 
     def retrieve(
@@ -215,7 +193,7 @@ class EdgeStore(Store):
     ) -> list[models.Record]:
         if not ids:
             return []
-        with self._using(collection) as sh, _edge(f"retrieve from {collection!r}"):
+        with self._using(collection) as sh, edge_errors(f"retrieve from {collection!r}"):
             found = sh.shard.retrieve(
                 list(ids), cv.selection(with_payload), cv.selection(with_vectors)
             )
@@ -238,29 +216,26 @@ class EdgeStore(Store):
             with_payload=cv.selection(with_payload),
             with_vector=cv.selection(with_vectors),
         )
-        with self._using(collection) as sh, _edge(f"scroll of {collection!r}"):
+        with self._using(collection) as sh, edge_errors(f"scroll of {collection!r}"):
             records, next_offset = sh.shard.scroll(request)
         return [cv.record(r) for r in records], next_offset
 
     def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:
         collection = request["collection_name"]
         edge_request = cv.query_request(request)
-        with self._using(collection) as sh, _edge(f"query of {collection!r}"):
+        with self._using(collection) as sh, edge_errors(f"query of {collection!r}"):
             found = sh.shard.query(edge_request)
         return [cv.scored(p) for p in found]
 
     # -- maintenance and lifecycle -----------------------------------------------------------
 
     def maintain(self) -> None:
-        """Optimize, in the background, one shard that took ``optimize_every`` points."""
+        """Optimize, in the background, one shard that took ``optimize_every`` points (a shard
+        whose indexing is deferred is only reopened, to return its pages)."""
         if self._maintenance is not None and self._maintenance.is_alive():
             return
         with self._mutex:
-            due = [
-                s
-                for s in self._open.values()
-                if not s.deferred and s.written >= self.optimize_every
-            ]
+            due = [s for s in self._open.values() if s.written >= self.optimize_every]
         if due:
             self._maintenance = threading.Thread(
                 target=self._optimize, args=(due[0],), name="poolq-edge-optimize", daemon=True
@@ -271,23 +246,24 @@ class EdgeStore(Store):
         if self._maintenance is not None:
             self._maintenance.join()
 
-    def _optimize(self, sh: _Shard) -> None:
+    def _optimize(self, sh: Shard) -> None:
         """Build the shard's indexes, then reopen it (see the module docstring)."""
         sh.written = 0
         try:
             with sh.lock.shared():
                 if sh.shard is None:
                     return
-                with _edge(f"optimizing {sh.name!r}"):
-                    sh.shard.optimize()
+                if not sh.deferred:
+                    with edge_errors(f"optimizing {sh.name!r}"):
+                        sh.shard.optimize()
             with sh.lock.exclusive():
                 if sh.shard is None:
                     return
-                with _edge(f"reopening {sh.name!r}"):
+                with edge_errors(f"reopening {sh.name!r}"):
                     sh.shard.close()
                     sh.shard = qe.EdgeShard.load(str(sh.folder))
-            _warm(sh.folder)
-            self.optimizations += 1
+            warm(sh.folder)
+            self.optimizations += not sh.deferred
         except Exception:
             log.exception("optimizing collection %r failed (searches still work)", sh.name)
 
@@ -307,7 +283,7 @@ class EdgeStore(Store):
     def _missing(self, name: str) -> str:
         return f"collection {name!r} not found in the Qdrant Edge folder {str(self.path)!r}"
 
-    def _shard(self, name: str) -> _Shard:
+    def _shard(self, name: str) -> Shard:
         """The open shard ``name`` (a collection or an alias) names, opened on first use."""
         with self._mutex:
             physical = self._catalog.aliases.get(name, name)
@@ -316,15 +292,15 @@ class EdgeStore(Store):
             sh = self._open.get(physical)
             if sh is None:
                 folder = self._catalog.folder(physical)
-                with _edge(f"opening {physical!r}"):
+                with edge_errors(f"opening {physical!r}"):
                     shard = qe.EdgeShard.load(str(folder))
-                deferred = _indexing_deferred(folder)
-                sh = self._open[physical] = _Shard(physical, folder, shard, deferred=deferred)
-                _warm(folder)
+                deferred = indexing_deferred(folder)
+                sh = self._open[physical] = Shard(physical, folder, shard, deferred=deferred)
+                warm(folder)
             return sh
 
     @contextmanager
-    def _using(self, name: str) -> Iterator[_Shard]:
+    def _using(self, name: str) -> Iterator[Shard]:
         """The shard, held shared; if it was dropped meanwhile, whatever ``name`` names now."""
         while True:
             sh = self._shard(name)
@@ -332,39 +308,3 @@ class EdgeStore(Store):
                 if sh.shard is not None:
                     yield sh
                     return
-
-
-def _warm(folder: Path) -> None:
-    """Ask the kernel to read a shard's files into the page cache (in the background), except
-    the multi-vectors' data: indexes, dense and sparse vectors, ids, payloads. Searches after a
-    reopen then find them in memory instead of faulting them in 4 KiB at a time."""
-    if not hasattr(os, "posix_fadvise"):  # pragma: no cover - not Linux
-        return
-    try:
-        config = json.loads((folder / "edge_config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
-    multi = [
-        f"vector_storage-{name}"
-        for name, v in (config.get("vectors") or {}).items()
-        if v.get("multivector_config")
-    ]
-    for path in folder.rglob("*"):
-        parts = path.parts
-        if any(p in parts for p in multi) and "vectors" in parts:
-            continue
-        with contextlib.suppress(OSError):
-            if path.is_file():
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
-                finally:
-                    os.close(fd)
-
-
-def _indexing_deferred(folder: Path) -> bool:
-    try:
-        config = json.loads((folder / "edge_config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return (config.get("optimizers") or {}).get("indexing_threshold") == 0

@@ -72,3 +72,25 @@ def test_export_import_moves_a_collection_between_folders(redis_server, tmp_path
             client.close()
     assert [h.id for h in after] == [h.id for h in before]
     assert [h.score for h in after] == pytest.approx([h.score for h in before], abs=1e-4)
+
+
+def test_the_worker_refuses_an_old_local_mode_folder_with_the_way_to_move_it(tmp_path):
+    from qdrant_client import QdrantClient, models
+
+    from poolq.sinks.store.edge import EdgeStore
+
+    old = tmp_path / "old"
+    client = QdrantClient(path=str(old))
+    client.create_collection("docs", vectors_config=models.VectorParams(size=2, distance="Cosine"))
+    client.close()
+    args = ["--redis-url", "redis://127.0.0.1:1/0"]
+    r = poolq("worker", "--qdrant-path", str(old), *args, timeout=60)
+    assert r.returncode == 2 and "qdrant-client local-mode folder" in r.stderr
+    assert f"poolq export --collection C --qdrant-path {old} -o C.jsonl" in r.stderr
+    held = EdgeStore(tmp_path / "edge")  # as a running worker holds its folder
+    try:
+        r = poolq("worker", "--qdrant-path", str(tmp_path / "edge"), *args, timeout=60)
+    finally:
+        held.close()
+    assert r.returncode == 2 and "held by another process" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

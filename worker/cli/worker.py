@@ -164,6 +164,12 @@ def _hold_folder(where: Locations) -> None:
         hold_folder(where.qdrant_path)  # held until the process exits
     except (FolderLockedError, OSError) as exc:
         fail("worker", exc, 1)
+    from poolq.sinks.store import check_folder
+
+    try:  # a local-mode folder (with the way to move it), or one the store library holds
+        check_folder(where.qdrant_path)
+    except (ValueError, RuntimeError, OSError) as exc:
+        fail("worker", exc)
 
 
 def _probe(settings: Settings) -> None:

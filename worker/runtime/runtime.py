@@ -51,11 +51,15 @@ class Runtime:
     async def open(cls, settings: Settings, *, writer: QdrantWriter | None = None) -> Runtime:
         """Load the models and start the writer (``writer``: one built by the caller, e.g.
         around a client with fault injection in tests; it is started here)."""
-        vectorizer = await Vectorizer.start(
-            settings.profile, device=settings.device, max_batch_tokens=settings.max_batch_tokens
-        )
         writer = writer or open_writer(settings)
-        await writer.start()
+        await writer.start()  # first: a folder it cannot open fails before any model loads
+        try:
+            vectorizer = await Vectorizer.start(
+                settings.profile, device=settings.device, max_batch_tokens=settings.max_batch_tokens
+            )
+        except BaseException:
+            await writer.stop()
+            raise
         return cls(settings, vectorizer, writer)
 
     async def close(self) -> None:
