@@ -241,16 +241,11 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
     encoder: nn.Module
     state: dict[str, torch.Tensor] = {}
     if desc.native_encoder:
-        from transformers import AutoConfig
-
+        from poolq.worker.engine.encoder_spec import EncoderSpec
         from poolq.worker.engine.packed_encoder import PackedEncoder
 
-        hf_config = AutoConfig.for_model(
-            **{k: v for k, v in ck.config.items() if k != "architectures"}
-        )
         state = load_weights(ck.path)
-        encoder = PackedEncoder.from_config(hf_config)
-        encoder.load_hf_state_dict(state)
+        encoder = PackedEncoder.from_state_dict(EncoderSpec.from_dict(ck.config), state)
     else:
         from poolq.worker.engine.fallback import PaddedAutoModelRunner
 
