@@ -41,6 +41,16 @@ class MLMHead(nn.Module):
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.decoder(self.norm(self.act(self.dense(hidden))))
 
+    def fuse_onednn(self) -> None:
+        """fp32 on the CPU: both linears on oneDNN, the activation fused into ``dense``."""
+        from poolq.worker.engine.onednn_linear import OneDNNLinear, post_op_for
+
+        post = post_op_for(self.act)
+        self.dense = OneDNNLinear(self.dense, post)  # type: ignore[assignment]
+        if post is not None:
+            self.act = nn.Identity()
+        self.decoder = OneDNNLinear(self.decoder)  # type: ignore[assignment]
+
 
 def mlm_head_from_state(
     state: Mapping[str, torch.Tensor], model_type: str, hidden_act: str, eps: float
