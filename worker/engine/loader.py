@@ -293,4 +293,6 @@ def _fuse_onednn(model: PoolingModel) -> None:
         sparse.mlm_head.fuse_onednn()
 
 
-FUSE_ONEDNN = True  # benchmarks/ab_encoder.py turns it off to measure the unfused path
+# off: measured 0.98-0.99x of MKL addmm on MiniLM on an idle 2-core AVX-512 Xeon (1.03x under
+# other users' load); benchmarks/ab_encoder.py "fused" turns it on to measure it again
+FUSE_ONEDNN = False
