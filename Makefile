@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.poolq-installed
 # (poolq/ = ingest/api/, poolq/worker = worker/, ...), which setuptools' package-dir maps.
 TYPECHECK := build/typecheck
 
-.PHONY: install test test-fast lint typecheck demo bench clean
+.PHONY: install test test-fast lint typecheck demo bench profile clean
 
 install: $(STAMP)
 
@@ -44,10 +44,17 @@ demo: install
 
 # every benchmark the README names; each exits non-zero on a missed target
 BENCHMARKS := bench_encode_vs_st bench_ingest_vs_engine bench_store_scale eval_search bench_search_latency \
-	bench_cli_startup \
+	bench_cli_startup bench_startup int8_quality bench_cpu_peers \
 	bench_reindex bench_status soak
 bench: install
+	$(BIN)/python -m pip install -q -e '.[bench]'
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; \
+		$(BIN)/python benchmarks/$$b.py || exit 1; done
+
+# diagnostics the README names: they measure, with no pass/fail target
+DIAGNOSTICS := profile_encoder ab_encoder
+profile: install
+	@for b in $(DIAGNOSTICS); do echo "== benchmarks/$$b.py"; \
 		$(BIN)/python benchmarks/$$b.py || exit 1; done
 
 clean:

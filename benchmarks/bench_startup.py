@@ -10,7 +10,11 @@
 Each row is the best of ``--repeat`` interleaved rounds. Exits non-zero when ``poolq encode``
 (MiniLM) is not at least ``--target`` times faster than sentence-transformers.
 
-    python benchmarks/bench_startup.py [--repeat 3] [--target 1.5]
+    python benchmarks/bench_startup.py [--repeat 3] [--target 1.5] [--baseline DIR]
+
+``--baseline DIR``: also run another version of poolq, interleaved (DIR on ``PYTHONPATH``
+holding a ``poolq`` package laid out as installed, e.g. links into ``git archive`` of an older
+commit), for before/after figures.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.procs import first_line_s, line_on_stderr_s
+from benchmarks.procs import cpu_pressure, first_line_s, line_on_stderr_s, wait_quiet
 from tests.models import minilm_path, splade_path
 
 PY = sys.executable
@@ -47,7 +51,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--target", type=float, default=1.5)
+    ap.add_argument("--baseline", type=Path, default=None)
     args = ap.parse_args()
+    base_env = {**ENV, "PYTHONPATH": str(args.baseline)} if args.baseline else None
     minilm, splade = str(minilm_path()), str(splade_path())
     with tempfile.TemporaryDirectory() as tmp:
         one = Path(tmp) / "one.jsonl"
@@ -56,6 +62,15 @@ def main() -> int:
         rows: dict[str, list[str]] = {
             "import torch": [PY, "-c", "import torch; print(1)"],
             "poolq encode (MiniLM)": [*cli, "encode", "--model", minilm, str(one)],
+            "poolq encode int8 (MiniLM)": [
+                *cli,
+                "encode",
+                "--model",
+                minilm,
+                "--dtype",
+                "int8",
+                str(one),
+            ],
             "ST SentenceTransformer": [PY, "-c", ST_DENSE.format(p=minilm)],
             "poolq encode (SPLADE)": [
                 *cli,
@@ -69,13 +84,27 @@ def main() -> int:
             "ST SparseEncoder": [PY, "-c", ST_SPARSE.format(p=splade)],
         }
         best: dict[str, float] = {}
+
+        def keep(name: str, s: float) -> None:
+            best[name] = min(best.get(name, float("inf")), s)
+
         for _ in range(args.repeat):
             for name, cmd in rows.items():
-                best[name] = min(best.get(name, float("inf")), first_line_s(cmd, ENV))
-            worker_s = _worker_ready_s(Path(tmp))
-            best["poolq worker ready"] = min(best.get("poolq worker ready", float("inf")), worker_s)
+                wait_quiet()
+                keep(name, first_line_s(cmd, ENV))
+                if base_env is not None and name.startswith("poolq encode") and "int8" not in name:
+                    wait_quiet()
+                    keep(f"{name} BEFORE", first_line_s(cmd, base_env))
+            wait_quiet()
+            keep("poolq worker ready", _worker_ready_s(Path(tmp), ENV))
+            if base_env is not None:
+                wait_quiet()
+                keep("poolq worker ready BEFORE", _worker_ready_s(Path(tmp), base_env))
     st_both = best["ST SentenceTransformer"] + best["ST SparseEncoder"]
-    print(f"load average {os.getloadavg()[0]:.2f}; best of {args.repeat} interleaved rounds\n")
+    print(
+        f"load average {os.getloadavg()[0]:.2f}, CPU pressure {cpu_pressure()}; best of "
+        f"{args.repeat} interleaved rounds (each run waits for a quiet CPU)\n"
+    )
     print(f"{'process':28s} {'s to first output':>18s}")
     for name, s in best.items():
         print(f"{name:28s} {s:18.2f}")
@@ -92,7 +121,7 @@ def main() -> int:
     return 0
 
 
-def _worker_ready_s(tmp: Path) -> float:
+def _worker_ready_s(tmp: Path, env: dict[str, str]) -> float:
     from poolq.worker.dev.local_redis import LocalRedis
 
     with LocalRedis(tmp / f"redis-{time.monotonic_ns()}") as redis:
@@ -106,7 +135,7 @@ def _worker_ready_s(tmp: Path) -> float:
             "--qdrant-path",
             str(tmp / f"qdrant-{time.monotonic_ns()}"),
         ]
-        return line_on_stderr_s(cmd, ENV, " ready: ")
+        return line_on_stderr_s(cmd, env, " ready: ")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 """Retrieval quality of every search mode on the demo corpus: recall@10 and MRR@10 over a small
 labelled query set (``benchmarks/search_queries.jsonl``), through a real worker, in one run.
 
-    python benchmarks/eval_search.py [--corpus-size N] [--candidates N] [--json]
+    python benchmarks/eval_search.py [--corpus-size N] [--candidates N] [--dtype D] [--json]
+
+``--dtype`` (``float32``, ``int8``, ...) runs both bundled models of the default profile in that
+precision (a ``[models]`` table in the worker's config): run it once per precision to compare.
 
 The corpus is ``worker/cli/demo.py::_sample_corpus`` (standard-library docstrings, ids
 ``stdlib-0000``...). Each mode (dense, sparse, hybrid RRF, hybrid DBSF, rerank) runs every query
@@ -191,6 +194,7 @@ def main() -> None:
         "--candidates", type=int, default=None, help="prefetch size (default: the service's)"
     )
     ap.add_argument("--json", action="store_true", help="print machine-readable results")
+    ap.add_argument("--dtype", default=None, help="precision of the profile's models")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="poolq-eval-"))
     corpus = tmp / "corpus.jsonl"
@@ -204,9 +208,19 @@ def main() -> None:
     queries = load_queries(args.queries, set(texts))
     if not queries:
         raise SystemExit("no query has a relevant document in this corpus")
+    worker_args: list[str] = []
+    if args.dtype:
+        config = tmp / "poolq.toml"
+        config.write_text(
+            "".join(
+                f'[models."{m}"]\ndtype = "{args.dtype}"\n'
+                for m in ("bundled:all-minilm-l6-v2", "bundled:splade-tiny")
+            )
+        )
+        worker_args = ["--config", str(config)]
     with (
         LocalRedis(tmp / "redis") as redis_server,
-        WorkerProcess(redis_server.url, tmp / "qdrant", log=tmp / "worker.log"),
+        WorkerProcess(redis_server.url, tmp / "qdrant", *worker_args, log=tmp / "worker.log"),
     ):
         out = asyncio.run(evaluate(redis_server.url, corpus, queries, args.candidates))
     modes = out["modes"]
@@ -231,6 +245,7 @@ def main() -> None:
     kinds = sorted(next(iter(modes.values()))["by_kind"])
     counts = ", ".join(f"{k} {modes['dense']['by_kind'][k]['n']}" for k in kinds)
     print(
+        f"dtype {args.dtype or 'default'}: "
         f"{out['documents']} documents ({out['points']} points) ingested in "
         f"{out['ingest_s']:.1f}s; {out['queries']} queries ({counts}), limit {K}, "
         f"document-level, candidates {out['candidates'] or 'default'}"

@@ -10,6 +10,33 @@ import time
 from collections.abc import Mapping, Sequence
 
 
+def cpu_pressure() -> str:
+    """Linux PSI ``some avg10`` (share of the last 10 s some task waited for a CPU): the load
+    other users put on a shared machine; "n/a" elsewhere."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            return f.readline().split()[1].split("=")[1] + "%"
+    except (OSError, IndexError):
+        return "n/a"
+
+
+def pressure_avg10() -> float:
+    try:
+        with open("/proc/pressure/cpu") as f:
+            return float(f.readline().split()[1].split("=")[1])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def wait_quiet(threshold: float = 20.0, max_wait_s: float = 120.0) -> float:
+    """Wait (at most ``max_wait_s``) until other users' load is low: CPU pressure ``some
+    avg10`` under ``threshold`` percent. Returns the pressure when it stopped waiting."""
+    deadline = time.monotonic() + max_wait_s
+    while (p := pressure_avg10()) >= threshold and time.monotonic() < deadline:
+        time.sleep(1.0)
+    return p
+
+
 def first_line_s(cmd: Sequence[str], env: Mapping[str, str], timeout_s: float = 300) -> float:
     """Seconds from start to the first line on stdout; the process is then left to finish."""
     t0 = time.perf_counter()

@@ -8,7 +8,9 @@ from collections.abc import Mapping
 
 import torch
 from torch import nn
-from transformers.activations import ACT2FN
+
+from poolq.worker.engine.hidden_act import hidden_activation
+from poolq.worker.engine.uninit import EmptyLinear
 
 
 def _take(state: Mapping[str, torch.Tensor], *names: str) -> torch.Tensor:
@@ -20,7 +22,7 @@ def _take(state: Mapping[str, torch.Tensor], *names: str) -> torch.Tensor:
 
 def linear_from(weight: torch.Tensor, bias: torch.Tensor | None = None) -> nn.Linear:
     out_f, in_f = weight.shape
-    lin = nn.Linear(in_f, out_f, bias=bias is not None)
+    lin = EmptyLinear(in_f, out_f, bias=bias is not None)  # no random init: copied below
     with torch.no_grad():
         lin.weight.copy_(weight)
         if bias is not None:
@@ -34,10 +36,20 @@ class MLMHead(nn.Module):
     def __init__(self, dense: nn.Linear, act: str, norm: nn.LayerNorm, decoder: nn.Linear) -> None:
         super().__init__()
         self.dense, self.norm, self.decoder = dense, norm, decoder
-        self.act = ACT2FN[act]
+        self.act = hidden_activation(act)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.decoder(self.norm(self.act(self.dense(hidden))))
+
+    def fuse_onednn(self) -> None:
+        """fp32 on the CPU: both linears on oneDNN, the activation fused into ``dense``."""
+        from poolq.worker.engine.onednn_linear import OneDNNLinear, post_op_for
+
+        post = post_op_for(self.act)
+        self.dense = OneDNNLinear(self.dense, post)  # type: ignore[assignment]
+        if post is not None:
+            self.act = nn.Identity()
+        self.decoder = OneDNNLinear(self.decoder)  # type: ignore[assignment]
 
 
 def mlm_head_from_state(

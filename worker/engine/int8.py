@@ -28,6 +28,7 @@ Attention, LayerNorm, embeddings, pooling and heads are left in fp32: only the m
 from __future__ import annotations
 
 import contextlib
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 
@@ -53,14 +54,18 @@ def quantized_engine() -> str:
     )
 
 
+_ENGINE_LOCK = threading.Lock()  # the engine setting is process-wide; models load in threads
+
+
 @contextlib.contextmanager
 def _engine(name: str) -> Iterator[None]:
-    before = torch.backends.quantized.engine
-    torch.backends.quantized.engine = name
-    try:
-        yield
-    finally:
-        torch.backends.quantized.engine = before
+    with _ENGINE_LOCK:
+        before = torch.backends.quantized.engine
+        torch.backends.quantized.engine = name
+        try:
+            yield
+        finally:
+            torch.backends.quantized.engine = before
 
 
 SMOOTH_ALPHA = 0.7

@@ -241,16 +241,11 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
     encoder: nn.Module
     state: dict[str, torch.Tensor] = {}
     if desc.native_encoder:
-        from transformers import AutoConfig
-
+        from poolq.worker.engine.encoder_spec import EncoderSpec
         from poolq.worker.engine.packed_encoder import PackedEncoder
 
-        hf_config = AutoConfig.for_model(
-            **{k: v for k, v in ck.config.items() if k != "architectures"}
-        )
         state = load_weights(ck.path)
-        encoder = PackedEncoder.from_config(hf_config)
-        encoder.load_hf_state_dict(state)
+        encoder = PackedEncoder.from_state_dict(EncoderSpec.from_dict(ck.config), state)
     else:
         from poolq.worker.engine.fallback import PaddedAutoModelRunner
 
@@ -269,6 +264,8 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
     for p in list(encoder.parameters()) + list(pooler.parameters()):
         p.requires_grad_(False)
     model = PoolingModel(desc, cfg, tok, encoder, pooler, device, dtype, precision)
+    if precision == "float32" and device.type == "cpu":
+        _fuse_onednn(model)
     if precision == "int8":  # built in fp32 above; the gate quantizes it or refuses it
         from poolq.worker.engine.int8_gate import quantize_with_gate
 
@@ -279,3 +276,23 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
     )
     model.bf16_slowdown = warn_emulated_bf16(precision, device, hidden, inter)
     return model
+
+
+def _fuse_onednn(model: PoolingModel) -> None:
+    """fp32 CPU linears on oneDNN with fused epilogues (``onednn_linear.py``)."""
+    from poolq.worker.engine import onednn_linear
+    from poolq.worker.engine.checkpoint_heads import MLMHead
+    from poolq.worker.engine.packed_encoder import PackedEncoder
+
+    if not onednn_linear.available() or not FUSE_ONEDNN:
+        return
+    if isinstance(model.encoder, PackedEncoder):
+        model.encoder.fuse_onednn()
+    sparse = model.pooler.poolers_by_task.get("sparse")
+    if isinstance(sparse, SpladePooler) and isinstance(sparse.mlm_head, MLMHead):
+        sparse.mlm_head.fuse_onednn()
+
+
+# off: measured 0.98-0.99x of MKL addmm on MiniLM on an idle 2-core AVX-512 Xeon (1.03x under
+# other users' load); benchmarks/ab_encoder.py "fused" turns it on to measure it again
+FUSE_ONEDNN = False

@@ -12,13 +12,15 @@ import torch
 
 from poolq.ingest.chunking import Chunk, Chunker, TokenCounter
 from poolq.ingest.profile import Profile
-from poolq.ingest.versions import checkpoint_fingerprint, profile_version
+from poolq.ingest.versions import profile_version
 from poolq.sinks.points import SparseValues, VectorValue
 from poolq.sinks.schema import VectorSpec
+from poolq.worker.engine.checkpoint import resolve_model_path
 from poolq.worker.engine.description import ModelDescription
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.loader import load_model
 from poolq.worker.pooling import SparseEmbedding
+from poolq.worker.runtime.fingerprints import cached_fingerprint
 
 
 @dataclass
@@ -37,13 +39,22 @@ class Vectorizer:
     ) -> Vectorizer:
         engines: dict[str, AsyncEngine] = {}
         query_engines: dict[str, AsyncEngine] = {}
+        configs = {}
         for model in profile.models:
             cfg = profile.model_config(model)
             if device is not None and cfg.device is None:
                 from dataclasses import replace
 
                 cfg = replace(cfg, device=device)
-            pooling_model = await asyncio.to_thread(load_model, cfg)
+            configs[model] = cfg
+        # start-up: the models load side by side (tokenizer, weights and torch ops release the
+        # GIL), and their folders are fingerprinted meanwhile (cached: fingerprints.py)
+        fingerprinting = {
+            m: asyncio.create_task(asyncio.to_thread(cached_fingerprint, c.model))
+            for m, c in configs.items()
+        }
+        loaded = await asyncio.gather(*(asyncio.to_thread(load_model, c) for c in configs.values()))
+        for model, pooling_model in zip(configs, loaded, strict=True):
             for v in profile.vectors_of(model):
                 try:
                     pooling_model.pooler.validate([v.params()], [f"vector {v.name!r}"])
@@ -63,10 +74,7 @@ class Vectorizer:
             max_tokens=profile.chunk_max_tokens,
             overlap_tokens=profile.chunk_overlap_tokens,
         )
-        fingerprints = {
-            m: await asyncio.to_thread(checkpoint_fingerprint, e.description.path)
-            for m, e in engines.items()
-        }
+        fingerprints = {m: await task for m, task in fingerprinting.items()}
         return cls(profile, engines, chunker, profile_version(profile, fingerprints), query_engines)
 
     async def stop(self) -> None:
@@ -158,6 +166,10 @@ class Vectorizer:
 
         results = dict(await asyncio.gather(*(one(m) for m in models)))
         return {v.name: to_qdrant_value(results[v.model][v.task]) for v in wanted}
+
+
+def _fingerprint(model: str) -> str:
+    return cached_fingerprint(resolve_model_path(model))
 
 
 def chunk_counter(description: ModelDescription, tokenizer: Any) -> TokenCounter:

@@ -1,0 +1,104 @@
+"""What the packed encoder needs to know of a checkpoint's config, read from a HF config object
+or straight from ``config.json`` (no transformers import: the defaults below are those of
+transformers' ``BertConfig`` / ``RobertaConfig`` / ``XLMRobertaConfig`` for keys a file omits)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from poolq.worker.engine.hidden_act import is_known
+
+_BERT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 30522,
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+    "max_position_embeddings": 512,
+    "type_vocab_size": 2,
+    "layer_norm_eps": 1e-12,
+    "pad_token_id": 0,
+    "is_decoder": False,
+    "position_embedding_type": "absolute",
+}
+CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    "bert": _BERT_DEFAULTS,
+    "roberta": {**_BERT_DEFAULTS, "vocab_size": 50265, "pad_token_id": 1},
+    "xlm-roberta": {**_BERT_DEFAULTS, "pad_token_id": 1},
+}
+
+
+SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """The hyper-parameters the packed encoder needs, read from a HF config."""
+
+    model_type: str
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    intermediate_size: int
+    max_positions: int
+    type_vocab_size: int
+    layer_norm_eps: float
+    hidden_act: str
+    # First position id: 0 for BERT, padding_idx + 1 for RoBERTa / XLM-R.
+    position_offset: int
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_heads
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.max_positions - self.position_offset
+
+    @classmethod
+    def from_hf_config(cls, config: Any) -> EncoderSpec:
+        model_type = getattr(config, "model_type", None)
+        if model_type not in SUPPORTED_MODEL_TYPES:
+            raise ValueError(
+                f"PackedEncoder does not support model_type {model_type!r}; "
+                f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+            )
+        # transformers 5.x dropped the attribute (absolute only); 4.x configs may still carry it.
+        pos_type = getattr(config, "position_embedding_type", "absolute") or "absolute"
+        if pos_type != "absolute":
+            raise ValueError(
+                f"PackedEncoder supports absolute position embeddings only, got {pos_type!r}"
+            )
+        if getattr(config, "is_decoder", False):
+            raise ValueError("PackedEncoder is a bidirectional encoder; config.is_decoder=True")
+        if not is_known(config.hidden_act):
+            raise ValueError(f"unsupported hidden_act {config.hidden_act!r}")
+        if config.hidden_size % config.num_attention_heads != 0:
+            raise ValueError(
+                f"hidden_size {config.hidden_size} is not a multiple of "
+                f"num_attention_heads {config.num_attention_heads}"
+            )
+        offset = 0 if model_type == "bert" else int(config.pad_token_id) + 1
+        return cls(
+            model_type=model_type,
+            vocab_size=int(config.vocab_size),
+            hidden_size=int(config.hidden_size),
+            num_layers=int(config.num_hidden_layers),
+            num_heads=int(config.num_attention_heads),
+            intermediate_size=int(config.intermediate_size),
+            max_positions=int(config.max_position_embeddings),
+            type_vocab_size=int(config.type_vocab_size),
+            layer_norm_eps=float(config.layer_norm_eps),
+            hidden_act=config.hidden_act,
+            position_offset=offset,
+        )
+
+    @classmethod
+    def from_dict(cls, config: dict[str, Any]) -> EncoderSpec:
+        """From a ``config.json`` mapping, missing keys taking transformers' defaults."""
+        defaults = CONFIG_DEFAULTS.get(str(config.get("model_type")), {})
+        return cls.from_hf_config(SimpleNamespace(**{**defaults, **config}))
