@@ -16,13 +16,14 @@ RSS <= 2 GiB at 100k; per-point write cost and disk per point at the largest siz
 the smallest, and search p50 growing no faster than the point count.
 
     python benchmarks/bench_store_scale.py [--sizes 10000,30000,100000] [--local-sizes 10000]
-        [--queries 50] [--local-budget-s 900]
+        [--queries 50] [--local-budget-s 900] [--collection multivector_datatype=float16 ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import shutil
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,9 @@ import contextlib
 import itertools
 
 from benchmarks.scale_corpus import DIM, NNZ, SCHEMA, VOCAB, Corpus
+from poolq.sinks.collection_settings import CollectionSettings
 from poolq.sinks.maxsim import maxsim_many
+from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.search_types import SearchRequest
 from poolq.sinks.writer import QdrantWriter
 
@@ -51,6 +55,12 @@ WRITE_RATIO_TARGET = 5.0
 RERANK_P50_TARGET_MS = 50.0
 RSS_TARGET_BYTES = 2 << 30
 GROWTH_TARGET = 2.0
+
+
+def schema_with(settings: list[str]) -> CollectionSchema:
+    """The default profile's schema with ``KEY=VALUE`` [collection] settings (TOML values)."""
+    table = tomllib.loads("\n".join(settings)) if settings else {}
+    return dataclasses.replace(SCHEMA, settings=CollectionSettings.from_dict(table))
 
 
 # -- measurements ------------------------------------------------------------------------------
@@ -75,7 +85,12 @@ def disk_bytes(path: Path) -> int:
 
 
 async def search_latency(
-    writer: QdrantWriter, corpus: Corpus, mode: str, n: int, budget_s: float
+    writer: QdrantWriter,
+    schema: CollectionSchema,
+    corpus: Corpus,
+    mode: str,
+    n: int,
+    budget_s: float,
 ) -> tuple[list[float], int]:
     times: list[float] = []
     request = SearchRequest("bench", mode, 10)  # type: ignore[arg-type]
@@ -84,7 +99,7 @@ async def search_latency(
     for _ in range(n):
         q = corpus.query()
         t0 = time.perf_counter()
-        hits = await writer.search(SCHEMA, request, q)
+        hits = await writer.search(schema, request, q)
         times.append(time.perf_counter() - t0)
         empty += not hits
         if time.monotonic() > deadline:
@@ -92,14 +107,16 @@ async def search_latency(
     return times, empty
 
 
-async def rerank_fidelity(writer: QdrantWriter, corpus: Corpus, n: int = 3) -> bool:
+async def rerank_fidelity(
+    writer: QdrantWriter, schema: CollectionSchema, corpus: Corpus, n: int = 3
+) -> bool:
     """Rerank's order is MaxSim recomputed here from the stored multi-vectors: each hit's score
     is its MaxSim, best first, and no fused candidate certainly in the pool (fused score above
     the pool's last, where RRF ties can fall either way) scores higher than the last hit."""
     for _ in range(n):
         q = corpus.query()
-        cands = await writer.search(SCHEMA, SearchRequest("bench", "hybrid", 50, candidates=50), q)
-        rerank = await writer.search(SCHEMA, SearchRequest("bench", "rerank", 10, candidates=50), q)
+        cands = await writer.search(schema, SearchRequest("bench", "hybrid", 50, candidates=50), q)
+        rerank = await writer.search(schema, SearchRequest("bench", "rerank", 10, candidates=50), q)
         ids = list(dict.fromkeys([h.id for h in cands] + [h.id for h in rerank]))
         stored = {str(r.id): r for r in await writer.retrieve("bench", ids)}
         scores = maxsim_many(q["colbert"], [np.asarray(stored[i].vector["colbert"]) for i in ids])
@@ -123,7 +140,10 @@ def read_through(path: Path) -> None:
                     pass
 
 
-async def run_backend(backend: str, sizes: list[int], queries: int, budget_s: float) -> None:
+async def run_backend(
+    backend: str, sizes: list[int], queries: int, budget_s: float, settings: list[str]
+) -> None:
+    schema = schema_with(settings)
     folder = Path(tempfile.mkdtemp(prefix=f"poolq-scale-{backend}-"))
     if backend == "edge":
         writer = QdrantWriter(path=str(folder / "store"))
@@ -141,7 +161,7 @@ async def run_backend(backend: str, sizes: list[int], queries: int, budget_s: fl
     t_start = time.monotonic()
     try:
         async with writer:
-            await writer.ensure_collection(SCHEMA, behind_alias=True)
+            await writer.ensure_collection(schema, behind_alias=True)
             written, write_s = 0, 0.0
             for size in sizes:
                 step_points, step_s = size - written, 0.0
@@ -172,7 +192,7 @@ async def run_backend(backend: str, sizes: list[int], queries: int, budget_s: fl
                 per_mode_budget = 60.0 if backend == "local" else 120.0
                 for mode in MODES:
                     times, empty = await search_latency(
-                        writer, corpus, mode, queries, per_mode_budget
+                        writer, schema, corpus, mode, queries, per_mode_budget
                     )
                     result[mode] = {
                         "p50_ms": 1e3 * float(np.percentile(times, 50)),
@@ -181,10 +201,12 @@ async def run_backend(backend: str, sizes: list[int], queries: int, budget_s: fl
                         "empty": empty,
                     }
                 if backend == "edge":
-                    result["rerank_equals_maxsim"] = await rerank_fidelity(writer, corpus)
+                    result["rerank_equals_maxsim"] = await rerank_fidelity(writer, schema, corpus)
                     # the same, once the multi-vectors are in the page cache
                     await asyncio.to_thread(read_through, folder)
-                    times, _ = await search_latency(writer, corpus, "rerank", queries, 120.0)
+                    times, _ = await search_latency(
+                        writer, schema, corpus, "rerank", queries, 120.0
+                    )
                     result["rerank_warm_p50_ms"] = 1e3 * float(np.percentile(times, 50))
                 result.update({k: v for k, v in memory().items() if k == "VmHWM"})
                 print(json.dumps(result), flush=True)
@@ -197,9 +219,12 @@ async def run_backend(backend: str, sizes: list[int], queries: int, budget_s: fl
 # -- the parent: both backends, the table, the targets ------------------------------------------
 
 
-def child(backend: str, sizes: list[int], queries: int, budget_s: float) -> list[dict]:
+def child(
+    backend: str, sizes: list[int], queries: int, budget_s: float, settings: list[str]
+) -> list[dict]:
     cmd = [sys.executable, __file__, "--child", backend, "--sizes", ",".join(map(str, sizes))]
     cmd += ["--queries", str(queries), "--local-budget-s", str(budget_s)]
+    cmd += [f"--collection={s}" for s in settings]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"{backend} run failed:\n{proc.stderr[-3000:]}")
@@ -232,16 +257,31 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--local-budget-s", type=float, default=900)
     ap.add_argument("--child", choices=["edge", "local"])
+    ap.add_argument(
+        "--collection",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [collection] setting for both backends, e.g. multivector_datatype=float16",
+    )
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
     if args.child:
-        asyncio.run(run_backend(args.child, sizes, args.queries, args.local_budget_s))
+        asyncio.run(
+            run_backend(args.child, sizes, args.queries, args.local_budget_s, args.collection)
+        )
         return
     local_sizes = [int(x) for x in args.local_sizes.split(",") if x]
     t0 = time.monotonic()
-    edge = child("edge", sizes, args.queries, args.local_budget_s)
-    local = child("local", local_sizes, args.queries, args.local_budget_s) if local_sizes else []
+    edge = child("edge", sizes, args.queries, args.local_budget_s, args.collection)
+    local = (
+        child("local", local_sizes, args.queries, args.local_budget_s, args.collection)
+        if local_sizes
+        else []
+    )
+    schema = schema_with(args.collection)
     print(f"default profile shapes: dense {DIM}, sparse {NNZ} nnz / {VOCAB}, multi 16-80 x {DIM}")
+    print(f"[collection] {schema.settings.to_dict()}")
     print(f"writer path, batches of 128; {os.cpu_count()} cores; {time.monotonic() - t0:.0f}s\n")
     table(edge + local)
     misses = check(edge, local)
