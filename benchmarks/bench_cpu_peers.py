@@ -68,82 +68,19 @@ def peers(arts: dict[str, str], threads: int) -> list[Peer]:
                 256,
             )
         )
+
+    def dense(name: str, kind: str, artifact: str | None, truncation: int = 256) -> Peer:
+        """A peer_run.py peer on MiniLM (``artifact``: the key of its built model)."""
+        built = ["--artifact", arts[artifact]] if artifact else []
+        cmd = [*run, kind, "{corpus}", "{out}", "--model", m, *built, *t]
+        return Peer(name, "dense", artifact is not None, cmd, truncation)
+
     out += [
-        Peer(
-            "ST torch fp32",
-            "dense",
-            False,
-            [*run, "st", "{corpus}", "{out}", "--model", m, *t],
-            256,
-        ),
-        Peer(
-            "ORT dynamic int8",
-            "dense",
-            True,
-            [
-                *run,
-                "ort",
-                "{corpus}",
-                "{out}",
-                "--model",
-                m,
-                "--artifact",
-                arts["minilm-int8-ort"],
-                *t,
-            ],
-            256,
-        ),
-        Peer(
-            "OpenVINO NNCF int8",
-            "dense",
-            True,
-            [
-                *run,
-                "ov",
-                "{corpus}",
-                "{out}",
-                "--model",
-                m,
-                "--artifact",
-                arts["minilm-int8-ov"],
-                *t,
-            ],
-            256,
-        ),
-        Peer(
-            "fastembed int8 @256",
-            "dense",
-            True,
-            [
-                *run,
-                "fastembed",
-                "{corpus}",
-                "{out}",
-                "--model",
-                m,
-                "--artifact",
-                arts["fastembed-256"],
-                *t,
-            ],
-            256,
-        ),
-        Peer(
-            "fastembed int8 @128",
-            "dense",
-            True,
-            [
-                *run,
-                "fastembed",
-                "{corpus}",
-                "{out}",
-                "--model",
-                m,
-                "--artifact",
-                arts["fastembed-128"],
-                *t,
-            ],
-            128,
-        ),
+        dense("ST torch fp32", "st", None),
+        dense("ORT dynamic int8", "ort", "minilm-int8-ort"),
+        dense("OpenVINO NNCF int8", "ov", "minilm-int8-ov"),
+        dense("fastembed int8 @256", "fastembed", "fastembed-256"),
+        dense("fastembed int8 @128", "fastembed", "fastembed-128", 128),
     ]
     for dtype in ("float32", "int8"):
         out.append(

@@ -1,20 +1,11 @@
 """`poolq encode` as a user runs it: a real process, real models, JSONL in and out."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-
-def poolq(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "poolq.worker", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+from tests.cli_process import poolq
 
 
 @pytest.fixture

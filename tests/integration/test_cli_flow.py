@@ -1,24 +1,14 @@
 """`poolq enqueue` and `poolq status` as a user runs them, against a real worker."""
 
 import json
-import subprocess
-import sys
 import time
 
 import pytest
 
 from poolq.worker.dev.local_worker import WorkerProcess
+from tests.cli_process import poolq
 
 pytestmark = pytest.mark.slow
-
-
-def poolq(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "poolq.worker", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_enqueue_folder_wait_then_status(redis_server, tmp_path):

@@ -3,25 +3,15 @@ folder; then folder -> file (and stdout) -> new folder with the count checked, t
 exported again, and a worker on the new folder answering searches on the moved collection."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from poolq.ingest.client import SyncPoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.worker.dev.local_worker import WorkerProcess
+from tests.cli_process import poolq
 
 pytestmark = pytest.mark.slow
-
-
-def poolq(*args, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "poolq.worker", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def test_export_import_moves_a_collection_between_folders(redis_server, tmp_path):
