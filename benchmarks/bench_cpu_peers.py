@@ -15,6 +15,7 @@ Targets (exit 1 on a miss): dense int8 >= 1.3x the fastest int8 peer at equal tr
 fp32 >= 1.5x sentence-transformers; SPLADE int8 >= 4x sentence-transformers' SparseEncoder.
 
     python benchmarks/bench_cpu_peers.py [--rounds 2] [--limit 1080] [--work DIR]
+                                         [--task all|dense|sparse]
 """
 
 from __future__ import annotations
@@ -170,6 +171,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work", type=Path, default=None, help="keep artifacts here (default: temp)")
     ap.add_argument("--max-wait", type=float, default=120, help="seconds to wait for a quiet CPU")
+    ap.add_argument(
+        "--task", choices=["all", "dense", "sparse"], default="all", help="peers of one task only"
+    )
     args = ap.parse_args()
     env = {
         **os.environ,
@@ -187,7 +191,7 @@ def main() -> int:
             )
         )
         one.write_text(json.dumps({"id": 0, "text": "hello world"}) + "\n")
-        todo = peers(arts, args.threads)
+        todo = [p for p in peers(arts, args.threads) if args.task in ("all", p.task)]
         best = {p.name: float("inf") for p in todo}
         start = {p.name: float("inf") for p in todo}
         seen_pressure: dict[str, float] = {}
@@ -219,25 +223,37 @@ def main() -> int:
             f"{'(reference)' if p.name == ref else quality(vectors[p.name], vectors[ref], p.task)}"
         )
     misses = []
-    int8_peers = [
-        p
-        for p in todo
-        if p.task == "dense" and p.int8 and not p.name.startswith("poolq") and p.truncation == 256
-    ]
-    fastest = min(int8_peers, key=lambda p: best[p.name])
-    checks = [
-        (
-            "dense int8 vs fastest int8 peer at 256 (" + fastest.name + ")",
-            best[fastest.name] / best["poolq int8"],
-            1.3,
-        ),
-        ("dense fp32 vs sentence-transformers", best["ST torch fp32"] / best["poolq float32"], 1.5),
-        (
-            "SPLADE int8 vs SparseEncoder",
-            best["ST SparseEncoder fp32"] / best["poolq int8 SPLADE"],
-            4.0,
-        ),
-    ]
+    checks = []
+    if args.task in ("all", "dense"):
+        int8_peers = [
+            p
+            for p in todo
+            if p.task == "dense"
+            and p.int8
+            and not p.name.startswith("poolq")
+            and p.truncation == 256
+        ]
+        fastest = min(int8_peers, key=lambda p: best[p.name])
+        checks += [
+            (
+                "dense int8 vs fastest int8 peer at 256 (" + fastest.name + ")",
+                best[fastest.name] / best["poolq int8"],
+                1.3,
+            ),
+            (
+                "dense fp32 vs sentence-transformers",
+                best["ST torch fp32"] / best["poolq float32"],
+                1.5,
+            ),
+        ]
+    if args.task in ("all", "sparse"):
+        checks.append(
+            (
+                "SPLADE int8 vs SparseEncoder",
+                best["ST SparseEncoder fp32"] / best["poolq int8 SPLADE"],
+                4.0,
+            )
+        )
     print()
     for name, ratio, target in checks:
         ok = ratio >= target

@@ -51,9 +51,19 @@ def test_splade_bounded_chunks_give_same_result(monkeypatch, mode):
     head = seeded_linear(HIDDEN, VOCAB, 0)
     h = flat_hidden(LENS)
     md = metadata(LENS, [PoolingParams("sparse")] * 4)
+    monkeypatch.setattr(splade_mod, "SPLADE_MIN_CHUNK_ROWS", 1)
     for rows in (1, 2, 5):  # chunks that cut sequences in the middle
+        monkeypatch.setattr(splade_mod, "SPLADE_CPU_CHUNK_BYTES", rows * VOCAB * 4)
         monkeypatch.setattr(splade_mod, "SPLADE_CHUNK_BYTES", rows * VOCAB * 4)
+        assert splade_mod.chunk_rows(h.device, VOCAB) == rows
         check(SpladePooler(head, VOCAB, mode=mode)(h, md), reference(h, LENS, head, mode))
+
+
+def test_splade_chunk_rows_per_device():
+    cpu, vocab = torch.device("cpu"), 30522
+    assert splade_mod.chunk_rows(cpu, vocab) == (8 << 20) // (vocab * 4)  # 68: stays in cache
+    assert splade_mod.chunk_rows(torch.device("cuda"), vocab) == (32 << 20) // (vocab * 4)
+    assert splade_mod.chunk_rows(cpu, 250_000) == 32  # a wide vocabulary still feeds the GEMM
 
 
 @pytest.mark.parametrize("mode", ["max", "sum"])

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import torch
 
+from poolq.worker.engine.compute_thread import CPU_COMPUTE, INGEST_LANE
 from poolq.worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm, InputFormName
 from poolq.worker.engine.loader import PoolingModel
 from poolq.worker.engine.requests import EncodeRequest, EncodeResult
@@ -90,8 +91,12 @@ class AsyncEngine:
         max_queued_tokens: int = 1 << 20,
         tokenizer_threads: int = 1,
         record_batches: bool = False,
+        compute_priority: int = INGEST_LANE,
     ) -> None:
+        """``compute_priority``: this engine's place on the CPU compute thread (lower first;
+        ``compute_thread.QUERY_LANE`` for a query lane)."""
         self.model = model
+        self.compute_priority = compute_priority
         self.description = model.description
         if max_batch_tokens is None:
             max_batch_tokens = default_batch_tokens(model.device)
@@ -353,7 +358,7 @@ class AsyncEngine:
                 cut = time.monotonic()
                 waits = [cut - r.queued_at for r in batch]
             try:
-                launched = self.runner.launch(batch)
+                launched = self._launch(batch)
             except Exception as exc:
                 log.exception("batch of %d texts failed", len(batch))
                 self._loop.call_soon_threadsafe(_fail, batch, exc)
@@ -361,6 +366,13 @@ class AsyncEngine:
             if in_flight is not None:
                 self._finish(*in_flight)
             in_flight = (batch, launched, t0, waits)
+
+    def _launch(self, batch: list[EncodeRequest]) -> BatchOutputs:
+        """On the CPU the forward runs on the process's compute thread (one OpenMP team for all
+        engines, ``compute_thread.py``); this thread waits for it. CUDA launches from here."""
+        if self.model.device.type == "cpu":
+            return CPU_COMPUTE.run(self.runner.launch, batch, priority=self.compute_priority)
+        return self.runner.launch(batch)
 
     def _finish(
         self, batch: list[EncodeRequest], launched: BatchOutputs, t0: float, waits: list[float]

@@ -24,6 +24,7 @@ from poolq.worker.engine.checkpoint import (
     weight_shapes,
 )
 from poolq.worker.engine.colbert_forms import read_colbert_forms
+from poolq.worker.engine.compute_thread import CPU_COMPUTE
 from poolq.worker.engine.description import ModelConfig, ModelDescription, ModelKind
 from poolq.worker.engine.device import (
     compute_dtype,
@@ -231,7 +232,16 @@ class PoolingModel:
 
 
 def load_model(config: ModelConfig | str) -> PoolingModel:
+    """Load and prepare a model; a CPU model is built on the process's compute thread
+    (``compute_thread.py``): the torch work of loading and of the int8 gate stays on the one
+    OpenMP team that the forwards use."""
     cfg = ModelConfig(model=config) if isinstance(config, str) else config
+    if resolve_device(cfg.device).type == "cpu":
+        return CPU_COMPUTE.run(_load_model, cfg)
+    return _load_model(cfg)
+
+
+def _load_model(cfg: ModelConfig) -> PoolingModel:
     ck = _open(cfg.model)
     tok = TextTokenizer.from_folder(ck.path, _max_length(ck, cfg))
     desc = describe(ck, cfg, tok)

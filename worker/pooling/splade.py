@@ -21,7 +21,19 @@ from poolq.worker.pooling.outputs import PoolerOutput, SparseEmbedding
 from poolq.worker.pooling.poolers import Pooler
 from poolq.worker.pooling.tasks import PoolingTask
 
-SPLADE_CHUNK_BYTES = 32 << 20
+# Logits are computed at most this many bytes at a time. On the CPU the [t, V] block is written
+# by the vocabulary GEMM and read back at once by the max, so it must stay in cache: 8 MiB blocks
+# (64-68 rows of a 30522 vocabulary) ran SPLADE-tiny's pooling 1.7x faster than 32 MiB ones on a
+# 2-core Xeon (int8 3.7 s vs 6.3 s over 1,080 passages); fewer than ~32 rows starve the GEMM.
+SPLADE_CHUNK_BYTES = 32 << 20  # CUDA and other devices
+SPLADE_CPU_CHUNK_BYTES = 8 << 20
+SPLADE_MIN_CHUNK_ROWS = 32
+
+
+def chunk_rows(device: torch.device, vocab: int) -> int:
+    """Token rows per logits block on ``device`` for a ``vocab``-wide head."""
+    budget = SPLADE_CPU_CHUNK_BYTES if device.type == "cpu" else SPLADE_CHUNK_BYTES
+    return max(SPLADE_MIN_CHUNK_ROWS, budget // (vocab * 4))
 
 
 def sparsify(weights: torch.Tensor, top_k: Sequence[int | None]) -> list[SparseEmbedding]:
@@ -108,7 +120,7 @@ class SpladePooler(Pooler):
             keep_dev = keep_cpu.to(hidden.device, non_blocking=True)
         starts = cursor.token_starts_cpu.tolist()
         ends = (cursor.last_token_indices_cpu + 1).tolist()
-        rows_per_chunk = max(1, SPLADE_CHUNK_BYTES // (vocab * 4))
+        rows_per_chunk = chunk_rows(hidden.device, vocab)
         req = 0
         for lo in range(0, cursor.num_tokens, rows_per_chunk):
             hi = min(lo + rows_per_chunk, cursor.num_tokens)

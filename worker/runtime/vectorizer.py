@@ -16,6 +16,7 @@ from poolq.ingest.versions import profile_version
 from poolq.sinks.points import SparseValues, VectorValue
 from poolq.sinks.schema import VectorSpec
 from poolq.worker.engine.checkpoint import resolve_model_path
+from poolq.worker.engine.compute_thread import QUERY_LANE
 from poolq.worker.engine.description import ModelDescription
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.loader import load_model
@@ -64,7 +65,7 @@ class Vectorizer:
                 pooling_model, max_batch_tokens=max_batch_tokens
             ).start()
             query_engines[model] = await AsyncEngine(
-                pooling_model, max_batch_tokens=QUERY_BATCH_TOKENS
+                pooling_model, max_batch_tokens=QUERY_BATCH_TOKENS, compute_priority=QUERY_LANE
             ).start()
         counters = [
             chunk_counter(e.description, e.model.tokenizer.backend) for e in engines.values()
