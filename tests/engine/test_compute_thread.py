@@ -49,6 +49,37 @@ def test_query_lane_passes_queued_ingest_work():
     assert order == ["query", "ingest 1", "ingest 2"]
 
 
+def test_a_running_job_lets_queued_query_work_run_at_its_safe_points():
+    ct = ComputeThread("test-yield")
+    order: list[str] = []
+    queued = threading.Event()
+
+    def long_ingest_forward() -> None:
+        order.append("ingest starts")
+        ct.yield_to_urgent()  # nothing queued yet: no-op
+        assert queued.wait(5)
+        while ct._queue.qsize() < 2:
+            pass
+        ct.yield_to_urgent()  # a layer boundary: the query runs here, the other ingest does not
+        order.append("ingest ends")
+
+    first = threading.Thread(target=ct.run, args=(long_ingest_forward,))
+    first.start()
+    while not order:
+        pass
+    later = threading.Thread(target=ct.run, args=(order.append, "next ingest"))
+    query = threading.Thread(
+        target=ct.run, args=(order.append, "query"), kwargs={"priority": QUERY_LANE}
+    )
+    later.start()
+    query.start()
+    queued.set()
+    for t in (first, later, query):
+        t.join(5)
+    assert order == ["ingest starts", "query", "ingest ends", "next ingest"]
+    ct.yield_to_urgent()  # off the compute thread: no-op
+
+
 def test_callers_thread_count_applies_on_the_compute_thread():
     ct = ComputeThread("test-threads")
     before = torch.get_num_threads()

@@ -24,7 +24,7 @@ from poolq.worker.engine.checkpoint import (
     weight_shapes,
 )
 from poolq.worker.engine.colbert_forms import read_colbert_forms
-from poolq.worker.engine.compute_thread import CPU_COMPUTE
+from poolq.worker.engine.compute_thread import CPU_COMPUTE, yield_to_urgent
 from poolq.worker.engine.description import ModelConfig, ModelDescription, ModelKind
 from poolq.worker.engine.device import (
     compute_dtype,
@@ -271,6 +271,8 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     sparse = pooler.poolers_by_task.get("sparse")
     if isinstance(sparse, SpladePooler):
         sparse.compute_dtype = dtype
+        if device.type == "cpu":
+            sparse.between_blocks = yield_to_urgent
     for p in list(encoder.parameters()) + list(pooler.parameters()):
         p.requires_grad_(False)
     model = PoolingModel(desc, cfg, tok, encoder, pooler, device, dtype, precision)

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from poolq.worker.engine.compute_thread import yield_to_urgent
 from poolq.worker.engine.encoder_spec import EncoderSpec
 from poolq.worker.engine.hidden_act import hidden_activation
 from poolq.worker.engine.onednn_linear import OneDNNLinear, post_op_for
@@ -247,6 +248,7 @@ class PackedEncoder(nn.Module):
 
         for layer in self.layers:
             x = layer(x, plan, cu_seqlens)
+            yield_to_urgent()  # a queued query-lane forward may run here (compute_thread.py)
         return x
 
 

@@ -10,7 +10,7 @@ device; only the non-zeros cross to the host.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import torch
@@ -34,6 +34,10 @@ def chunk_rows(device: torch.device, vocab: int) -> int:
     """Token rows per logits block on ``device`` for a ``vocab``-wide head."""
     budget = SPLADE_CPU_CHUNK_BYTES if device.type == "cpu" else SPLADE_CHUNK_BYTES
     return max(SPLADE_MIN_CHUNK_ROWS, budget // (vocab * 4))
+
+
+def _nothing() -> None:
+    pass
 
 
 def sparsify(weights: torch.Tensor, top_k: Sequence[int | None]) -> list[SparseEmbedding]:
@@ -86,6 +90,9 @@ class SpladePooler(Pooler):
         self.top_k = top_k
         # bf16/fp16 runs the (large) vocabulary projection in that dtype; reductions stay FP32.
         self.compute_dtype: torch.dtype | None = None
+        # called before each logits block; the loader sets the engine's safe point for CPU
+        # models (a queued query-lane forward may run there: engine/compute_thread.py)
+        self.between_blocks: Callable[[], None] = _nothing
 
     def get_supported_tasks(self) -> frozenset[PoolingTask]:
         return frozenset({"sparse"})
@@ -124,6 +131,7 @@ class SpladePooler(Pooler):
         req = 0
         for lo in range(0, cursor.num_tokens, rows_per_chunk):
             hi = min(lo + rows_per_chunk, cursor.num_tokens)
+            self.between_blocks()
             logits = self._logits(hidden[lo:hi])  # [t, V]
             if keep_dev is not None:
                 masked = torch.full_like(logits, fill)
