@@ -202,6 +202,9 @@ def test_ctrl_c_drains_and_a_second_ctrl_c_puts_the_running_job_back(redis_serve
 
     (job_id,) = asyncio.run(enqueue())
     wait_running(redis_server.url, [job_id], at_least=1)
+    # arq marks the job in progress in Redis a moment before its task exists in the worker:
+    # wait for the job's own first line, or a Ctrl-C in between sees no job running
+    _wait_for(lambda: f"job {job_id} ingest try 1 started" in _log(a), 30, "job never started")
     assert a.proc is not None
     a.proc.send_signal(signal.SIGINT)
     said = _wait_for(lambda: "draining" in _log(a), 5, "no draining line after Ctrl-C")
