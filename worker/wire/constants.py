@@ -99,3 +99,13 @@ WORKER_LAST_SEEN_TTL_S: Final = 7 * 24 * 3600
 # Collections whose reindex progress `poolq status` reports (sorted set collection -> when a
 # reindex of it was last started or scheduled), trimmed to REINDEX_PROGRESS_TTL_S.
 REINDEX_COLLECTIONS_KEY: Final = KEY_PREFIX + "reindex:collections"
+
+# Job priority (``PoolqClient.enqueue(priority=...)``, ``poolq enqueue --priority``): the lane a
+# job's chunks take in the engines, and its place in the queue. arq starts jobs in score order,
+# so an interactive job is enqueued with a score of its enqueue time minus
+# INTERACTIVE_HEAD_START_MS: ahead of every bulk job, first come first served among
+# interactive ones. "auto" (the default) is interactive for an enqueue call that makes one job,
+# bulk for a larger one. The worker reads the lane from the job's ``priority`` argument.
+PRIORITIES: Final = ("interactive", "bulk")
+PRIORITY_CHOICES: Final = ("auto", *PRIORITIES)
+INTERACTIVE_HEAD_START_MS: Final = 10 * 365 * 24 * 3600 * 1000
