@@ -1,23 +1,24 @@
-"""Scheduler unit tests: token budget, request cap, priority, turns, cancellation, task order."""
+"""Scheduler unit tests: token budget, request cap, lanes, fair share, cancellation, task order."""
 
 import asyncio
 
 import pytest
 
+from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.requests import EncodeRequest
 from poolq.worker.engine.scheduler import Scheduler
 from poolq.worker.pooling import PoolingParams
 
 
-def req(loop, n_tokens, *, tasks=("embed",), priority=0, turn=0, rid="r"):
+def req(loop, n_tokens, *, tasks=("embed",), lane=Lane.BULK, group=None, rid="r"):
     return EncodeRequest(
         rid,
         [1] * n_tokens,
         False,
         tuple(PoolingParams(t) for t in tasks),
-        priority,
-        turn,
+        lane,
         loop.create_future(),
+        group,
     )
 
 
@@ -30,37 +31,71 @@ def loop():
 
 def test_fills_up_to_token_budget_and_request_cap(loop):
     s = Scheduler(max_batch_tokens=100, max_batch_requests=3)
-    s.add([req(loop, 40, turn=i, rid=str(i)) for i in range(6)])
+    s.add([req(loop, 40, rid=str(i)) for i in range(6)])
     assert s.queued_tokens == 240
     b1 = s.next_batch(0)
     assert [r.request_id for r in b1] == ["0", "1"]  # 40 + 40; a third would exceed 100
     s2 = Scheduler(max_batch_tokens=1000, max_batch_requests=3)
-    s2.add([req(loop, 10, turn=i) for i in range(5)])
+    s2.add([req(loop, 10) for i in range(5)])
     assert len(s2.next_batch(0)) == 3
     assert s.queued_tokens == 160
 
 
 def test_a_request_larger_than_the_budget_runs_alone(loop):
     s = Scheduler(max_batch_tokens=10, max_batch_requests=8)
-    s.add([req(loop, 50, rid="big"), req(loop, 5, turn=1, rid="small")])
+    s.add([req(loop, 50, rid="big"), req(loop, 5, rid="small")])
     assert [r.request_id for r in s.next_batch(0)] == ["big"]
     assert [r.request_id for r in s.next_batch(0)] == ["small"]
 
 
-def test_priority_then_turns_then_arrival(loop):
+def ids(batch):
+    return [r.request_id for r in batch]
+
+
+def test_lanes_first_then_arrival(loop):
     s = Scheduler(max_batch_tokens=10_000, max_batch_requests=100)
-    backlog = [req(loop, 1, turn=k, rid=f"bulk{k}") for k in range(5)]
-    s.add(backlog)
-    newcomer = req(loop, 1, turn=0, rid="new")
-    query = req(loop, 1, priority=10, turn=3, rid="query")
-    s.add([newcomer, query])
-    order = [r.request_id for r in sorted([*backlog, newcomer, query], key=lambda r: r.order_key())]
-    assert order == ["query", "bulk0", "new", "bulk1", "bulk2", "bulk3", "bulk4"]
+    s.add([req(loop, 1, rid=f"bulk{k}") for k in range(3)])
+    s.add([req(loop, 1, lane=Lane.INTERACTIVE, rid="small")])
+    s.add([req(loop, 1, lane=Lane.QUERY, rid="query")])
+    assert ids(s.next_batch(0)) == ["query", "small", "bulk0", "bulk1", "bulk2"]
+
+
+def test_a_job_behind_a_backlog_joins_the_next_batch(loop):
+    """Fair share by tokens (lanes.py): a newcomer's first chunk is cut next, not after the
+    backlog; then the two jobs alternate by tokens."""
+    s = Scheduler(max_batch_tokens=200, max_batch_requests=100)
+    s.add([req(loop, 100, group="backlog", rid=f"b{k}") for k in range(10)])
+    assert ids(s.next_batch(0)) == ["b0", "b1"]
+    s.add([req(loop, 100, group="newcomer", rid=f"n{k}") for k in range(3)])
+    assert ids(s.next_batch(0)) == ["n0", "b2"]
+    assert ids(s.next_batch(0)) == ["n1", "b3"]
+    assert ids(s.next_batch(0)) == ["n2", "b4"]
+    assert ids(s.next_batch(0)) == ["b5", "b6"]
+
+
+def test_a_large_newcomer_shares_the_lane_instead_of_taking_it(loop):
+    s = Scheduler(max_batch_tokens=100, max_batch_requests=100)
+    s.add([req(loop, 50, group="a", rid=f"a{k}") for k in range(20)])
+    for _ in range(5):
+        s.next_batch(0)  # a0..a9 served: the lane's virtual time moved on
+    s.add([req(loop, 50, group="b", rid=f"b{k}") for k in range(20)])
+    served = [r.request_id[0] for _ in range(4) for r in s.next_batch(0)]
+    assert served.count("a") == served.count("b") == 4
+
+
+def test_one_caller_with_many_calls_gets_one_share(loop):
+    """A job queues its parts as separate calls: its share is still one caller's."""
+    s = Scheduler(max_batch_tokens=100, max_batch_requests=100)
+    for part in range(4):
+        s.add([req(loop, 50, group="many", rid=f"m{part}{k}") for k in range(2)])
+    s.add([req(loop, 50, group="one", rid=f"o{k}") for k in range(4)])
+    served = [r.request_id[0] for _ in range(4) for r in s.next_batch(0)]
+    assert served == ["m", "o", "m", "o", "m", "o", "m", "o"]
 
 
 def test_cancelled_requests_are_dropped_and_free_their_place(loop):
     s = Scheduler(max_batch_tokens=100, max_batch_requests=10)
-    a, b, c = req(loop, 5, rid="a"), req(loop, 7, turn=1, rid="b"), req(loop, 3, turn=2, rid="c")
+    a, b, c = req(loop, 5, rid="a"), req(loop, 7, rid="b"), req(loop, 3, rid="c")
     s.add([a, b, c])
     b.future.cancel()
     assert s.cancel(b)
@@ -74,7 +109,7 @@ def test_cancelled_requests_are_dropped_and_free_their_place(loop):
 def test_batch_sorted_by_task_set(loop):
     s = Scheduler(max_batch_tokens=1000, max_batch_requests=10)
     tasks = [("sparse",), ("embed",), ("token_embed", "embed"), ("embed",), ("classify",)]
-    s.add([req(loop, 1, tasks=t, turn=i, rid=str(i)) for i, t in enumerate(tasks)])
+    s.add([req(loop, 1, tasks=t, rid=str(i)) for i, t in enumerate(tasks)])
     assert [r.request_id for r in s.next_batch(0)] == ["1", "3", "2", "0", "4"]
 
 
@@ -88,7 +123,7 @@ def test_closed_scheduler_returns_none_and_refuses(loop):
 
 def test_cancel_queued_then_again_then_batched(loop):
     s = Scheduler(max_batch_tokens=100, max_batch_requests=10)
-    a, b = req(loop, 5, rid="a"), req(loop, 7, turn=1, rid="b")
+    a, b = req(loop, 5, rid="a"), req(loop, 7, rid="b")
     stranger = req(loop, 2, rid="never-added")
     s.add([a, b])
     b.future.cancel()
@@ -118,7 +153,7 @@ class _NoScanHeap(list):
 def test_cancel_does_not_scan_the_heap(loop):
     s = Scheduler(max_batch_tokens=1000, max_batch_requests=100)
     s._heap = _NoScanHeap()
-    reqs = [req(loop, 3, turn=i, rid=str(i)) for i in range(50)]
+    reqs = [req(loop, 3, rid=str(i)) for i in range(50)]
     s.add(reqs)
     for r in reqs[10:40]:
         r.future.cancel()

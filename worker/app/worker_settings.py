@@ -23,6 +23,7 @@ from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
 from poolq.worker.observability import metrics
 from poolq.worker.reliability.arq_overrides import PoolqWorker, adopt_running
+from poolq.worker.reliability.heartbeat import HeartbeatThread
 from poolq.worker.reliability.job_guard import guarded, install_job_index
 from poolq.worker.reliability.reaper import reaper_loop
 from poolq.worker.runtime.runtime import Runtime
@@ -40,12 +41,12 @@ log = logging.getLogger("poolq.worker")
 REINDEX_MAX_TRIES = 3
 
 
-async def _heartbeat_loop(ctx: dict[str, Any]) -> None:
-    rt: Runtime = ctx["runtime"]
-    key = constants.HEARTBEAT_KEY.format(worker_id=rt.worker_id)
+# arq's own job timeout, past our ceiling (deadlines.py): ours fires first, with a message
+ARQ_TIMEOUT_MARGIN_S = 60
+
+
+async def _metrics_loop(ctx: dict[str, Any]) -> None:
     while True:
-        with contextlib.suppress(Exception):  # Redis may be restarting: the next beat will do
-            await ctx["redis"].set(key, serialize(rt.heartbeat()), ex=constants.HEARTBEAT_TTL_S)
         await metrics.refresh(ctx)  # queue depths (Redis reads here, never in the scrape thread)
         await asyncio.sleep(constants.HEARTBEAT_INTERVAL_S)
 
@@ -62,7 +63,13 @@ async def startup(ctx: dict[str, Any]) -> None:
     rt.redis = ctx.get("redis")
     ctx["runtime"] = rt
     await install_job_index(ctx)  # jobs arq fails unrun count as failed; the worker is listed
-    ctx["heartbeat_task"] = asyncio.create_task(_heartbeat_loop(ctx))
+    # liveness from a thread of its own (heartbeat.py): a busy loop or core cannot starve it
+    ctx["heartbeat"] = HeartbeatThread(
+        settings.redis_url, rt.worker_id, rt.heartbeat, rt.run_locks
+    ).start()
+    if (arq_worker := ctx.get("arq_worker")) is not None:
+        arq_worker.admission = rt.admission  # jobs are taken by capacity (admission.py)
+    ctx["heartbeat_task"] = asyncio.create_task(_metrics_loop(ctx))
     ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
     rt.search_service = SearchService(settings.redis_url, rt.queries)
     rt.search_service.start()
@@ -83,10 +90,10 @@ async def shutdown(ctx: dict[str, Any]) -> None:
         return
     if rt.search_service is not None:
         await rt.search_service.stop()
-    with contextlib.suppress(Exception):
-        key = constants.HEARTBEAT_KEY.format(worker_id=rt.worker_id)
+    heartbeat: HeartbeatThread | None = ctx.pop("heartbeat", None)
+    if heartbeat is not None:
         final = rt.heartbeat() | {"stopped": True}
-        await ctx["redis"].set(key, serialize(final), ex=constants.HEARTBEAT_TTL_S * 20)
+        await asyncio.to_thread(heartbeat.stop, final)
     await rt.close()
 
 
@@ -120,7 +127,9 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
         "job_serializer": serialize,
         "job_deserializer": job_deserializer(settings.max_job_bytes),
         "max_jobs": settings.max_jobs,
-        "job_timeout": settings.job_timeout_s,
+        # the ceiling is ours (deadlines.py, with the job's progress in its message); arq's
+        # own timeout stays past it
+        "job_timeout": settings.job_timeout_s + ARQ_TIMEOUT_MARGIN_S,
         "keep_result": settings.keep_result_s,
         "max_tries": settings.max_tries,
         "poll_delay": 0.05,

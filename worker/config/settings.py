@@ -30,8 +30,15 @@ class Settings:
     qdrant_url: str | None = None
     qdrant_path: str = constants.DEFAULT_QDRANT_PATH  # embedded Qdrant, when no URL is given
     qdrant_api_key: str | None = field(default=None, repr=False)
-    max_jobs: int = 32  # concurrent jobs per worker: they all feed the one engine
-    job_timeout_s: int = 300
+    max_jobs: int = 32  # upper limit on running jobs; admission is by queued tokens (below)
+    # a job is taken only while its engines' queued tokens stay below this (None: 8 batches of
+    # the ingest engine, runtime/admission.py); jobs beyond it wait in Redis, where no timeout runs
+    max_queued_tokens: int | None = None
+    # deadlines (reliability/deadlines.py): a job is timed out after this long without progress
+    # (nothing chunked, encoded or written), then retried with backoff and dead-lettered after
+    # max_tries; job_timeout_s is the ceiling on a whole run, for runaway jobs
+    job_stall_timeout_s: int = 120
+    job_timeout_s: int = 3600
     max_tries: int = 5
     keep_result_s: int = 24 * 3600
     max_batch_tokens: int | None = None
@@ -53,6 +60,10 @@ class Settings:
     def __post_init__(self) -> None:
         if self.max_jobs < 1:
             raise ValueError(f"max_jobs must be >= 1, got {self.max_jobs}")
+        for name in ("job_stall_timeout_s", "job_timeout_s", "max_queued_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
         try:
             check_redis_url(self.redis_url)
         except ValueError as e:

@@ -9,8 +9,9 @@ team against two (the model loaded and gated on the main thread, then run on an 
 SPLADE-tiny int8 over 1,080 passages 4.7 s against 7.2 s, and 80-90k page faults instead of 2-20k.
 A worker with two models and a query lane per model had four such teams.
 
-:data:`CPU_COMPUTE` is that thread. Work is taken by priority (lower first), then in arrival
-order: the query lanes pass ahead of queued ingestion batches. A forward already running is not
+:data:`CPU_COMPUTE` is that thread. Work is taken by lane (``lanes.Lane``: lower first, the
+same order as the engines' queues), then in arrival order: query batches pass ahead of queued
+ingestion batches, interactive ones ahead of bulk ones. A forward already running is not
 interrupted, but it offers the thread at safe points (:func:`yield_to_urgent`, between encoder
 layers and SPLADE logit blocks): queued work of a more urgent lane runs there, nested, and the
 forward resumes. A query then waits for one layer of an ingestion batch, not for the batch:
@@ -34,10 +35,12 @@ from typing import Any, TypeVar
 
 import torch
 
+from poolq.worker.engine.lanes import Lane
+
 T = TypeVar("T")
 
-QUERY_LANE = -1  # query lanes (Vectorizer.query_engines)
-INGEST_LANE = 0
+QUERY_LANE = int(Lane.QUERY)  # a batch's priority here is its lane (lanes.py)
+INGEST_LANE = int(Lane.BULK)
 
 
 class ComputeThread:

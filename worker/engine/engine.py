@@ -3,7 +3,8 @@
 - Tokenization runs in a small thread pool (the Rust tokenizer releases the GIL), overlapping
   the forward pass of the batch in flight; the event loop never blocks.
 - The :class:`Scheduler` owns the queue. Requests that arrive while a batch runs join the next
-  one. ``priority`` puts queries ahead of bulk ingestion.
+  one. Each request's :class:`~poolq.worker.engine.lanes.Lane` (query, interactive, bulk) and
+  its caller's fair share decide who runs next (``lanes.py``, the one place for that policy).
 - Backpressure: at most ``max_queued_tokens`` tokens wait in the queue; further callers wait
   (a single submission larger than the bound is admitted alone into an empty queue).
 - Cancelling a caller's task cancels its futures; their queue places are freed at once.
@@ -22,8 +23,9 @@ from typing import Any, Protocol
 
 import torch
 
-from poolq.worker.engine.compute_thread import CPU_COMPUTE, INGEST_LANE
+from poolq.worker.engine.compute_thread import CPU_COMPUTE
 from poolq.worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm, InputFormName
+from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import PoolingModel
 from poolq.worker.engine.requests import EncodeRequest, EncodeResult
 from poolq.worker.engine.runner import BatchOutputs, ModelRunner
@@ -91,12 +93,11 @@ class AsyncEngine:
         max_queued_tokens: int = 1 << 20,
         tokenizer_threads: int = 1,
         record_batches: bool = False,
-        compute_priority: int = INGEST_LANE,
+        lane: Lane = Lane.BULK,
     ) -> None:
-        """``compute_priority``: this engine's place on the CPU compute thread (lower first;
-        ``compute_thread.QUERY_LANE`` for a query lane)."""
+        """``lane``: the lane of requests that name none (``Lane.QUERY`` for a query engine)."""
         self.model = model
-        self.compute_priority = compute_priority
+        self.lane = lane
         self.description = model.description
         if max_batch_tokens is None:
             max_batch_tokens = default_batch_tokens(model.device)
@@ -110,6 +111,8 @@ class AsyncEngine:
         self._space = asyncio.Condition()
         self._running = False
         self.observer: EngineObserver | None = None
+        # group -> time.monotonic() its last request was computed (written by the model thread)
+        self.served_at: dict[str, float] = {}
 
     def set_observer(self, observer: EngineObserver | None) -> None:
         """Report timings to ``observer`` (``None``: stop reporting)."""
@@ -151,13 +154,13 @@ class AsyncEngine:
         tasks: Sequence[TaskSpec] | Sequence[Sequence[TaskSpec]] = ("embed",),
         *,
         request_ids: Sequence[str] | None = None,
-        priority: int = 0,
+        lane: Lane | None = None,
         truncate: bool = True,
         prompt_name: str | None = None,
         return_exceptions: bool = False,
         group: str | None = None,
-        whole_turn: bool = False,
         input_form: InputFormName = "document",
+        on_queued: Callable[[], None] | None = None,
     ) -> list[EncodeResult]:
         """Encode ``texts``; ``tasks`` is one task list for all texts or one per text.
 
@@ -169,9 +172,9 @@ class AsyncEngine:
         error naming it, and nothing is queued; with ``return_exceptions=True`` its place in the
         result list holds the error instead and the other texts are encoded normally.
 
-        Callers take turns of about one batch each. ``whole_turn=True`` puts the whole call in one
-        turn (bounded ingestion jobs: they then finish first come, first served, so their writes
-        overlap with the next jobs' forward passes).
+        ``lane`` (default: the engine's) and ``group`` (the caller: a job id) place the texts in
+        the queue (``lanes.py``): callers of one lane share it by tokens. ``on_queued()`` is
+        called once the texts are in the queue (or none will be: all refused).
         """
         if not self._running or self._loop is None:
             raise RuntimeError(
@@ -185,6 +188,8 @@ class AsyncEngine:
         form = forms.form(input_form) if forms is not None else None
         n = len(texts)
         if n == 0:
+            if on_queued is not None:
+                on_queued()
             return []
         ids = list(request_ids) if request_ids is not None else [f"#{i}" for i in range(n)]
         if len(ids) != n:
@@ -219,17 +224,8 @@ class AsyncEngine:
         max_length = form.max_length if form is not None else self.description.max_length
         futures: dict[int, asyncio.Future[EncodeResult]] = {}
         requests: list[EncodeRequest] = []
-        # A caller's turn is one batch worth of its requests: a caller with a long backlog gets a
-        # batch per round, a newcomer's first batch comes next, and small callers stay FIFO.
-        sched = self.scheduler
-        tokens_so_far = 0
-        for k, (i, tok) in enumerate(zip(ok, tokenized, strict=True)):
-            turn = (
-                0
-                if whole_turn
-                else max(tokens_so_far // sched.max_batch_tokens, k // sched.max_batch_requests)
-            )
-            tokens_so_far += len(tok.ids)
+        lane = self.lane if lane is None else Lane(lane)
+        for i, tok in zip(ok, tokenized, strict=True):
             if tok.truncated and not truncate:
                 where = f"the {input_form} form's" if form is not None else "the model's"
                 errors[i] = InputTooLongError(
@@ -244,8 +240,7 @@ class AsyncEngine:
                     tok.ids,
                     tok.truncated,
                     params[i],
-                    priority,
-                    turn,
+                    lane,
                     futures[i],
                     group,
                     key_mask_cpu=tok.key_mask_cpu,
@@ -259,6 +254,8 @@ class AsyncEngine:
             for r in requests:
                 r.future.add_done_callback(self._cancel_callback(r))
             self.scheduler.add(requests)
+        if on_queued is not None:
+            on_queued()
         try:
             done = await asyncio.gather(*futures.values())
         except BaseException:
@@ -304,6 +301,10 @@ class AsyncEngine:
                     or self.scheduler.queued_tokens + tokens <= self.max_queued_tokens
                 )
             )
+
+    def forget_group(self, group: str) -> None:
+        """The caller is done: drop its progress record."""
+        self.served_at.pop(group, None)
 
     def stats_snapshot(self) -> dict[str, float | int]:
         s = self.stats
@@ -371,7 +372,8 @@ class AsyncEngine:
         """On the CPU the forward runs on the process's compute thread (one OpenMP team for all
         engines, ``compute_thread.py``); this thread waits for it. CUDA launches from here."""
         if self.model.device.type == "cpu":
-            return CPU_COMPUTE.run(self.runner.launch, batch, priority=self.compute_priority)
+            lane = min(r.lane for r in batch)  # the batch runs in its most urgent lane
+            return CPU_COMPUTE.run(self.runner.launch, batch, priority=int(lane))
         return self.runner.launch(batch)
 
     def _finish(
@@ -390,8 +392,13 @@ class AsyncEngine:
         tokens = sum(r.num_tokens for r in batch)
         s.tokens += tokens
         s.forward_s += time.perf_counter() - t0
-        if len({r.group for r in batch}) > 1:
+        groups = {r.group for r in batch}
+        if len(groups) > 1:
             s.multi_group_batches += 1
+        served = time.monotonic()
+        for g in groups:  # progress per caller (a job's stall clock reads it)
+            if g is not None:
+                self.served_at[g] = served
         if s.batch_sizes is not None:
             s.batch_sizes.append(len(batch))
         self._loop.call_soon_threadsafe(_resolve, batch, results, s.batches - 1)

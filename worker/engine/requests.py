@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from poolq.worker.engine.lanes import Lane, OrderKey, order_key
 from poolq.worker.pooling import PoolingParams, PoolingTask, SparseEmbedding
 from poolq.worker.pooling.outputs import PoolerOutput
 
@@ -52,20 +53,20 @@ class EncodeRequest:
     token_ids: list[int]
     truncated: bool
     params: tuple[PoolingParams, ...]
-    priority: int
-    round: int  # the caller's turn this request belongs to (about one batch per turn)
+    lane: Lane  # who runs next (lanes.py)
     future: asyncio.Future[EncodeResult]
-    group: str | None = None  # who asked (a job id): batches mixing groups are counted
+    group: str | None = None  # who asked (a job id): callers share a lane by tokens
     # Input form (ColBERT query/document), host bool [num_tokens] each; None: every token.
     key_mask_cpu: torch.Tensor | None = None  # tokens attended to as keys
     keep_rows_cpu: torch.Tensor | None = None  # rows kept in token-level outputs
     arrival: int = field(default_factory=lambda: next(_arrival))
     queued_at: float = 0.0  # time.monotonic() when the scheduler admitted it (queue wait)
+    start_tag: float = 0.0  # its fair-share start tag, set by the scheduler (lanes.py)
 
     @property
     def num_tokens(self) -> int:
         return len(self.token_ids)
 
-    def order_key(self) -> tuple[int, int, int]:
-        """Higher priority first, then earlier turn, then arrival."""
-        return (-self.priority, self.round, self.arrival)
+    def order_key(self) -> OrderKey:
+        """Its place in the queue (``lanes.order_key``)."""
+        return order_key(self.lane, self.start_tag, self.arrival)

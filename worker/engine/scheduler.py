@@ -1,12 +1,9 @@
 """The scheduler owns the queue of tokenized requests and cuts batches from it.
 
-Ordering: higher ``priority`` first (queries ahead of bulk ingestion); within a priority callers
-take turns of about one batch each (the engine numbers a caller's turns), so a request that arrives
-while a long backlog is being worked through joins the next batch instead of waiting behind the
-whole backlog; then arrival order (small callers are served first come, first served). Each
-batch is filled up to ``max_batch_tokens`` and ``max_batch_requests``; cancelled requests are
-dropped before they are batched. Every method is thread-safe: the event loop adds, the model
-thread takes.
+Ordering is ``lanes.py``'s: lane first (queries, then interactive jobs, then bulk), then callers
+share the lane by tokens (start-time fair queuing), then arrival. Each batch is filled up to
+``max_batch_tokens`` and ``max_batch_requests``; cancelled requests are dropped before they are
+batched. Every method is thread-safe: the event loop adds, the model thread takes.
 """
 
 from __future__ import annotations
@@ -15,6 +12,7 @@ import heapq
 import threading
 import time
 
+from poolq.worker.engine.lanes import FairShare, OrderKey
 from poolq.worker.engine.requests import EncodeRequest
 from poolq.worker.pooling.tasks import POOLING_TASKS
 
@@ -35,7 +33,8 @@ class Scheduler:
             )
         self.max_batch_tokens = max_batch_tokens
         self.max_batch_requests = max_batch_requests
-        self._heap: list[tuple[tuple[int, int, int], EncodeRequest]] = []
+        self._heap: list[tuple[OrderKey, EncodeRequest]] = []
+        self._fair = FairShare()
         self._cv = threading.Condition()
         self._closed = False
         # Requests in the heap whose place still counts: cancel() is a set lookup, not a heap
@@ -51,6 +50,7 @@ class Scheduler:
             now = time.monotonic()
             for r in requests:
                 r.queued_at = now
+                r.start_tag = self._fair.tag(r.lane, r.group, r.num_tokens)
                 heapq.heappush(self._heap, (r.order_key(), r))
                 self._queued.add(r)
                 self.queued_tokens += r.num_tokens
@@ -81,7 +81,7 @@ class Scheduler:
             while True:
                 batch = self._cut()
                 if batch:
-                    return sorted(batch, key=task_sort_key)  # stable: turns order kept per task
+                    return sorted(batch, key=task_sort_key)  # stable: queue order kept per task
                 if self._closed or timeout_s == 0 or not self._cv.wait(timeout_s):
                     return None
 
@@ -99,6 +99,7 @@ class Scheduler:
                 break
             heapq.heappop(self._heap)
             self._release(req)
+            self._fair.served(req.lane, req.start_tag)
             batch.append(req)
             tokens += req.num_tokens
         return batch

@@ -9,6 +9,10 @@ else goes through its public hooks and constructor arguments).
 * ``run_job``: a job whose bookkeeping failed on Redis before or after it ran is handed back to
   the queue (its in-progress key dropped once Redis answers) instead of waiting out arq's job
   timeout; re-running it rewrites the same points;
+* ``start_jobs``: admission by capacity (``runtime/admission.py``): of the job ids one poll
+  read (in score order: interactive jobs first), a bulk job is started only while the worker's
+  engines have room, and the rest stay in Redis; and a job already running in this worker is
+  never started a second time here (its in-progress mark, if something dropped it, is set back);
 * ``finish_failed_job``: jobs arq fails without running them (expired, max tries exceeded,
   unknown function) are passed to :attr:`PoolqWorker.failed_unrun` listeners (metrics);
 * ``handle_sig_wait_for_completion`` (SIGTERM / Ctrl-C with a grace period): logs at once that
@@ -31,16 +35,21 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from arq.constants import in_progress_key_prefix
+from arq.utils import timestamp_ms
 from arq.worker import Worker
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.exceptions import WatchError
 
+from poolq.worker.engine.lanes import Lane
+from poolq.worker.runtime.admission import Admission
+from poolq.worker.wire import constants
+
 log = logging.getLogger("poolq.worker")
 
 # arq minor versions these overrides were tested on (pyproject pins the same range)
 ARQ_TESTED = ((0, 26), (0, 28))
-OVERRIDDEN = ("_poll_iteration", "run_job", "finish_failed_job")
+OVERRIDDEN = ("_poll_iteration", "run_job", "start_jobs", "finish_failed_job")
 # plain (not coroutine) methods: arq's signal handlers
 SIGNAL_OVERRIDES = ("handle_sig_wait_for_completion",)
 
@@ -50,6 +59,7 @@ _REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, WatchError, ConnectionEr
 class PoolqWorker(Worker):
     failed_unrun: list[Callable[[bytes | None], None]]
     draining_since: signal.Signals | None = None  # the first stop signal, once one came
+    admission: Admission | None = None  # set at start-up (the worker's Runtime has it)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -107,6 +117,38 @@ class PoolqWorker(Worker):
                     return
                 except _REDIS_DOWN:
                     await asyncio.sleep(1.0)
+
+    async def start_jobs(self, job_ids: list[bytes]) -> None:
+        for raw in job_ids:
+            job_id = raw.decode() if isinstance(raw, bytes) else str(raw)
+            before = self.tasks.get(job_id)
+            if before is not None and not before.done():
+                await self._keep_mark(job_id)  # running here: never a second local run
+                continue
+            if self.admission is not None:
+                lane = await self._lane_of(job_id)
+                if not self.admission.room(lane):
+                    if lane == Lane.BULK:
+                        return  # the ids come in score order: only bulk jobs follow
+                    continue
+            await super().start_jobs([raw])  # type: ignore[list-item]
+            started = self.tasks.get(job_id)
+            if self.admission is not None and started is not None and started is not before:
+                self.admission.taken(job_id)
+
+    async def _lane_of(self, job_id: str) -> Lane:
+        """Interactive jobs are queued with scores far in the past (``constants``)."""
+        score = await self.pool.zscore(self.queue_name, job_id)
+        cutoff = timestamp_ms() - constants.INTERACTIVE_HEAD_START_MS // 2
+        return Lane.INTERACTIVE if score is not None and score < cutoff else Lane.BULK
+
+    async def _keep_mark(self, job_id: str) -> None:
+        await self.pool.set(
+            in_progress_key_prefix + job_id,
+            b"1",
+            px=int(self.in_progress_timeout_s * 1000),
+            nx=True,
+        )
 
     async def finish_failed_job(self, job_id: str, result_data: bytes | None) -> None:
         for listener in self.failed_unrun:

@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 
 from poolq.ingest import job_index
 from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize, serialize
+from poolq.worker.wire.serialization import deserialize, error_text, serialize
 
 
 async def record(
@@ -38,7 +38,7 @@ async def record(
         "function": function,
         "args": list(args),
         "kwargs": dict(kwargs),
-        "error": f"{type(error).__name__}: {error}",
+        "error": error_text(error),
         "tries": tries,
         "failed_at": time.time(),
     }

@@ -29,6 +29,8 @@ from poolq.ingest import job_index
 from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.worker.reliability import dead_letter
 from poolq.worker.reliability.arq_overrides import adopt_running
+from poolq.worker.reliability.deadlines import JobClock, JobDeadlineError, run_with_deadlines
+from poolq.worker.reliability.run_lock import RunLocks
 from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import deserialize, error_info
 
@@ -40,6 +42,8 @@ JobFn = Callable[..., Coroutine[Any, Any, Any]]
 
 def is_transient_job_error(e: BaseException) -> bool:
     if isinstance(e, SinkUnavailableError | RedisConnectionError | RedisTimeoutError):
+        return True
+    if isinstance(e, JobDeadlineError):  # stalled or past the ceiling: another try may pass
         return True
     return is_transient(e)
 
@@ -65,17 +69,43 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
         running_key = (
             constants.WORKER_JOBS_KEY.format(worker_id=rt.worker_id) if rt is not None else None
         )
+        ttl_s = result_ttl_s(ctx)
+        locks = getattr(rt, "run_locks", None)
+        if redis is not None and locks is not None and not await locks.acquire(redis, job_id):
+            # handed back while its first run is alive: one run at a time (run_lock.py)
+            ended = await _wait_for_other_run(redis, locks, job_id)
+            if ended is not None:
+                return ended
         if redis is not None and running_key is not None:
             with contextlib.suppress(Exception):  # best effort: only speeds up recovery
                 await redis.sadd(running_key, job_id)
-        ttl_s = result_ttl_s(ctx)
         if redis is not None and name == constants.REINDEX_JOB:
             await _list_reindex(redis, args, kwargs)
         t0 = time.perf_counter()
         fields = {"job_id": job_id, "function": name, "job_try": job_try}
         log.info("job %s %s try %d started", job_id, name, job_try, extra=fields)
+        clock = ctx["job_clock"] = JobClock()
+        settings = ctx.get("settings")
+        stall_s = (
+            getattr(settings, "job_stall_timeout_s", None) if name == constants.INGEST_JOB else None
+        )
+        ceiling_s = (
+            getattr(settings, "job_timeout_s", None) if name == constants.INGEST_JOB else None
+        )
+        vectorizer = getattr(rt, "vectorizer", None)
         try:
-            result = await fn(ctx, *args, **kwargs)
+            result = await run_with_deadlines(
+                fn(ctx, *args, **kwargs),
+                what=f"job {job_id} {name} (try {job_try} of {max_tries})",
+                clock=clock,
+                stall_s=stall_s,
+                ceiling_s=ceiling_s,
+                engine_progress=(
+                    (lambda: vectorizer.last_served(job_id))
+                    if vectorizer is not None
+                    else lambda: None
+                ),
+            )
             if redis is not None:  # done: counted before it leaves the running list
                 await _record(redis, job_id, success=True, result=result, ttl_s=ttl_s)
         except Exception as e:
@@ -104,10 +134,17 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
                     log.exception("job %s: could not record it in the dead-letter list", job_id)
             raise
         finally:
+            if rt is not None and getattr(rt, "admission", None) is not None:
+                rt.admission.ended(job_id)
+            if vectorizer is not None:
+                vectorizer.forget_group(job_id)
             if redis is not None and running_key is not None:
                 # best effort: after a dead worker, the reaper cleans up
                 with contextlib.suppress(Exception):
                     await redis.srem(running_key, job_id)
+            if redis is not None and locks is not None:
+                with contextlib.suppress(Exception):  # else it expires
+                    await locks.release(redis, job_id)
         seconds = time.perf_counter() - t0
         log.info(
             "job %s %s done in %.2fs", job_id, name, seconds, extra=fields | {"seconds": seconds}
@@ -115,6 +152,35 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
         return result
 
     return run
+
+
+async def _wait_for_other_run(redis: Any, locks: RunLocks, job_id: str) -> Any:
+    """Another run holds the job's lock: wait for it. Its result once it finished (None once
+    the lock is this run's: the other run died or ended without an outcome)."""
+    log.warning(
+        "job %s is running elsewhere (run lock held by %s): waiting for that run instead of "
+        "running the job twice",
+        job_id,
+        await locks.holder(redis, job_id),
+    )
+
+    async def finished() -> bool:
+        return bool(await redis.exists(job_index.outcome_key(job_id)))
+
+    if await locks.wait_turn(redis, job_id, finished):
+        return None
+    raw = await redis.get(job_index.outcome_key(job_id))
+    outcome = deserialize(raw) if raw is not None else {}
+    if outcome.get("status") != "done":
+        raise JobRanElsewhereError(
+            f"job {job_id}: its other run failed: {outcome.get('error') or 'no error recorded'}"
+        )
+    log.info("job %s: its other run finished; returning that run's result", job_id)
+    return outcome.get("result")
+
+
+class JobRanElsewhereError(RuntimeError):
+    pass
 
 
 def result_ttl_s(ctx: dict[str, Any]) -> float:

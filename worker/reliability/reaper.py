@@ -8,6 +8,17 @@ whose worker has no heartbeat any more (expired after ``HEARTBEAT_TTL_S``), and 
 jobs' in-progress keys: the jobs are still in the queue, so the next poll of any worker runs
 them again. Re-running is safe: point ids are deterministic, so a re-run rewrites the same points.
 Each pass also records the worker as seen (``WORKER_LAST_SEEN_KEY``, for ``poolq status``).
+
+A worker is never taken for dead too early:
+
+* a worker never reaps itself (its heartbeat comes from a thread of its own, ``heartbeat.py``,
+  but a Redis restart can still drop it for a moment);
+* the reaper hands back a worker's jobs only after it has seen that worker's heartbeat missing,
+  without a break, for ``REAP_CONFIRM_S`` (a Redis restart drops every heartbeat at once, and
+  live workers beat again within ``HEARTBEAT_INTERVAL_S``);
+* a job whose run lock (``run_lock.py``) is still held is not handed back: some run of it is
+  alive. And should a live run's job be handed back all the same, the next run waits for the
+  lock instead of running the job a second time.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +35,7 @@ from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_pref
 
 from poolq.ingest import job_index
 from poolq.worker.reliability import dead_letter
+from poolq.worker.reliability.run_lock import lock_key
 from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import deserialize
 
@@ -154,13 +167,62 @@ async def _marks(redis: Any, queue: str) -> list[Mark]:
     return out
 
 
-async def reap_dead_workers(redis: Any, max_tries: Mapping[str, int] | None = None) -> list[str]:
+def confirmed_dead(
+    lists: Iterable[WorkerJobs],
+    suspects: dict[str, float],
+    now: float,
+    *,
+    self_id: str | None = None,
+    confirm_s: float = constants.REAP_CONFIRM_S,
+) -> list[WorkerJobs]:
+    """The dead workers whose heartbeat this reaper has seen missing, without a break, for
+    ``confirm_s`` (``suspects``: worker id -> when first seen missing, kept across passes and
+    updated here); never ``self_id``."""
+    lists = list(lists)
+    for w in lists:
+        if w.alive:
+            suspects.pop(w.worker_id, None)
+    out = []
+    for w in dead_workers(lists):
+        if w.worker_id == self_id:
+            continue
+        first = suspects.setdefault(w.worker_id, now)
+        if now - first >= confirm_s:
+            out.append(w)
+    gone = {w.worker_id for w in lists}
+    for worker_id in [k for k in suspects if k not in gone]:
+        del suspects[worker_id]  # its list is gone (handed back, or the worker ended)
+    return out
+
+
+async def reap_dead_workers(
+    redis: Any,
+    max_tries: Mapping[str, int] | None = None,
+    *,
+    self_id: str | None = None,
+    suspects: dict[str, float] | None = None,
+) -> list[str]:
     """One pass; returns the ids of the jobs handed back. ``max_tries`` (function name ->
-    tries) lets jobs that died on their last try go to the dead-letter list."""
+    tries) lets jobs that died on their last try go to the dead-letter list. ``self_id``: the
+    reaping worker, never reaped. ``suspects``: kept across passes, so that a worker is reaped
+    only once confirmed dead (:func:`confirmed_dead`); None: every worker without a heartbeat
+    now (a one-off pass)."""
     handed_back: list[str] = []
-    for worker in dead_workers(await _worker_lists(redis)):
+    lists = await _worker_lists(redis)
+    if suspects is None:
+        dead = [w for w in dead_workers(lists) if w.worker_id != self_id]
+    else:
+        dead = confirmed_dead(lists, suspects, time.monotonic(), self_id=self_id)
+    for worker in dead:
         job_ids = sorted(worker.jobs)
         for job_id in job_ids:
+            if await redis.exists(lock_key(job_id)):
+                log.info(
+                    "job %s of worker %s: a run of it is alive; not handed back",
+                    job_id,
+                    worker.worker_id,
+                )
+                continue
             if await redis.delete(in_progress_key_prefix + job_id):
                 handed_back.append(job_id)
                 await _dead_letter_if_last_try(redis, job_id, worker.worker_id, max_tries or {})
@@ -181,6 +243,7 @@ async def reap_orphans(
     in_progress_ttl_ms: int,
     max_tries: Mapping[str, int] | None = None,
     grace_s: float = ORPHAN_GRACE_S,
+    running_here: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Hand back queued jobs marked in progress that no live worker lists, once the mark is
     older than ``grace_s``: a worker killed between arq marking a job and the job registering
@@ -190,6 +253,8 @@ async def reap_orphans(
     marks = await _marks(redis, queue)
     handed_back = []
     for job_id in orphaned_marks(marks, lists, in_progress_ttl_ms, grace_s):
+        if job_id in running_here or await redis.exists(lock_key(job_id)):
+            continue  # a run of it is alive
         if await redis.delete(in_progress_key_prefix + job_id):
             handed_back.append(job_id)
             await _dead_letter_if_last_try(redis, job_id, "(unknown)", max_tries or {})
@@ -198,18 +263,24 @@ async def reap_orphans(
 
 
 async def reaper_loop(ctx: dict[str, Any]) -> None:
+    suspects: dict[str, float] = {}  # worker id -> when first seen without a heartbeat
     while True:
         await asyncio.sleep(constants.REAP_INTERVAL_S)
         with contextlib.suppress(Exception):  # Redis restarting: the next pass will do
             rt = ctx.get("runtime")
-            if rt is not None:
-                await job_index.worker_seen(ctx["redis"], str(rt.worker_id))
-            await reap_dead_workers(ctx["redis"], ctx.get("max_tries"))
+            self_id = str(rt.worker_id) if rt is not None else None
+            if self_id is not None:
+                await job_index.worker_seen(ctx["redis"], self_id)
+            await reap_dead_workers(
+                ctx["redis"], ctx.get("max_tries"), self_id=self_id, suspects=suspects
+            )
             arq_worker = ctx.get("arq_worker")
             if arq_worker is not None:
+                running = frozenset(j for j, t in arq_worker.tasks.items() if not t.done())
                 await reap_orphans(
                     ctx["redis"],
                     arq_worker.queue_name,
                     int(arq_worker.in_progress_timeout_s * 1000),
                     ctx.get("max_tries"),
+                    running_here=running,
                 )

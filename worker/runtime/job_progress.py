@@ -30,6 +30,7 @@ class JobProgress:
     points: int = 0
     errors: int = 0
     skipped: int = 0
+    clock: Any = None  # the job's deadlines.JobClock: every change is progress
     _published: dict[str, int] = field(default_factory=dict)
     _ticker: asyncio.Task[None] | None = None
 
@@ -40,9 +41,15 @@ class JobProgress:
     def state(self) -> dict[str, int]:
         return {name: int(getattr(self, name)) for name in FIELDS}
 
+    def __post_init__(self) -> None:
+        if self.clock is not None:
+            self.clock.progress = self
+
     def add(self, **deltas: int) -> None:
         for name, n in deltas.items():
             setattr(self, name, getattr(self, name) + n)
+        if self.clock is not None and any(deltas.values()):
+            self.clock.tick()
 
     async def publish(self) -> None:
         """Write the current state now (when it changed since the last write)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -22,6 +22,7 @@ from poolq.ingest.chunking import Chunk
 from poolq.ingest.documents import Document, DocumentError
 from poolq.ingest.points import document_points
 from poolq.sinks.points import PointRecord
+from poolq.worker.engine.lanes import Lane
 from poolq.worker.runtime.collection_fields import metadata_fields, record_fields
 from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.runtime import Runtime
@@ -58,13 +59,18 @@ async def ingest_documents(
     docs: Sequence[Document],
     *,
     group: str,
-    whole_turn: bool = True,
+    lane: Lane = Lane.BULK,
     progress: JobProgress | None = None,
+    on_queued: Callable[[str], None] | None = None,
 ) -> BatchOutcome:
     """Chunk, encode and write ``docs`` (already validated) into ``collection``; returns once
-    the points are durable. Stale chunks of documents that shrank are deleted."""
+    the points are durable. Stale chunks of documents that shrank are deleted. ``group`` and
+    ``lane`` place the chunks in the engines' queues (``lanes.py``); ``on_queued(group)`` is
+    called once every chunk is queued in the engines (admission counts them from there)."""
     out = BatchOutcome()
     if not docs:
+        if on_queued is not None:
+            on_queued(group)
         return out
     # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
     chunked = await asyncio.to_thread(lambda: [rt.vectorizer.chunk(d.text) for d in docs])
@@ -80,9 +86,10 @@ async def ingest_documents(
         ids = [
             f"{d.id}#{c.index}" for d, cs in zip(part_docs, part_chunks, strict=True) for c in cs
         ]
-        # a job is one turn: jobs finish in order, so each one's write overlaps later jobs'
-        # forwards (every part of the job is queued at once, in the same turn)
-        encoded = await rt.vectorizer.encode(texts, ids, group=group, whole_turn=whole_turn)
+        # every part of the job is queued at once; jobs share the engines by tokens
+        encoded = await rt.vectorizer.encode(
+            texts, ids, group=group, lane=lane, on_queued=part_queued
+        )
         points, replace_docs, errors = _points(rt, part_docs, part_chunks, encoded, now)
         out.errors += errors
         if progress is not None:
@@ -95,6 +102,14 @@ async def ingest_documents(
             await progress.publish()
 
     parts = split_parts(chunked, max(1, rt.writer.batch_points))
+    waiting = len(parts)
+
+    def part_queued() -> None:
+        nonlocal waiting
+        waiting -= 1
+        if waiting == 0 and on_queued is not None:
+            on_queued(group)
+
     tasks = [asyncio.ensure_future(one_part(s, e)) for s, e in parts]
     try:
         await asyncio.gather(*tasks)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.writer import QdrantWriter
 from poolq.worker.config.settings import Settings
+from poolq.worker.reliability.run_lock import RunLocks
+from poolq.worker.runtime.admission import Admission, default_bound
 from poolq.worker.runtime.query import QueryService
 from poolq.worker.runtime.vectorizer import Vectorizer
 
@@ -43,6 +45,8 @@ class Runtime:
     jobs_retried: int = 0  # failed transiently, sent back to the queue
     search_service: SearchService | None = None
     redis: Any = None  # the worker's Redis (arq's pool), set at start-up; None outside a worker
+    admission: Admission | None = None  # which jobs the worker may take now (set in open)
+    run_locks: RunLocks | None = None  # the run locks of the jobs it runs (set in open)
     _queries: QueryService | None = None
     _collections: set[str] = field(default_factory=set)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -60,7 +64,16 @@ class Runtime:
         except BaseException:
             await writer.stop()
             raise
-        return cls(settings, vectorizer, writer)
+        rt = cls(settings, vectorizer, writer)
+        engines = list(vectorizer.engines.values())
+        bound = settings.max_queued_tokens or default_bound(
+            max(e.scheduler.max_batch_tokens for e in engines)
+        )
+        rt.admission = Admission(
+            bound, lambda: max((e.scheduler.queued_tokens for e in engines), default=0)
+        )
+        rt.run_locks = RunLocks(rt.worker_id)
+        return rt
 
     async def close(self) -> None:
         await self.vectorizer.stop()

@@ -4,7 +4,7 @@ names the model served by the same forward pass of each chunk."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +16,9 @@ from poolq.ingest.versions import profile_version
 from poolq.sinks.points import SparseValues, VectorValue
 from poolq.sinks.schema import VectorSpec
 from poolq.worker.engine.checkpoint import resolve_model_path
-from poolq.worker.engine.compute_thread import QUERY_LANE
 from poolq.worker.engine.description import ModelDescription
 from poolq.worker.engine.engine import AsyncEngine
+from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import load_model
 from poolq.worker.pooling import SparseEmbedding
 from poolq.worker.runtime.fingerprints import cached_fingerprint
@@ -65,7 +65,7 @@ class Vectorizer:
                 pooling_model, max_batch_tokens=max_batch_tokens
             ).start()
             query_engines[model] = await AsyncEngine(
-                pooling_model, max_batch_tokens=QUERY_BATCH_TOKENS, compute_priority=QUERY_LANE
+                pooling_model, max_batch_tokens=QUERY_BATCH_TOKENS, lane=Lane.QUERY
             ).start()
         counters = [
             chunk_counter(e.description, e.model.tokenizer.backend) for e in engines.values()
@@ -90,6 +90,15 @@ class Vectorizer:
             specs.append(VectorSpec(v.name, v.kind, size, desc.model_id))  # type: ignore[arg-type]
         return specs
 
+    def last_served(self, group: str) -> float | None:
+        """When an engine last computed a request of ``group`` (time.monotonic()), if ever."""
+        times = [t for e in self.engines.values() if (t := e.served_at.get(group)) is not None]
+        return max(times) if times else None
+
+    def forget_group(self, group: str) -> None:
+        for e in self.engines.values():
+            e.forget_group(group)
+
     def model_ids(self) -> dict[str, str]:
         return {v.name: v.model for v in self.profile.vectors}
 
@@ -102,11 +111,20 @@ class Vectorizer:
         ids: Sequence[str],
         *,
         group: str | None = None,
-        priority: int = 0,
-        whole_turn: bool = False,
+        lane: Lane = Lane.BULK,
+        on_queued: Callable[[], None] | None = None,
     ) -> list[dict[str, VectorValue] | Exception]:
-        """Per text, every vector of the profile (or the error that kept it from being encoded)."""
+        """Per text, every vector of the profile (or the error that kept it from being encoded).
+        ``on_queued()``: called once the texts wait in every model's engine."""
         models = self.profile.models
+        waiting = len(models)
+
+        def queued() -> None:
+            nonlocal waiting
+            waiting -= 1
+            if waiting == 0 and on_queued is not None:
+                on_queued()
+
         per_model = await asyncio.gather(
             *(
                 self.engines[m].encode(
@@ -114,9 +132,9 @@ class Vectorizer:
                     [v.params() for v in self.profile.vectors_of(m)],
                     request_ids=ids,
                     group=group,
-                    priority=priority,
+                    lane=lane,
                     return_exceptions=True,
-                    whole_turn=whole_turn,
+                    on_queued=queued,
                 )
                 for m in models
             )
@@ -159,7 +177,7 @@ class Vectorizer:
                 text,
                 [v.params() for v in wanted if v.model == model],
                 request_ids=[request_id],
-                priority=QUERY_PRIORITY,
+                lane=Lane.QUERY,
                 prompt_name=query_prompt_name(engine.description),
                 input_form="query",
             )
@@ -183,7 +201,6 @@ def chunk_counter(description: ModelDescription, tokenizer: Any) -> TokenCounter
     return counter
 
 
-QUERY_PRIORITY = 100  # ahead of anything else queued in the same engine
 QUERY_BATCH_TOKENS = 1024
 
 

@@ -109,3 +109,14 @@ REINDEX_COLLECTIONS_KEY: Final = KEY_PREFIX + "reindex:collections"
 PRIORITIES: Final = ("interactive", "bulk")
 PRIORITY_CHOICES: Final = ("auto", *PRIORITIES)
 INTERACTIVE_HEAD_START_MS: Final = 10 * 365 * 24 * 3600 * 1000
+
+# One run at a time per job: a running job holds this key (value: the worker id and a token of
+# the run) with an expiry of JOB_RUN_LOCK_TTL_S, refreshed by the worker's heartbeat thread. A
+# second run of the same job (handed back while the first was alive) waits for the lock instead
+# of running the job again, and returns the first run's outcome when it finished.
+JOB_RUN_LOCK_KEY: Final = KEY_PREFIX + "job-run:{job_id}"
+JOB_RUN_LOCK_TTL_S: Final = HEARTBEAT_TTL_S
+# The reaper hands back a dead worker's jobs only once it has seen the worker's heartbeat missing
+# for this long without a break (a Redis restart loses every heartbeat at once: live workers
+# beat again within HEARTBEAT_INTERVAL_S) and the job's run lock is gone.
+REAP_CONFIRM_S: Final = HEARTBEAT_TTL_S

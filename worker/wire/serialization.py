@@ -15,7 +15,7 @@ DEFAULT_MAX_JOB_BYTES = 64 << 20  # a job's whole payload (documents included)
 def _default(obj: Any) -> Any:
     # arq stores a failed job's exception as its result: keep type and message, as plain data.
     if isinstance(obj, BaseException):
-        return {"__error__": type(obj).__name__, "message": str(obj)}
+        return {"__error__": type(obj).__name__, "message": error_message(obj)}
     if isinstance(obj, set | frozenset | tuple):
         return list(obj)
     raise TypeError(f"cannot serialize {type(obj).__name__} with msgpack")
@@ -70,8 +70,24 @@ class PayloadRejectedError(ValueError):
     pass
 
 
+def error_message(e: BaseException) -> str:
+    """``str(e)``, never empty: an exception raised without a message (``TimeoutError()``,
+    ``CancelledError()``) says what it is instead."""
+    text = str(e).strip()
+    if text:
+        return text
+    if isinstance(e, TimeoutError):
+        return "timed out (the exception carried no message)"
+    return f"{type(e).__name__} raised without a message"
+
+
+def error_text(e: BaseException) -> str:
+    """``Type: message`` with a message that is never empty (:func:`error_message`)."""
+    return f"{type(e).__name__}: {error_message(e)}"
+
+
 def error_info(result: Any) -> str | None:
     """The message of a failed job's result, if it is a serialized exception."""
     if isinstance(result, dict) and "__error__" in result:
-        return f"{result['__error__']}: {result.get('message', '')}"
+        return f"{result['__error__']}: {result.get('message') or 'raised without a message'}"
     return None

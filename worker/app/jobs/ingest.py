@@ -1,7 +1,7 @@
 """The ingest job: thin — check arguments, leave unchanged documents alone, hand the rest to the
 pipeline, report.
 
-``ingest(ctx, collection, documents, force=False)`` returns only once the points are durable in
+``ingest(ctx, collection, documents, force=False, priority="bulk")`` returns only once the points are durable in
 Qdrant: ``{"points": n, "documents": n, "errors": [{"id": ..., "field": ..., "error": ...}],
 "skipped": n, "seconds": s}``. One bad document never fails the others. A document whose stored
 ``doc_hash``, ``meta_hash`` and ``profile_version`` all match (read for every document of the
@@ -18,9 +18,11 @@ from typing import Any
 
 from poolq.ingest.documents import Document, validate_documents
 from poolq.sinks.inventory import StoredDocument, stored_documents
+from poolq.worker.engine.lanes import lane_of_priority
 from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.pipeline import ingest_documents
 from poolq.worker.runtime.runtime import Runtime
+from poolq.worker.wire import constants
 
 
 def _runtime(ctx: dict[str, Any]) -> Runtime:
@@ -28,7 +30,11 @@ def _runtime(ctx: dict[str, Any]) -> Runtime:
 
 
 async def ingest(
-    ctx: dict[str, Any], collection: str, documents: list[Any], force: bool = False
+    ctx: dict[str, Any],
+    collection: str,
+    documents: list[Any],
+    force: bool = False,
+    priority: str = "bulk",
 ) -> dict[str, Any]:
     rt = _runtime(ctx)
     job_id = str(ctx.get("job_id", "local"))
@@ -39,13 +45,19 @@ async def ingest(
         raise ValueError(f"documents: expected a list, got {type(documents).__name__}")
     if not isinstance(force, bool):
         raise ValueError(f"force: expected true or false, got {force!r}")
+    if priority not in constants.PRIORITIES:
+        raise ValueError(
+            f"priority: expected one of {list(constants.PRIORITIES)}, got {priority!r}"
+        )
     limit = rt.settings.max_documents_per_job
     if len(documents) > limit:
         raise ValueError(
             f"documents: {len(documents)} in one job exceeds the limit of {limit}; split the job"
         )
     docs, errors = validate_documents(documents, max_bytes=rt.settings.max_document_bytes)
-    progress = JobProgress(ctx.get("redis"), job_id, documents=len(documents))
+    progress = JobProgress(
+        ctx.get("redis"), job_id, documents=len(documents), clock=ctx.get("job_clock")
+    )
     progress.add(errors=len(errors), done=len(errors))
     async with progress:
         await rt.ensure_collection(collection)
@@ -53,7 +65,15 @@ async def ingest(
         skipped = len(docs) - len(todo)
         progress.add(skipped=skipped, done=skipped)
         await progress.publish()
-        outcome = await ingest_documents(rt, collection, todo, group=job_id, progress=progress)
+        outcome = await ingest_documents(
+            rt,
+            collection,
+            todo,
+            group=job_id,
+            lane=lane_of_priority(priority),
+            progress=progress,
+            on_queued=rt.admission.queued if rt.admission is not None else None,
+        )
     rt.jobs_done += 1
     return {
         "points": outcome.points,

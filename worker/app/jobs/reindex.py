@@ -144,8 +144,8 @@ async def run_reindex(
             nonlocal done, points, chunks
             async with slots:
                 outcome = await ingest_documents(
-                    rt, target, batch, group=f"{job_id}:{n}", whole_turn=True
-                )
+                    rt, target, batch, group=job_id
+                )  # the reindex is one caller: it shares the engines with jobs by tokens
             errors.extend(outcome.errors)
             done += len(batch)
             points += outcome.points

@@ -1,0 +1,72 @@
+"""Who runs next: the one place that orders work, in the engines' queues and on the CPU compute
+thread alike.
+
+Every request carries a :class:`Lane`. Lower lanes run first, everywhere:
+
+* ``QUERY``: a search's query text (the query engines, ``Vectorizer.query_engines``): a person
+  is waiting;
+* ``INTERACTIVE``: the chunks of a job enqueued with ``priority="interactive"`` (by default, an
+  enqueue call that makes one job): a caller is waiting on a small job;
+* ``BULK``: everything else (large enqueue calls, reindexing).
+
+Within a lane, callers (jobs: the request's ``group``) share the engine by tokens, with
+start-time fair queuing: each request gets a start tag, ``max(lane's virtual time, the group's
+last finish tag)``, and a finish tag ``start + tokens``; the queue is ordered by
+``(lane, start tag, arrival)``; the lane's virtual time is the start tag of the last request
+cut into a batch. A job that arrives behind a long backlog starts at the current virtual time,
+so its first chunks join the next batch, and from then on every job with queued work gets an
+equal share of tokens per round, however much it queued. A request without a group is a
+caller of its own (FIFO by arrival at equal tags).
+
+On the CPU compute thread, a batch runs in the most urgent lane of its requests, and a forward
+offers the thread at safe points to queued work of a more urgent lane (``compute_thread.py``).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Lane(IntEnum):
+    QUERY = 0
+    INTERACTIVE = 1
+    BULK = 2
+
+
+def lane_of_priority(priority: str | None) -> Lane:
+    """A job's ``priority`` argument (``constants.PRIORITIES``) as its lane; unknown or missing
+    values (older clients) are bulk."""
+    return Lane.INTERACTIVE if priority == "interactive" else Lane.BULK
+
+
+OrderKey = tuple[int, float, int]
+
+
+class FairShare:
+    """Start and finish tags per lane and group (not thread-safe: the scheduler holds its lock
+    around every call)."""
+
+    def __init__(self) -> None:
+        self._vtime: dict[Lane, float] = {}
+        self._finish: dict[tuple[Lane, str], float] = {}
+
+    def tag(self, lane: Lane, group: str | None, tokens: int) -> float:
+        """The start tag of a request of ``tokens`` tokens (its group's finish tag moves on)."""
+        now = self._vtime.get(lane, 0.0)
+        if group is None:
+            return now
+        start = max(now, self._finish.get((lane, group), 0.0))
+        self._finish[(lane, group)] = start + max(tokens, 1)
+        if len(self._finish) > 4096:  # forget groups that fell behind virtual time
+            self._finish = {k: v for k, v in self._finish.items() if v > self._vtime.get(k[0], 0)}
+        return start
+
+    def served(self, lane: Lane, start_tag: float) -> None:
+        """A request with this start tag was cut into a batch: the lane's virtual time."""
+        if start_tag > self._vtime.get(lane, 0.0):
+            self._vtime[lane] = start_tag
+
+
+def order_key(lane: Lane, start_tag: float, arrival: int) -> OrderKey:
+    """The queue order: lane, then start tag, then arrival."""
+    return (int(lane), start_tag, arrival)
