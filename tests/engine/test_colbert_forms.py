@@ -20,6 +20,7 @@ from safetensors.torch import load_file
 from transformers import AutoTokenizer, BertConfig, BertModel
 
 from poolq.worker.engine.engine import AsyncEngine, InputTooLongError
+from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import ModelConfig, describe_model, load_model
 from poolq.worker.engine.packed_encoder import PackedEncoder
 from poolq.worker.engine.requests import EncodeRequest
@@ -285,8 +286,7 @@ def _requests(engine: AsyncEngine, texts, form_name, params):
                 f.ids,
                 f.truncated,
                 params,
-                0,
-                0,
+                Lane.BULK,
                 loop_future,
                 key_mask_cpu=f.key_mask_cpu,
                 keep_rows_cpu=f.keep_rows_cpu,
@@ -315,7 +315,7 @@ async def test_engine_mixes_forms_and_callers(colbert_model, colbert_outputs):
     queries, documents = colbert_outputs
     async with AsyncEngine(colbert_model, max_batch_tokens=16384, record_batches=True) as engine:
         q, d = await asyncio.gather(
-            engine.encode(TEXTS, ["token_embed"], input_form="query", priority=1),
+            engine.encode(TEXTS, ["token_embed"], input_form="query", lane=Lane.QUERY),
             engine.encode(TEXTS, ["token_embed"]),
         )
     for a, b in zip(q, queries, strict=True):

@@ -9,6 +9,7 @@ import torch
 
 from poolq.worker.engine.compute_thread import CPU_COMPUTE, QUERY_LANE, ComputeThread
 from poolq.worker.engine.engine import AsyncEngine
+from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import ModelConfig, load_model
 
 
@@ -104,7 +105,7 @@ async def test_cpu_loads_and_every_engines_forwards_run_on_the_compute_thread(mi
     try:
         async with (
             AsyncEngine(model) as ingest,
-            AsyncEngine(model, compute_priority=QUERY_LANE) as q,
+            AsyncEngine(model, lane=Lane.QUERY) as q,
         ):
             await asyncio.gather(ingest.encode(["a text", "another"]), q.encode(["a query"]))
     finally:

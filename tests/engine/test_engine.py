@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from poolq.worker.engine.engine import AsyncEngine, InputTooLongError
+from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.pooling import PoolingParams, PoolingParamsError, SparseEmbedding
 from tests.texts import varied_texts
@@ -134,7 +135,7 @@ async def test_priority_request_overtakes_2000_queued_bulk_requests(minilm_model
         while engine.scheduler.queued_requests < 1000:  # the bulk is queued
             await asyncio.sleep(0.001)
         submitted_at = engine.stats.batches
-        query = await engine.encode_one("what is topic 3?", ["embed"], priority=10)
+        query = await engine.encode_one("what is topic 3?", ["embed"], lane=Lane.QUERY)
         results = await bulk
     assert max(r.batch_index for r in results) > submitted_at + 10
     assert query.batch_index <= submitted_at + 2, (query.batch_index, submitted_at)

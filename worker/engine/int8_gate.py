@@ -25,6 +25,7 @@ from poolq.worker.engine.calibration_texts import CALIBRATION_TEXTS
 from poolq.worker.engine.engine import default_batch_tokens
 from poolq.worker.engine.int8 import input_absmax, quantize_linears
 from poolq.worker.engine.int8_quality import GATED_TASKS, QualityMeter, QualityReport
+from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import PoolingModel
 from poolq.worker.engine.requests import EncodeRequest
 from poolq.worker.engine.runner import ModelRunner
@@ -93,8 +94,7 @@ def encode_texts(
                 ids,
                 truncated,
                 params,
-                0,
-                0,
+                Lane.BULK,
                 None,  # type: ignore[arg-type]
                 key_mask_cpu=key_mask,
                 keep_rows_cpu=keep_rows,

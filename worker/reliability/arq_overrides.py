@@ -34,7 +34,7 @@ import signal
 from collections.abc import Callable
 from typing import Any, cast
 
-from arq.constants import in_progress_key_prefix
+from arq.constants import in_progress_key_prefix, job_key_prefix
 from arq.utils import timestamp_ms
 from arq.worker import Worker
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -134,7 +134,7 @@ class PoolqWorker(Worker):
             await super().start_jobs([raw])  # type: ignore[list-item]
             started = self.tasks.get(job_id)
             if self.admission is not None and started is not None and started is not before:
-                self.admission.taken(job_id)
+                self.admission.taken(job_id, await self.pool.strlen(job_key_prefix + job_id))
 
     async def _lane_of(self, job_id: str) -> Lane:
         """Interactive jobs are queued with scores far in the past (``constants``)."""

@@ -5,8 +5,9 @@ made each job's wall time the whole backlog's. Instead the worker takes a bulk j
 the tokens queued in its ingest engines stay below ``bound_tokens`` (``max_queued_tokens``,
 default :func:`default_bound`), as TEI's queue and vLLM's scheduler bound their work by
 tokens; jobs beyond that wait in Redis, where no timeout runs, and any worker with room may take
-them. A job just taken counts as a full bound until its chunks reach the engines (chunking and
-tokenizing take a moment), so a burst of polls cannot take the whole queue meanwhile.
+them. A job just taken counts with an estimate of its tokens (its payload's size in Redis over
+:data:`BYTES_PER_TOKEN`) until its chunks reach the engines (chunking and tokenizing take a
+moment), so one poll takes as many small jobs as fit, and never the whole queue blind.
 Interactive jobs (small by rule) are taken whenever a job slot is free; ``max_jobs`` remains
 the upper limit on running jobs.
 """
@@ -20,7 +21,8 @@ from collections.abc import Callable
 from poolq.worker.engine.lanes import Lane
 
 BATCHES_QUEUED = 8  # the default bound: this many full batches of the ingest engine
-STARTING_GRACE_S = 10.0  # a job that has not queued its chunks by then stops holding the bound
+STARTING_GRACE_S = 10.0  # a job that has not queued its chunks by then stops counting
+BYTES_PER_TOKEN = 4  # English text in a msgpack payload: about 4 bytes a token
 
 
 def default_bound(max_batch_tokens: int) -> int:
@@ -36,7 +38,7 @@ class Admission:
             raise ValueError(f"max_queued_tokens must be >= 1, got {bound_tokens}")
         self.bound_tokens = bound_tokens
         self.queued_tokens = queued_tokens  # tokens waiting in the ingest engines now
-        self._starting: dict[str, float] = {}  # job id -> when taken, until its chunks queue
+        self._starting: dict[str, tuple[float, int]] = {}  # job id -> (when taken, tokens)
         self._lock = threading.Lock()
 
     def room(self, lane: Lane) -> bool:
@@ -46,15 +48,17 @@ class Admission:
         return self.load() < self.bound_tokens
 
     def load(self) -> int:
-        """Queued tokens, counting each job not yet queued as a full bound."""
+        """Queued tokens, and the estimates of the jobs taken that have not queued theirs."""
         now = time.monotonic()
         with self._lock:
-            starting = sum(1 for t in self._starting.values() if now - t < STARTING_GRACE_S)
-        return self.queued_tokens() + starting * self.bound_tokens
+            starting = sum(n for t, n in self._starting.values() if now - t < STARTING_GRACE_S)
+        return self.queued_tokens() + starting
 
-    def taken(self, job_id: str) -> None:
+    def taken(self, job_id: str, payload_bytes: int) -> None:
+        """A job was taken; ``payload_bytes``: its size in Redis (the estimate of its tokens)."""
+        tokens = max(1, min(payload_bytes // BYTES_PER_TOKEN, self.bound_tokens))
         with self._lock:
-            self._starting[job_id] = time.monotonic()
+            self._starting[job_id] = (time.monotonic(), tokens)
 
     def queued(self, job_id: str) -> None:
         """The job's chunks are in the engines (or it has none): its tokens count from there."""
