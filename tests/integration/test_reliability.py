@@ -16,6 +16,9 @@ from poolq.worker.dev.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
 COLLECTION = "docs"
+# these tests need several jobs running at once (a crash or a stop mid-way through them): a
+# bound past the backlog lets admission take them all (runtime/admission.py)
+MANY_RUNNING = {"POOLQ_MAX_QUEUED_TOKENS": "100000000"}
 
 
 def corpus(n, prefix="doc"):
@@ -69,7 +72,7 @@ def wait_running(url, ids, at_least, timeout_s=300):
 def test_sigkill_mid_job_loses_nothing(redis_server, tmp_path):
     docs = corpus(200)
     qpath = tmp_path / "qdrant"
-    a = WorkerProcess(redis_server.url, qpath, "--max-jobs", "4").start()
+    a = WorkerProcess(redis_server.url, qpath, "--max-jobs", "4", env=MANY_RUNNING).start()
     ids = asyncio.run(_enqueue(redis_server.url, docs, job_size=10))
     running = wait_running(redis_server.url, ids, at_least=2)
     a.stop(signal.SIGKILL)
@@ -97,7 +100,9 @@ def test_sigkill_mid_job_loses_nothing(redis_server, tmp_path):
 def test_sigterm_during_work_loses_no_job(redis_server, tmp_path):
     docs = corpus(160)
     qpath = tmp_path / "qdrant"
-    a = WorkerProcess(redis_server.url, qpath, "--max-jobs", "4", "--shutdown-grace", "60").start()
+    a = WorkerProcess(
+        redis_server.url, qpath, "--max-jobs", "4", "--shutdown-grace", "60", env=MANY_RUNNING
+    ).start()
     ids = asyncio.run(_enqueue(redis_server.url, docs, job_size=10))
     running = wait_running(redis_server.url, ids, at_least=2)
     rc = a.stop(signal.SIGTERM, timeout_s=120)
@@ -125,7 +130,9 @@ def test_sigterm_during_work_loses_no_job(redis_server, tmp_path):
 def test_sigterm_past_the_grace_period_returns_jobs_to_the_queue(redis_server, tmp_path):
     docs = corpus(120)
     qpath = tmp_path / "qdrant"
-    a = WorkerProcess(redis_server.url, qpath, "--max-jobs", "8", "--shutdown-grace", "0").start()
+    a = WorkerProcess(
+        redis_server.url, qpath, "--max-jobs", "8", "--shutdown-grace", "0", env=MANY_RUNNING
+    ).start()
     ids = asyncio.run(_enqueue(redis_server.url, docs, job_size=10))
     running = wait_running(redis_server.url, ids, at_least=3)
     a.stop(signal.SIGTERM, timeout_s=120)

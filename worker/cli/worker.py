@@ -67,7 +67,22 @@ def worker(
         None, "--device", help="cpu, cuda or cuda:N (default: CUDA when present)."
     ),
     max_jobs: int | None = typer.Option(
-        None, "--max-jobs", min=1, help="Concurrent jobs (default 32)."
+        None, "--max-jobs", min=1, help="Upper limit on running jobs (default 32)."
+    ),
+    max_queued_tokens: int | None = typer.Option(
+        None,
+        "--max-queued-tokens",
+        min=1,
+        help="Take a bulk job only while the engines hold fewer queued tokens (default 8 batches).",
+    ),
+    job_stall_timeout_s: int | None = typer.Option(
+        None,
+        "--job-stall-timeout",
+        min=1,
+        help="Time a job out after this many seconds without progress (default 120).",
+    ),
+    job_timeout_s: int | None = typer.Option(
+        None, "--job-timeout", min=1, help="Ceiling on one run of a job, seconds (default 3600)."
     ),
     burst: bool = typer.Option(False, "--burst", help="Exit once the queue is empty."),
     metrics_port: int | None = typer.Option(
@@ -124,6 +139,9 @@ def worker(
         "qdrant_api_key": qdrant_api_key,
         "device": device,
         "max_jobs": max_jobs,
+        "max_queued_tokens": max_queued_tokens,
+        "job_stall_timeout_s": job_stall_timeout_s,
+        "job_timeout_s": job_timeout_s,
         "metrics_port": metrics_port,
         "metrics_host": metrics_host,
         "shutdown_grace_s": shutdown_grace_s,
