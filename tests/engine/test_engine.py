@@ -141,6 +141,30 @@ async def test_priority_request_overtakes_2000_queued_bulk_requests(minilm_model
     assert query.batch_index <= submitted_at + 2, (query.batch_index, submitted_at)
 
 
+async def test_a_caller_waiting_its_turn_counts_as_moving(minilm_model):
+    """Deadlines read ``progress_of``: a job queued behind others moves while the engine does;
+    once its requests are done, its last computed request is what counts."""
+    backlog = [f"bulk document number {i} about topic {i % 17}" for i in range(600)]
+    async with AsyncEngine(minilm_model, max_batch_requests=32) as engine:
+        assert engine.progress_of("late") is None
+        first = asyncio.create_task(engine.encode(backlog, ["embed"], group="early"))
+        while engine.scheduler.queued_requests < 300:
+            await asyncio.sleep(0.001)
+        late = asyncio.create_task(engine.encode(backlog[:40], ["embed"], group="late"))
+        await asyncio.sleep(0.05)
+        t0 = time.monotonic()
+        while engine.stats.batches < 5:
+            await asyncio.sleep(0.01)
+        assert engine.progress_of("late") >= t0 - 0.05 or late.done()
+        await asyncio.gather(first, late)
+        done_at = engine.progress_of("late")
+        assert done_at == engine.served_at["late"]
+        await asyncio.sleep(0.2)
+        assert engine.progress_of("late") == done_at  # nothing pending: it no longer moves
+        engine.forget_group("late")
+        assert engine.progress_of("late") is None
+
+
 async def test_cancelling_frees_the_queue_place(minilm_model):
     engine = AsyncEngine(minilm_model, max_queued_tokens=40, record_batches=True)
     gate = threading.Event()

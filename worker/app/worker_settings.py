@@ -69,7 +69,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ).start()
     if (arq_worker := ctx.get("arq_worker")) is not None:
         arq_worker.admission = rt.admission  # jobs are taken by capacity (admission.py)
-    ctx["heartbeat_task"] = asyncio.create_task(_metrics_loop(ctx))
+    ctx["metrics_task"] = asyncio.create_task(_metrics_loop(ctx))
     ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
     rt.search_service = SearchService(settings.redis_url, rt.queries)
     rt.search_service.start()
@@ -79,7 +79,7 @@ async def startup(ctx: dict[str, Any]) -> None:
 
 async def shutdown(ctx: dict[str, Any]) -> None:
     metrics.stop(ctx)
-    for name in ("heartbeat_task", "reaper_task"):
+    for name in ("metrics_task", "reaper_task"):
         task = ctx.pop(name, None)
         if task is not None:
             task.cancel()

@@ -111,8 +111,13 @@ class AsyncEngine:
         self._space = asyncio.Condition()
         self._running = False
         self.observer: EngineObserver | None = None
-        # group -> time.monotonic() its last request was computed (written by the model thread)
+        # Progress per caller, for deadlines that measure progress rather than time queued:
+        # group -> time.monotonic() its last request was computed (written by the model thread),
+        # the requests each group has queued or in flight (event loop), and when the model
+        # thread last cut or finished a batch of anyone's.
         self.served_at: dict[str, float] = {}
+        self._pending: dict[str, int] = {}
+        self.last_activity = time.monotonic()
 
     def set_observer(self, observer: EngineObserver | None) -> None:
         """Report timings to ``observer`` (``None``: stop reporting)."""
@@ -254,6 +259,8 @@ class AsyncEngine:
             for r in requests:
                 r.future.add_done_callback(self._cancel_callback(r))
             self.scheduler.add(requests)
+            if group is not None:
+                self._track(group, [r.future for r in requests])
         if on_queued is not None:
             on_queued()
         try:
@@ -302,9 +309,32 @@ class AsyncEngine:
                 )
             )
 
+    def progress_of(self, group: str) -> float | None:
+        """When ``group`` last moved here (time.monotonic()): while it has requests queued or
+        in flight, the engine's last batch counts (it waits its turn, it is not stuck); else
+        its last computed request. None: nothing of it ever reached this engine."""
+        served = self.served_at.get(group)
+        if self._pending.get(group):
+            return max(self.last_activity, served or 0.0)
+        return served
+
     def forget_group(self, group: str) -> None:
         """The caller is done: drop its progress record."""
         self.served_at.pop(group, None)
+        self._pending.pop(group, None)
+
+    def _track(self, group: str, futures: list[asyncio.Future[EncodeResult]]) -> None:
+        self._pending[group] = self._pending.get(group, 0) + len(futures)
+
+        def done(_: asyncio.Future[EncodeResult]) -> None:
+            left = self._pending.get(group, 0) - 1
+            if left > 0:
+                self._pending[group] = left
+            else:
+                self._pending.pop(group, None)
+
+        for f in futures:
+            f.add_done_callback(done)
 
     def stats_snapshot(self) -> dict[str, float | int]:
         s = self.stats
@@ -353,6 +383,7 @@ class AsyncEngine:
                     return
                 continue
             self._notify_space()
+            self.last_activity = time.monotonic()
             t0 = time.perf_counter()
             waits: list[float] = []
             if self.observer is not None:
@@ -395,7 +426,7 @@ class AsyncEngine:
         groups = {r.group for r in batch}
         if len(groups) > 1:
             s.multi_group_batches += 1
-        served = time.monotonic()
+        served = self.last_activity = time.monotonic()
         for g in groups:  # progress per caller (a job's stall clock reads it)
             if g is not None:
                 self.served_at[g] = served

@@ -91,8 +91,8 @@ class Vectorizer:
         return specs
 
     def last_served(self, group: str) -> float | None:
-        """When an engine last computed a request of ``group`` (time.monotonic()), if ever."""
-        times = [t for e in self.engines.values() if (t := e.served_at.get(group)) is not None]
+        """When ``group`` last moved in an engine (time.monotonic(); ``progress_of``), if ever."""
+        times = [t for e in self.engines.values() if (t := e.progress_of(group)) is not None]
         return max(times) if times else None
 
     def forget_group(self, group: str) -> None:
