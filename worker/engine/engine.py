@@ -27,7 +27,7 @@ from poolq.worker.engine.compute_thread import CPU_COMPUTE
 from poolq.worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm, InputFormName
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import PoolingModel
-from poolq.worker.engine.requests import EncodeRequest, EncodeResult
+from poolq.worker.engine.requests import EncodeRequest, EncodeResult, anonymous_caller
 from poolq.worker.engine.runner import BatchOutputs, ModelRunner
 from poolq.worker.engine.scheduler import Scheduler
 from poolq.worker.pooling import PoolingParams, PoolingTask
@@ -230,6 +230,7 @@ class AsyncEngine:
         futures: dict[int, asyncio.Future[EncodeResult]] = {}
         requests: list[EncodeRequest] = []
         lane = self.lane if lane is None else Lane(lane)
+        caller = group if group is not None else anonymous_caller()  # one call, one share
         for i, tok in zip(ok, tokenized, strict=True):
             if tok.truncated and not truncate:
                 where = f"the {input_form} form's" if form is not None else "the model's"
@@ -250,6 +251,7 @@ class AsyncEngine:
                     group,
                     key_mask_cpu=tok.key_mask_cpu,
                     keep_rows_cpu=tok.keep_rows_cpu,
+                    caller=caller,
                 )
             )
         if errors and not return_exceptions:

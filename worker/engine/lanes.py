@@ -15,8 +15,8 @@ last finish tag)``, and a finish tag ``start + tokens``; the queue is ordered by
 ``(lane, start tag, arrival)``; the lane's virtual time is the start tag of the last request
 cut into a batch. A job that arrives behind a long backlog starts at the current virtual time,
 so its first chunks join the next batch, and from then on every job with queued work gets an
-equal share of tokens per round, however much it queued. A request without a group is a
-caller of its own (FIFO by arrival at equal tags).
+equal share of tokens per round, however much it queued. A call without a group is a caller
+of its own.
 
 On the CPU compute thread, a batch runs in the most urgent lane of its requests, and a forward
 offers the thread at safe points to queued work of a more urgent lane (``compute_thread.py``).

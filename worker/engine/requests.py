@@ -13,6 +13,12 @@ from poolq.worker.pooling import PoolingParams, PoolingTask, SparseEmbedding
 from poolq.worker.pooling.outputs import PoolerOutput
 
 _arrival = itertools.count()
+_calls = itertools.count()
+
+
+def anonymous_caller() -> str:
+    """A fair-share caller id for a call (or a request built alone) that names no group."""
+    return f"#call{next(_calls)}"
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,11 @@ class EncodeRequest:
     arrival: int = field(default_factory=lambda: next(_arrival))
     queued_at: float = 0.0  # time.monotonic() when the scheduler admitted it (queue wait)
     start_tag: float = 0.0  # its fair-share start tag, set by the scheduler (lanes.py)
+    caller: str | None = None  # who shares the lane (lanes.py): the group, else its call
+
+    def __post_init__(self) -> None:
+        if self.caller is None:
+            self.caller = self.group if self.group is not None else anonymous_caller()
 
     @property
     def num_tokens(self) -> int:

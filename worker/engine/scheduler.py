@@ -50,7 +50,7 @@ class Scheduler:
             now = time.monotonic()
             for r in requests:
                 r.queued_at = now
-                r.start_tag = self._fair.tag(r.lane, r.group, r.num_tokens)
+                r.start_tag = self._fair.tag(r.lane, r.caller, r.num_tokens)
                 heapq.heappush(self._heap, (r.order_key(), r))
                 self._queued.add(r)
                 self.queued_tokens += r.num_tokens
