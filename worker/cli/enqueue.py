@@ -151,13 +151,16 @@ def run_enqueue(a: Args) -> int:
         say(f"document {e.get('id')!r}: {e.get('error')}")
     for e in s["job_errors"]:
         say(f"job {e['job_id']} failed: {e['error']}")
+    if s["refused_jobs"]:
+        say(f"{s['refused_jobs']} jobs refused every document they were sent (errors above)")
     print(json.dumps(s, ensure_ascii=False) if a.as_json else summary_line(s))
-    return EXIT_FAILED if (failed or s["errors"] or s["failed_jobs"]) else 0
+    return EXIT_FAILED if (failed or s["errors"] or s["failed_jobs"] or s["refused_jobs"]) else 0
 
 
 JSON_SHAPES = (
     'one line: {"jobs": [JOB_ID, ...]} (without --wait; also printed without --json); with '
-    '--wait one line: {"jobs", "job_ids", "failed_jobs", "documents", "points", "skipped", '
+    '--wait one line: {"jobs", "job_ids", "failed_jobs", "refused_jobs", "documents", "points", '
+    '"skipped", '
     '"errors": [{"where"?, "id", "error"}], "job_errors", "seconds", "documents_per_s"}.'
 )
 

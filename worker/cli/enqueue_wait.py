@@ -104,7 +104,8 @@ def summarize(
     outcomes: list[JobOutcome], seconds: float, problems: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """The ``--json`` summary: ``errors`` holds the documents not sent (``where``: FILE:LINE
-    or path) and those the workers reported, ``skipped`` the unchanged documents."""
+    or path) and those the workers reported, ``skipped`` the unchanged documents,
+    ``refused_jobs`` the jobs whose every document was refused (status ``refused``)."""
     results = [o.result for o in outcomes if isinstance(o.result, dict)]
     docs = sum(int(r.get("documents", 0)) for r in results)
     points = sum(int(r.get("points", 0)) for r in results)
@@ -115,6 +116,7 @@ def summarize(
         "jobs": len(outcomes),
         "job_ids": [o.job_id for o in outcomes],
         "failed_jobs": len(failed),
+        "refused_jobs": sum(o.status == "refused" for o in outcomes),
         "documents": docs,
         "points": points,
         "skipped": skipped,
@@ -126,8 +128,9 @@ def summarize(
 
 
 def summary_line(s: dict[str, Any]) -> str:
+    refused = s.get("refused_jobs") or 0
     return (
         f"{s['documents']} documents, {s['points']} points, {len(s['errors'])} errors, "
         f"{s['failed_jobs']} failed jobs, {s['skipped']} skipped (unchanged) in {s['seconds']}s "
         f"({s['documents_per_s']} documents/s)"
-    )
+    ) + (f"; {refused} jobs refused every document" if refused else "")

@@ -43,8 +43,10 @@ def format_reindex(r: dict[str, Any]) -> str:
 
 
 STATUS_JSON = (
-    'one line, one object: {"counts": {"queued", "running", "done", "failed", "deferred", '
-    '"not_found"}, "jobs": [{"job_id", "status", "result", "error"}] (the given jobs; [] '
+    'one line, one object: {"counts": {"queued", "running", "done", "refused", "failed", '
+    '"deferred", "not_found"} (refused: ingest jobs whose every document was refused, counted '
+    'apart among the given jobs, under done without job ids), "jobs": [{"job_id", "status", '
+    '"result", "error"}] (the given jobs; [] '
     'without), "workers": a list of heartbeat records, "reindex": a list of progress records, '
     '"workers_alive": n, "last_heartbeat_age_s": seconds since a worker was last seen (null: '
     "never)}."
@@ -54,7 +56,9 @@ STATUS_JSON = (
 def counts_line(c: dict[str, int]) -> str:
     line = f"jobs: {c['queued']} queued, {c['running']} running, {c['done']} done, "
     line += f"{c['failed']} failed"
-    extra = [f"{c[k]} {k.replace('_', ' ')}" for k in ("deferred", "not_found") if c.get(k)]
+    extra = [
+        f"{c[k]} {k.replace('_', ' ')}" for k in ("refused", "deferred", "not_found") if c.get(k)
+    ]
     return line + (f" ({', '.join(extra)})" if extra else "")
 
 
