@@ -33,8 +33,9 @@ from poolq.worker.cli.options import (
     resolve_redis_url,
     timeout_option,
 )
+from poolq.worker.wire.connection import RedisUnavailableError
 
-EXIT_FAILED, EXIT_NOTHING, EXIT_TIMEOUT, EXIT_INTERRUPTED = 1, 2, 3, 130
+EXIT_FAILED, EXIT_NOTHING, EXIT_TIMEOUT, EXIT_REDIS_LOST, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 
 
 class UsageError(ValueError):
@@ -137,6 +138,13 @@ def run_enqueue(a: Args) -> int:
     except TimeoutError as exc:  # --timeout passed: the jobs stay queued
         error("enqueue", f"{exc}; follow the jobs with {run.follow()}")
         return EXIT_TIMEOUT
+    except RedisUnavailableError as exc:
+        if not run.job_ids:  # Redis down at the start: nothing enqueued
+            error("enqueue", exc)
+            return EXIT_NOTHING
+        # gone while waiting, for longer than redis_outage_limit_s: the jobs stay queued
+        error("enqueue", f"{exc}; the jobs stay queued: follow them with {run.follow()}")
+        return EXIT_REDIS_LOST
     except CLIENT_ERRORS as exc:  # UsageError, a missing input, Redis down: nothing enqueued
         error("enqueue", exc)
         return EXIT_NOTHING
@@ -166,9 +174,11 @@ JSON_SHAPES = (
 
 
 @app.command(
-    epilog="Exit status: 0 every document landed; 1 documents or jobs failed, were not sent, "
-    "or there were none; 2 nothing was enqueued (a flag, the input or Redis); 3 --timeout "
-    "passed (the jobs stay queued); 130 interrupted (the jobs stay queued: `poolq status ID...`)."
+    epilog="Exit status: 0 every document landed; 1 documents or jobs failed, were refused, were "
+    "not sent, or there were none; 2 nothing was enqueued (a flag, the input or Redis); 3 "
+    "--timeout passed (the jobs stay queued); 4 Redis stayed unreachable past "
+    "--redis-outage-limit while waiting (the jobs stay queued); 130 interrupted (the jobs stay "
+    "queued: `poolq status ID...`)."
 )
 def enqueue(
     input_path: Path = typer.Argument(
