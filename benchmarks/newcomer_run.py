@@ -94,8 +94,8 @@ def main() -> None:
         with WorkerProcess(redis_server.url, tmp / "qdrant", log=log):
             load0, stolen0, t0 = os.getloadavg()[0], steal_s(), time.monotonic()
             enqueue = subprocess.Popen(
-                [sys.executable, "-m", "poolq.worker", "enqueue", str(corpus)]
-                + ["--collection", "man", "--wait"],
+                [sys.executable, "-m", "poolq.worker", "enqueue", str(corpus), "--collection"]
+                + ["man", "--wait"],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

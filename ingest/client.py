@@ -36,6 +36,8 @@ from poolq.ingest.job_index import (
 )
 from poolq.ingest.job_plan import Limits, plan_jobs
 from poolq.ingest.job_progress import WaitProgress, read_progress, wait_jobs
+from poolq.ingest.outage import RedisOutage, outage_limit_s, ride_out
+from poolq.ingest.priority import check_priority, job_priority, queue_placement
 from poolq.ingest.search_call import search_via_workers
 from poolq.ingest.sync_client import SyncPoolqClient
 from poolq.ingest.workers_alive import NoWorkerError, live_workers
@@ -70,9 +72,11 @@ JOB_SIZES_KEPT = 100_000  # documents per job remembered for wait's progress
 
 class PoolqClient:
     """``connect_timeout_s`` bounds connecting (a Redis that is down, or a host that does not
-    answer, raises :class:`RedisUnavailableError` by then); ``job_index_ttl_s`` is how long
-    :meth:`status` counts a job (match the worker's ``keep_result_s``); ``clock`` (unix
-    seconds) is for tests."""
+    answer, raises :class:`RedisUnavailableError` by then); once connected, :meth:`wait` and
+    :meth:`status` ride out a Redis outage of up to ``redis_outage_limit_s`` (default: env
+    ``POOLQ_REDIS_OUTAGE_LIMIT_S``, else 300; see :mod:`poolq.ingest.outage`);
+    ``job_index_ttl_s`` is how long :meth:`status` counts a job (match the worker's
+    ``keep_result_s``); ``clock`` (unix seconds) is for tests."""
 
     def __init__(
         self,
@@ -81,9 +85,11 @@ class PoolqClient:
         connect_timeout_s: float = CLIENT_CONNECT_DEADLINE_S,
         job_index_ttl_s: float = constants.JOB_INDEX_TTL_S,
         clock: Callable[[], float] = time.time,
+        redis_outage_limit_s: float | None = None,
     ) -> None:
         self.redis_url = redis_url
         self.connect_timeout_s = connect_timeout_s
+        self.redis_outage_limit_s = outage_limit_s(redis_outage_limit_s)
         self.job_index_ttl_s = job_index_ttl_s
         self._clock = clock
         self._redis: ArqRedis | None = None
@@ -145,31 +151,48 @@ class PoolqClient:
         force: bool = False,
         limits: Limits | None = None,
         on_enqueued: Callable[[str, int], None] | None = None,
+        priority: str = "auto",
     ) -> list[str]:
         """Split ``documents`` into jobs of at most ``job_size`` that fit the workers' limits
         (``limits``, default: :meth:`limits`) and enqueue them; returns the job ids.
 
         ``ValueError`` before anything is enqueued for a ``job_size`` over the limit of
-        documents per job, or a document too big for any job. ``force``: re-encode and rewrite
-        documents a worker would skip as unchanged. ``on_enqueued(job_id, n_documents)`` is
-        called after each job is enqueued."""
+        documents per job, a document too big for any job, or an unknown ``priority``.
+        ``force``: re-encode and rewrite documents a worker would skip as unchanged.
+        ``priority``: ``"interactive"`` jobs go ahead of every bulk job in the queue (and take
+        the engines' interactive lane), ``"bulk"`` ones in enqueue order; ``"auto"`` is
+        interactive when the call makes one job, else bulk (:mod:`poolq.ingest.priority`).
+        ``on_enqueued(job_id, n_documents)`` is called after each job is enqueued."""
+        check_priority(priority, "priority")
         docs = list(documents)
         plan = plan_jobs(collection, docs, job_size, limits or await self.limits())
+        lane = job_priority(priority, len(plan))
         ids: list[str] = []
         for batch in plan:
-            job_id = await self._enqueue_one(collection, batch, force=force)
+            job_id = await self._enqueue_one(collection, batch, force=force, priority=lane)
             ids.append(job_id)
             if on_enqueued is not None:
                 on_enqueued(job_id, len(batch))
         return ids
 
     async def _enqueue_one(
-        self, collection: str, docs: list[dict[str, Any]], *, force: bool = False
+        self,
+        collection: str,
+        docs: list[dict[str, Any]],
+        *,
+        force: bool = False,
+        priority: str = "bulk",
     ) -> str:
         job_id = uuid.uuid4().hex
         kwargs: dict[str, Any] = {"force": True} if force else {}
         job = await self.redis.enqueue_job(
-            constants.INGEST_JOB, collection, docs, _job_id=job_id, **kwargs
+            constants.INGEST_JOB,
+            collection,
+            docs,
+            _job_id=job_id,
+            priority=priority,
+            **kwargs,
+            **queue_placement(priority, time.time(), self.redis.expires_extra_ms),
         )
         if job is None:  # pragma: no cover - only when the id already exists
             raise RuntimeError(f"job {job_id} already exists")
@@ -178,6 +201,11 @@ class PoolqClient:
             self._job_sizes.pop(next(iter(self._job_sizes)))
         self._job_sizes[job_id] = len(docs)
         return job_id
+
+    def outage(self) -> RedisOutage:
+        """A fresh tracker of a Redis outage for one wait or status (its limit:
+        ``redis_outage_limit_s``)."""
+        return RedisOutage(describe_address(self.redis_url), self.redis_outage_limit_s)
 
     async def limits(self) -> Limits:
         """The limits jobs must fit: the smallest each live worker reports, else the defaults
@@ -248,9 +276,11 @@ class PoolqClient:
     ) -> list[JobOutcome]:
         """Wait until every job is done or failed; ``progress`` is called once per finished job,
         ``on_progress`` after every look with a :class:`WaitProgress` (documents done, chunks,
-        points, errors, skipped so far, from the workers' progress records, and how many
-        workers are alive, looked at every 2 s). ``TimeoutError`` after ``timeout_s``, saying
-        when no worker is running.
+        points, errors, skipped so far, from the workers' progress records, how many
+        workers are alive, looked at every 2 s, and ``redis_down_s`` while Redis is not
+        reachable). ``TimeoutError`` after ``timeout_s``, saying when no worker is running.
+        A Redis outage is waited out (see :mod:`poolq.ingest.outage`): after
+        ``redis_outage_limit_s`` of it, :class:`RedisUnavailableError`.
 
         Each poll is a few Redis round trips; the interval grows from ``poll_s`` to
         ``max_poll_s`` while nothing finishes, so waiting on many jobs costs next to nothing.
@@ -266,7 +296,11 @@ class PoolqClient:
         )
 
     async def status(
-        self, job_ids: Sequence[str] | None = None, *, limit: int = constants.STATUS_LIST_LIMIT
+        self,
+        job_ids: Sequence[str] | None = None,
+        *,
+        limit: int = constants.STATUS_LIST_LIMIT,
+        on_outage: Callable[[float | None], None] | None = None,
     ) -> dict[str, Any]:
         """Counts of queued/running/done/failed jobs and their outcomes under ``jobs``: of the
         given jobs (all of them, in order), or of every job (``jobs`` then lists the running
@@ -274,7 +308,14 @@ class PoolqClient:
         index's TTL as the workers recorded them (see ``job_index``: a few commands whatever
         the number of jobs). Also ``workers`` (heartbeats, stopped ones included while their
         final heartbeat lasts), ``workers_alive`` (how many are), ``last_heartbeat_age_s``
-        (seconds since a worker was last seen; None: never) and ``reindex`` progress."""
+        (seconds since a worker was last seen; None: never) and ``reindex`` progress.
+
+        A Redis outage is waited out (``on_outage(seconds_down)`` after each failed try,
+        ``on_outage(None)`` once Redis is back; :class:`RedisUnavailableError` after
+        ``redis_outage_limit_s``)."""
+        return await ride_out(lambda: self._status(job_ids, limit), self.outage(), on_outage)
+
+    async def _status(self, job_ids: Sequence[str] | None, limit: int) -> dict[str, Any]:
         from poolq.ingest.job_index import is_alive, worker_records
 
         now = self._clock()

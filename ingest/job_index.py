@@ -39,7 +39,7 @@ from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import deserialize, error_info, serialize
 
 CHUNK = 1000  # job ids per command (or pipeline)
-STATUSES = ("queued", "running", "done", "failed", "not_found", "deferred")
+STATUSES = ("queued", "running", "done", "refused", "failed", "not_found", "deferred")
 DONE, FAILED = constants.JOB_INDEX_DONE_KEY, constants.JOB_INDEX_FAILED_KEY
 SEEN = constants.WORKER_LAST_SEEN_KEY
 # a stopped worker's final heartbeat lives 20 heartbeat TTLs: look for workers seen since then
@@ -48,10 +48,29 @@ WORKERS_LISTED_S = 20 * constants.HEARTBEAT_TTL_S + 30
 
 @dataclass(frozen=True)
 class JobOutcome:
+    """``status``: queued | deferred | running | done | refused | failed | not_found.
+    ``refused``: an ingest job that ended without failing but whose every document was refused
+    (its ``result`` lists them under ``errors``; nothing written, nothing skipped)."""
+
     job_id: str
-    status: str  # queued | deferred | running | done | failed | not_found
+    status: str
     result: dict[str, Any] | None = None
     error: str | None = None
+
+
+def ended(job_id: str, result: Any) -> JobOutcome:
+    """The outcome of a job that ended without failing: ``refused`` when it is an ingest result
+    whose every document was refused, else ``done``."""
+    status = "refused" if all_refused(result) else "done"
+    return JobOutcome(job_id, status, result)
+
+
+def all_refused(result: Any) -> bool:
+    """Whether an ingest job's ``result`` refused documents and wrote or skipped none."""
+    if not isinstance(result, dict) or not isinstance(result.get("errors"), list):
+        return False
+    written = (result.get(k) for k in ("documents", "skipped", "points"))
+    return bool(result["errors"]) and not any(isinstance(n, int) and n > 0 for n in written)
 
 
 def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -146,12 +165,13 @@ def _recorded(job_id: str, raw: bytes | None) -> JobOutcome | None:
     if not isinstance(record, dict) or record.get("status") not in ("done", "failed"):
         return None
     if record["status"] == "done":
-        return JobOutcome(job_id, "done", record.get("result"))
+        return ended(job_id, record.get("result"))
     return JobOutcome(job_id, "failed", None, record.get("error"))
 
 
 def from_arq_result(job_id: str, raw: bytes) -> JobOutcome:
-    """A done or failed outcome from an arq result as stored (poolq's msgpack serializer)."""
+    """A done or failed outcome from an arq result as stored (poolq's msgpack serializer);
+    ``done`` whatever the result (workers record it so: see :func:`ended` for clients)."""
     try:
         info = deserialize_result(raw, deserializer=deserialize)
     except Exception as e:  # not poolq's serializer (an arq worker using pickle, say)
@@ -185,7 +205,8 @@ async def _finished(
         raws = await redis.mget([result_key_prefix + j for j in by_result])
         for j, raw in zip(by_result, raws, strict=True):
             if raw is not None:  # (None: expired meanwhile)
-                found[j] = from_arq_result(j, raw)
+                o = from_arq_result(j, raw)
+                found[j] = ended(j, o.result) if o.status == "done" else o
     if states:
         for k, j in enumerate(rest):
             if j in found:

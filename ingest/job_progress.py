@@ -14,12 +14,16 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from redis.exceptions import AuthenticationError
+
 from poolq.ingest.job_index import JobOutcome, chunks
+from poolq.ingest.outage import OUTAGE_ERRORS
 from poolq.ingest.workers_alive import no_worker_message
 from poolq.worker.wire import constants
+from poolq.worker.wire.connection import RedisUnavailableError
 
 if TYPE_CHECKING:
     from poolq.ingest.client import PoolqClient
@@ -55,7 +59,8 @@ class WaitProgress:
     job's count is known to the client that enqueued it, else once a worker starts it),
     ``chunks``, ``points``, ``errors``, ``skipped`` so far; jobs ``finished`` (done or failed) of
     ``jobs``, ``failed`` of them; ``workers_alive``: live workers at the last look (None: not
-    looked yet)."""
+    looked yet); ``redis_down_s``: how long Redis has been unreachable (None: it answers; the
+    counts are then those of the last look before the outage)."""
 
     jobs: int
     finished: int
@@ -67,6 +72,7 @@ class WaitProgress:
     errors: int
     skipped: int
     workers_alive: int | None = None
+    redis_down_s: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -119,7 +125,8 @@ async def wait_jobs(
     progress: Callable[[JobOutcome], None] | None,
     on_progress: Callable[[WaitProgress], None] | None,
 ) -> list[JobOutcome]:
-    """:meth:`PoolqClient.wait`: poll until every job is done or failed."""
+    """:meth:`PoolqClient.wait`: poll until every job is done or failed, through a Redis
+    outage (see :mod:`poolq.ingest.outage`)."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     ids = list(dict.fromkeys(job_ids))
     pending = list(ids)
@@ -129,27 +136,42 @@ async def wait_jobs(
     alive: int | None = None
     looked = -float("inf")
     sizes = client._job_sizes
+    outage = client.outage()
     while True:
-        done = await client.finished(pending) if pending else {}
-        for job_id, o in done.items():
-            finished[job_id] = o
-            if progress is not None:
-                progress(o)
-        pending = [j for j in pending if j not in done]
-        watching = on_progress is not None or deadline is not None
-        if pending and watching and time.monotonic() - looked >= LOOK_EVERY_S:
-            alive, looked = len(await client.live_workers()), time.monotonic()
-        if on_progress is not None:
-            records.update(await client.progress(pending + list(done)))
-            on_progress(totals(ids, records, finished, sizes, alive))
-        if not pending:
-            break
+        done: dict[str, JobOutcome] = {}
+        try:
+            done = await client.finished(pending) if pending else {}
+            for job_id, o in done.items():
+                finished[job_id] = o
+                if progress is not None:
+                    progress(o)
+            pending = [j for j in pending if j not in done]
+            watching = on_progress is not None or deadline is not None
+            if pending and watching and time.monotonic() - looked >= LOOK_EVERY_S:
+                alive, looked = len(await client.live_workers()), time.monotonic()
+            if on_progress is not None:
+                records.update(await client.progress(pending + list(done)))
+        except OUTAGE_ERRORS as e:
+            if isinstance(e, RedisUnavailableError | AuthenticationError):
+                raise
+            interval = outage.failed(e)  # RedisUnavailableError past redis_outage_limit_s
+            if on_progress is not None:
+                now = totals(ids, records, finished, sizes, alive)
+                on_progress(replace(now, redis_down_s=outage.down_s))
+        else:
+            outage.succeeded()
+            if on_progress is not None:
+                on_progress(totals(ids, records, finished, sizes, alive))
+            if not pending:
+                break
+            interval = poll_s if done else min(max_poll_s, interval * 1.5)
         if deadline is not None and time.monotonic() > deadline:
             why = f" ({no_worker_message(client.redis_url)})" if alive == 0 else ""
+            if outage.since is not None:
+                why = f" (Redis at {outage.where} not reachable for {outage.down_s:.1f}s)"
             raise TimeoutError(
                 f"{len(pending)} of {len(ids)} jobs not finished after {timeout_s:g}s{why}"
             )
-        interval = poll_s if done else min(max_poll_s, interval * 1.5)
         await asyncio.sleep(interval)
     for job_id in ids:
         sizes.pop(job_id, None)

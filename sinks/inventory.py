@@ -17,6 +17,7 @@ from poolq.sinks.payload import (
     CHUNK_COUNT,
     DOC_HASH,
     DOC_ID,
+    INGESTED_AT,
     META_HASH,
     PROFILE_VERSION,
 )
@@ -24,7 +25,7 @@ from poolq.sinks.points import point_id
 from poolq.sinks.qdrant_filters import first_chunks_filter
 from poolq.sinks.store.base import Store
 
-INVENTORY_FIELDS = [DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT]
+INVENTORY_FIELDS = [DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT, INGESTED_AT]
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class StoredDocument:
     meta_hash: str | None
     profile_version: str | None
     chunk_count: int
+    ingested_at: str | None = None  # of its chunk 0 (ISO 8601, UTC): when it was written
 
 
 def document_inventory(
@@ -64,6 +66,7 @@ def document_inventory(
                 pl.get(META_HASH),
                 pl.get(PROFILE_VERSION),
                 count if isinstance(count, int) and count > 0 else 1,
+                _text_or_none(pl.get(INGESTED_AT)),
             )
         if offset is None:
             return out
@@ -81,7 +84,12 @@ def _stored(payload: dict[str, Any] | None) -> StoredDocument | None:
         pl.get(META_HASH),
         pl.get(PROFILE_VERSION),
         count if isinstance(count, int) and count > 0 else 1,
+        _text_or_none(pl.get(INGESTED_AT)),
     )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def stored_documents(

@@ -53,8 +53,11 @@ async def test_force_is_sent_as_the_jobs_keyword_argument(redis_server):
     async with PoolqClient(redis_server.url) as client:
         (plain,) = await client.enqueue("docs", [{"id": "a", "text": "x"}])
         (forced,) = await client.enqueue("docs", [{"id": "a", "text": "x"}], force=True)
-        assert deserialize(await client.redis.get(f"arq:job:{plain}"))["k"] == {}
-        assert deserialize(await client.redis.get(f"arq:job:{forced}"))["k"] == {"force": True}
+        lane = {"priority": "interactive"}  # (one job: see tests/client/test_priority.py)
+        assert deserialize(await client.redis.get(f"arq:job:{plain}"))["k"] == lane
+        assert (
+            deserialize(await client.redis.get(f"arq:job:{forced}"))["k"] == {"force": True} | lane
+        )
 
 
 async def test_a_search_with_no_worker_is_answered_at_once(redis_server):

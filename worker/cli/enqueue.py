@@ -19,6 +19,8 @@ from typing import Any
 import typer
 
 from poolq.ingest.client import PoolqClient
+from poolq.ingest.outage import outage_limit_s
+from poolq.ingest.priority import check_priority
 from poolq.worker.cli.app import app
 from poolq.worker.cli.enqueue_input import Prepared, prepare
 from poolq.worker.cli.enqueue_wait import ProgressBar, summarize, summary_line
@@ -26,12 +28,14 @@ from poolq.worker.cli.options import (
     CLIENT_ERRORS,
     error,
     json_option,
+    outage_limit_option,
     redis_url_option,
     resolve_redis_url,
     timeout_option,
 )
+from poolq.worker.wire.connection import RedisUnavailableError
 
-EXIT_FAILED, EXIT_NOTHING, EXIT_TIMEOUT, EXIT_INTERRUPTED = 1, 2, 3, 130
+EXIT_FAILED, EXIT_NOTHING, EXIT_TIMEOUT, EXIT_REDIS_LOST, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 
 
 class UsageError(ValueError):
@@ -68,10 +72,12 @@ class Args:
     hidden: bool = False
     as_json: bool = False
     progress: bool = True
+    priority: str = "auto"
+    redis_outage_limit_s: float | None = None
 
 
 async def _enqueue(a: Args, url: str, run: Run) -> None:
-    async with PoolqClient(url) as client:
+    async with PoolqClient(url, redis_outage_limit_s=a.redis_outage_limit_s) as client:
         limits = await client.limits()
         if a.job_size > limits.max_documents_per_job:
             raise UsageError(
@@ -93,12 +99,15 @@ async def _enqueue(a: Args, url: str, run: Run) -> None:
             say(f"{len(prep.problems)} of {prep.read} documents not sent")
         await client.enqueue(
             a.collection, prep.documents, job_size=a.job_size, force=a.force, limits=limits,
-            on_enqueued=lambda job_id, _: run.job_ids.append(job_id),
+            on_enqueued=lambda job_id, _: run.job_ids.append(job_id), priority=a.priority,
         )  # fmt: skip
         if not a.wait:
             return
         t0 = time.perf_counter()
-        bar = ProgressBar(len(prep.documents), url, show=a.progress)
+        bar = ProgressBar(
+            len(prep.documents), url, show=a.progress,
+            outage_limit_s=client.redis_outage_limit_s,
+        )  # fmt: skip
         try:
             outcomes = await client.wait(run.job_ids, timeout_s=a.timeout_s, on_progress=bar)
         finally:
@@ -115,6 +124,8 @@ def run_enqueue(a: Args) -> int:
                 f"--include, --exclude and --hidden choose files in a folder; "
                 f"{str(a.input_path)!r} is a file"
             )
+        check_priority(a.priority, "--priority")
+        outage_limit_s(a.redis_outage_limit_s)  # (a bad POOLQ_REDIS_OUTAGE_LIMIT_S, named)
         asyncio.run(_enqueue(a, resolve_redis_url(a.redis_url), run))
     except KeyboardInterrupt:
         if run.job_ids:
@@ -127,6 +138,13 @@ def run_enqueue(a: Args) -> int:
     except TimeoutError as exc:  # --timeout passed: the jobs stay queued
         error("enqueue", f"{exc}; follow the jobs with {run.follow()}")
         return EXIT_TIMEOUT
+    except RedisUnavailableError as exc:
+        if not run.job_ids:  # Redis down at the start: nothing enqueued
+            error("enqueue", exc)
+            return EXIT_NOTHING
+        # gone while waiting, for longer than redis_outage_limit_s: the jobs stay queued
+        error("enqueue", f"{exc}; the jobs stay queued: follow them with {run.follow()}")
+        return EXIT_REDIS_LOST
     except CLIENT_ERRORS as exc:  # UsageError, a missing input, Redis down: nothing enqueued
         error("enqueue", exc)
         return EXIT_NOTHING
@@ -141,21 +159,26 @@ def run_enqueue(a: Args) -> int:
         say(f"document {e.get('id')!r}: {e.get('error')}")
     for e in s["job_errors"]:
         say(f"job {e['job_id']} failed: {e['error']}")
+    if s["refused_jobs"]:
+        say(f"{s['refused_jobs']} jobs refused every document they were sent (errors above)")
     print(json.dumps(s, ensure_ascii=False) if a.as_json else summary_line(s))
-    return EXIT_FAILED if (failed or s["errors"] or s["failed_jobs"]) else 0
+    return EXIT_FAILED if (failed or s["errors"] or s["failed_jobs"] or s["refused_jobs"]) else 0
 
 
 JSON_SHAPES = (
     'one line: {"jobs": [JOB_ID, ...]} (without --wait; also printed without --json); with '
-    '--wait one line: {"jobs", "job_ids", "failed_jobs", "documents", "points", "skipped", '
+    '--wait one line: {"jobs", "job_ids", "failed_jobs", "refused_jobs", "documents", "points", '
+    '"skipped", '
     '"errors": [{"where"?, "id", "error"}], "job_errors", "seconds", "documents_per_s"}.'
 )
 
 
 @app.command(
-    epilog="Exit status: 0 every document landed; 1 documents or jobs failed, were not sent, "
-    "or there were none; 2 nothing was enqueued (a flag, the input or Redis); 3 --timeout "
-    "passed (the jobs stay queued); 130 interrupted (the jobs stay queued: `poolq status ID...`)."
+    epilog="Exit status: 0 every document landed; 1 documents or jobs failed, were refused, were "
+    "not sent, or there were none; 2 nothing was enqueued (a flag, the input or Redis); 3 "
+    "--timeout passed (the jobs stay queued); 4 Redis stayed unreachable past "
+    "--redis-outage-limit while waiting (the jobs stay queued); 130 interrupted (the jobs stay "
+    "queued: `poolq status ID...`)."
 )
 def enqueue(
     input_path: Path = typer.Argument(
@@ -200,10 +223,19 @@ def enqueue(
     timeout_s: float | None = timeout_option(
         "With --wait: give up after this many seconds (exit 3; the jobs stay queued)."
     ),
+    priority: str = typer.Option(
+        "auto",
+        "--priority",
+        metavar="auto|interactive|bulk",
+        help="Interactive jobs start ahead of every bulk job; auto: interactive when the input "
+        "makes one job, else bulk.",
+    ),
+    redis_outage_limit_s: float | None = outage_limit_option(),
 ) -> None:
     """Enqueue documents for ingestion (and optionally wait for them)."""
     args = Args(
         input_path, collection, wait, job_size, redis_url, timeout_s, force,
-        tuple(include), tuple(exclude), hidden, as_json,
+        tuple(include), tuple(exclude), hidden, as_json, priority=priority,
+        redis_outage_limit_s=redis_outage_limit_s,
     )  # fmt: skip
     raise typer.Exit(run_enqueue(args))

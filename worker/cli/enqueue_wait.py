@@ -1,6 +1,7 @@
 """``poolq enqueue --wait``: a progress bar per document (chunks, points, errors, skipped as
-they come, from the workers' job progress records), a word when no worker is running, and the
-summary (one line of text, or one JSON object with ``--json``)."""
+they come, from the workers' job progress records), a word when no worker is running or Redis
+is not reachable (and how long it has been down, in the progress line), and the summary (one
+line of text, or one JSON object with ``--json``)."""
 
 from __future__ import annotations
 
@@ -13,18 +14,25 @@ from tqdm import tqdm
 from poolq.ingest.job_index import JobOutcome
 from poolq.ingest.job_progress import WaitProgress
 from poolq.ingest.workers_alive import no_worker_message
+from poolq.worker.wire.connection import describe_address
 
 
 class ProgressBar:
     """Moves with every document a worker finishes; says once when no worker is alive (and
-    once when one is back): the jobs wait in the queue meanwhile. On a terminal, a bar; else
-    (a log, a pipe) a line every ``LINE_EVERY_S`` while something moves."""
+    once when one is back): the jobs wait in the queue meanwhile; likewise when Redis is not
+    reachable (waited out for ``outage_limit_s``), the progress line saying how long it has been
+    down. On a terminal, a bar; else (a log, a pipe) a line every ``LINE_EVERY_S`` while
+    something moves."""
 
     LINE_EVERY_S = 5.0
 
-    def __init__(self, total: int, redis_url: str, *, show: bool = True) -> None:
+    def __init__(
+        self, total: int, redis_url: str, *, show: bool = True, outage_limit_s: float = 0.0
+    ) -> None:
         self.total = total
         self.redis_url = redis_url
+        self.outage_limit_s = outage_limit_s
+        self.down_since: float | None = None  # (time.monotonic) when Redis went away
         self.no_worker_said = False
         self.bar = None
         self.show = show
@@ -40,7 +48,10 @@ class ProgressBar:
             print(f"poolq enqueue: {text}", file=sys.stderr, flush=True)
 
     def __call__(self, p: WaitProgress) -> None:
-        if p.workers_alive == 0 and not self.no_worker_said:
+        self._outage(p.redis_down_s)
+        if p.redis_down_s is not None:
+            pass  # (the counts of the last look: no word about workers meanwhile)
+        elif p.workers_alive == 0 and not self.no_worker_said:
             self.no_worker_said = True
             self.say(
                 f"{no_worker_message(self.redis_url)}; the jobs wait in the queue until one "
@@ -60,9 +71,25 @@ class ProgressBar:
             self.last_line = (now, line)
             self.say(line)
 
+    def _outage(self, down_s: float | None) -> None:
+        where = describe_address(self.redis_url)
+        if down_s is not None and self.down_since is None:
+            self.down_since = time.monotonic() - down_s
+            self.say(
+                f"Redis at {where} is not reachable: waiting for it to come back (giving up "
+                f"after {self.outage_limit_s:g}s: redis_outage_limit_s; Ctrl-C stops waiting, "
+                "the jobs stay queued)"
+            )
+        elif down_s is None and self.down_since is not None:
+            self.say(f"Redis at {where} is back after {time.monotonic() - self.down_since:.1f}s")
+            self.down_since = None
+
     @staticmethod
     def _counts(p: WaitProgress) -> str:
-        return f"chunks={p.chunks} points={p.points} errors={p.errors} skipped={p.skipped}"
+        counts = f"chunks={p.chunks} points={p.points} errors={p.errors} skipped={p.skipped}"
+        if p.redis_down_s is not None:
+            counts += f" redis_down={p.redis_down_s:.0f}s"
+        return counts
 
     def _line(self, p: WaitProgress) -> str:
         counts = self._counts(p).replace("=", " ")
@@ -77,7 +104,8 @@ def summarize(
     outcomes: list[JobOutcome], seconds: float, problems: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """The ``--json`` summary: ``errors`` holds the documents not sent (``where``: FILE:LINE
-    or path) and those the workers reported, ``skipped`` the unchanged documents."""
+    or path) and those the workers reported, ``skipped`` the unchanged documents,
+    ``refused_jobs`` the jobs whose every document was refused (status ``refused``)."""
     results = [o.result for o in outcomes if isinstance(o.result, dict)]
     docs = sum(int(r.get("documents", 0)) for r in results)
     points = sum(int(r.get("points", 0)) for r in results)
@@ -88,6 +116,7 @@ def summarize(
         "jobs": len(outcomes),
         "job_ids": [o.job_id for o in outcomes],
         "failed_jobs": len(failed),
+        "refused_jobs": sum(o.status == "refused" for o in outcomes),
         "documents": docs,
         "points": points,
         "skipped": skipped,
@@ -99,8 +128,9 @@ def summarize(
 
 
 def summary_line(s: dict[str, Any]) -> str:
+    refused = s.get("refused_jobs") or 0
     return (
         f"{s['documents']} documents, {s['points']} points, {len(s['errors'])} errors, "
         f"{s['failed_jobs']} failed jobs, {s['skipped']} skipped (unchanged) in {s['seconds']}s "
         f"({s['documents_per_s']} documents/s)"
-    )
+    ) + (f"; {refused} jobs refused every document" if refused else "")

@@ -15,7 +15,12 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.worker.wire import constants
-from poolq.worker.wire.connection import RedisUnavailableError, check_redis_url, redact_text
+from poolq.worker.wire.connection import (
+    RedisUnavailableError,
+    check_redis_url,
+    describe_address,
+    redact_text,
+)
 
 # What a client command reports as one line (and exit code) instead of a traceback: Redis down
 # or gone mid-command (RedisUnavailableError is a ConnectionError), a timeout, a bad URL.
@@ -38,6 +43,39 @@ def json_option(shape: str) -> Any:
 
 def timeout_option(help_: str = "Give up waiting after this many seconds.") -> Any:
     return typer.Option(None, "--timeout", help=help_)
+
+
+def outage_limit_option() -> Any:
+    return typer.Option(
+        None,
+        "--redis-outage-limit",
+        metavar="SECONDS",
+        min=0,
+        help="Once connected, wait this many seconds for a Redis that went away to come back "
+        "before giving up (env POOLQ_REDIS_OUTAGE_LIMIT_S; default 300).",
+    )
+
+
+class OutageNotice:
+    """``on_outage`` for a client command: one line on stderr when Redis went away (it is waited
+    for), one when it is back."""
+
+    def __init__(self, command: str, redis_url: str, limit_s: float) -> None:
+        self.command, self.where, self.limit_s = command, describe_address(redis_url), limit_s
+        self.down = False
+
+    def __call__(self, down_s: float | None) -> None:
+        if down_s is not None and not self.down:
+            self.down = True
+            print(
+                f"poolq {self.command}: Redis at {self.where} is not reachable: waiting for it to "
+                f"come back (giving up after {self.limit_s:g}s: redis_outage_limit_s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        elif down_s is None and self.down:
+            self.down = False
+            print(f"poolq {self.command}: Redis at {self.where} is back", file=sys.stderr)
 
 
 def resolve_redis_url(flag: str | None, config: Path | str | None = None) -> str:

@@ -14,8 +14,10 @@ from poolq.ingest.client import PoolqClient
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
     CLIENT_ERRORS,
+    OutageNotice,
     error,
     json_option,
+    outage_limit_option,
     redis_url_option,
     resolve_redis_url,
 )
@@ -41,8 +43,10 @@ def format_reindex(r: dict[str, Any]) -> str:
 
 
 STATUS_JSON = (
-    'one line, one object: {"counts": {"queued", "running", "done", "failed", "deferred", '
-    '"not_found"}, "jobs": [{"job_id", "status", "result", "error"}] (the given jobs; [] '
+    'one line, one object: {"counts": {"queued", "running", "done", "refused", "failed", '
+    '"deferred", "not_found"} (refused: ingest jobs whose every document was refused, counted '
+    'apart among the given jobs, under done without job ids), "jobs": [{"job_id", "status", '
+    '"result", "error"}] (the given jobs; [] '
     'without), "workers": a list of heartbeat records, "reindex": a list of progress records, '
     '"workers_alive": n, "last_heartbeat_age_s": seconds since a worker was last seen (null: '
     "never)}."
@@ -52,7 +56,9 @@ STATUS_JSON = (
 def counts_line(c: dict[str, int]) -> str:
     line = f"jobs: {c['queued']} queued, {c['running']} running, {c['done']} done, "
     line += f"{c['failed']} failed"
-    extra = [f"{c[k]} {k.replace('_', ' ')}" for k in ("deferred", "not_found") if c.get(k)]
+    extra = [
+        f"{c[k]} {k.replace('_', ' ')}" for k in ("refused", "deferred", "not_found") if c.get(k)
+    ]
     return line + (f" ({', '.join(extra)})" if extra else "")
 
 
@@ -81,10 +87,14 @@ def format_worker(w: dict[str, Any]) -> str:
     )
 
 
-def run_status(job_ids: list[str], redis_url: str | None, as_json: bool) -> int:
+def run_status(
+    job_ids: list[str], redis_url: str | None, as_json: bool, outage_limit_s: float | None = None
+) -> int:
     async def go() -> dict[str, Any]:
-        async with PoolqClient(resolve_redis_url(redis_url)) as client:
-            return await client.status(job_ids)
+        url = resolve_redis_url(redis_url)
+        async with PoolqClient(url, redis_outage_limit_s=outage_limit_s) as client:
+            said = OutageNotice("status", url, client.redis_outage_limit_s)
+            return await client.status(job_ids, on_outage=said)
 
     try:
         st = asyncio.run(go())
@@ -115,9 +125,10 @@ def status(
     ),
     redis_url: str | None = redis_url_option(),
     as_json: bool = json_option(STATUS_JSON),
+    redis_outage_limit_s: float | None = outage_limit_option(),
 ) -> None:
     """Queued, running, done and failed job counts (done and failed: within the last day, as
     the workers recorded them; failed: dead-lettered jobs until dropped or retried, and jobs
     failed before they ran); results of the given jobs; whether a worker is alive, and its
     heartbeats."""
-    raise typer.Exit(run_status(job_ids or [], redis_url, as_json))
+    raise typer.Exit(run_status(job_ids or [], redis_url, as_json, redis_outage_limit_s))

@@ -162,13 +162,19 @@ class _Outage:
 OUTAGES = _Outage()
 
 
+def reconnect_backoff() -> ExponentialBackoff:
+    """The delays between reconnect attempts, for the worker's commands (:class:`WorkerRetry`)
+    and for clients riding out an outage (``poolq.ingest.outage``): 0.1 s doubling up to 2 s."""
+    return ExponentialBackoff(cap=2.0, base=0.1)
+
+
 class WorkerRetry(Retry):
     """The worker's retry of Redis commands (exponential backoff up to 2 s, ``retries`` times):
     each failed attempt is logged with the time Redis has been down so far, and the first
     command that gets through again logs how long the outage lasted."""
 
     def __init__(self, where: str, retries: int = 40) -> None:
-        super().__init__(ExponentialBackoff(cap=2.0, base=0.1), retries)
+        super().__init__(reconnect_backoff(), retries)
         self.where = where
 
     async def call_with_retry(

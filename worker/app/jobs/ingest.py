@@ -1,18 +1,30 @@
 """The ingest job: thin — check arguments, leave unchanged documents alone, hand the rest to the
 pipeline, report.
 
-``ingest(ctx, collection, documents, force=False, priority="bulk")`` returns only once the points are durable in
-Qdrant: ``{"points": n, "documents": n, "errors": [{"id": ..., "field": ..., "error": ...}],
+``ingest(ctx, collection, documents, force=False, priority="bulk")`` returns once the points are
+durable in Qdrant: ``{"points": n, "documents": n, "errors": [{"id": ..., "field": ..., "error": ...}],
 "skipped": n, "seconds": s}``. One bad document never fails the others. A document whose stored
 ``doc_hash``, ``meta_hash`` and ``profile_version`` all match (read for every document of the
 job in one lookup by id) is ``skipped``: no model work, no write; ``force=True`` re-encodes
 every document. Progress is published under ``JOB_PROGRESS_KEY`` while the job runs.
+
+A retry of the job (its worker died, or a try failed) finds the documents an earlier try wrote
+already stored: those written since the job was enqueued (their chunk 0's ``ingested_at`` at or
+after arq's ``enqueue_time``, on a try after the first) are not written again either, but they
+count as written (``documents``, and their chunks in ``points``), not as ``skipped``: the job's
+result tells what the job wrote, whichever of its tries did. (The clocks of clients and workers
+are assumed to agree; an unchanged document another job wrote after this one was enqueued counts
+as written here too.)
+
+``priority`` ("interactive" or "bulk", from the client) is the lane of the job's chunks in the
+engines (``engine/lanes.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -61,9 +73,10 @@ async def ingest(
     progress.add(errors=len(errors), done=len(errors))
     async with progress:
         await rt.ensure_collection(collection)
-        todo = docs if force else await _changed(rt, collection, docs)
-        skipped = len(docs) - len(todo)
-        progress.add(skipped=skipped, done=skipped)
+        todo, earlier = (docs, {}) if force else await _changed(rt, collection, docs, ctx)
+        skipped = len(docs) - len(todo) - len(earlier)
+        earlier_points = sum(earlier.values())
+        progress.add(skipped=skipped, done=skipped + len(earlier), points=earlier_points)
         await progress.publish()
         outcome = await ingest_documents(
             rt,
@@ -76,19 +89,22 @@ async def ingest(
         )
     rt.jobs_done += 1
     return {
-        "points": outcome.points,
-        "documents": outcome.documents,
+        "points": outcome.points + earlier_points,
+        "documents": outcome.documents + len(earlier),
         "errors": [e.as_dict() for e in errors + outcome.errors],
         "skipped": skipped,
         "seconds": round(time.perf_counter() - t0, 3),
     }
 
 
-async def _changed(rt: Runtime, collection: str, docs: list[Document]) -> list[Document]:
+async def _changed(
+    rt: Runtime, collection: str, docs: list[Document], ctx: dict[str, Any]
+) -> tuple[list[Document], dict[str, int]]:
     """The documents the collection does not already hold as they are (text, metadata and the
-    profile that encoded them)."""
+    profile that encoded them); and among those it holds, the ones an earlier try of this job
+    wrote (doc id -> chunk count; see the module docstring)."""
     if not docs:
-        return []
+        return [], {}
     # hashing every text (up to a job's 64 MiB): off the event loop; Document caches them
     await asyncio.to_thread(lambda: [(d.content_hash, d.metadata_hash) for d in docs])
     stored = await rt.writer.read(
@@ -96,7 +112,36 @@ async def _changed(rt: Runtime, collection: str, docs: list[Document]) -> list[D
         what=f"lookup of {len(docs)} documents in {collection!r}",
     )
     version = rt.vectorizer.version
-    return [d for d in docs if not _unchanged(d, stored.get(d.id), version)]
+    todo = [d for d in docs if not _unchanged(d, stored.get(d.id), version)]
+    since = _earlier_tries_since(ctx)
+    earlier = {
+        d.id: s.chunk_count
+        for d in docs
+        if since is not None
+        and (s := stored.get(d.id)) is not None
+        and _unchanged(d, s, version)
+        and _written_since(s, since)
+    }
+    return todo, earlier
+
+
+def _earlier_tries_since(ctx: dict[str, Any]) -> datetime | None:
+    """When the job was enqueued, on a try after the first (None on the first try: no earlier
+    try wrote anything)."""
+    enqueued = ctx.get("enqueue_time")
+    if int(ctx.get("job_try") or 1) <= 1 or not isinstance(enqueued, datetime):
+        return None
+    return enqueued
+
+
+def _written_since(stored: StoredDocument, since: datetime) -> bool:
+    try:
+        written = datetime.fromisoformat(stored.ingested_at or "")
+    except ValueError:
+        return False
+    if written.tzinfo is None or since.tzinfo is None:
+        return False
+    return written >= since
 
 
 def _unchanged(doc: Document, stored: StoredDocument | None, version: str) -> bool:

@@ -1,0 +1,55 @@
+"""Job priority (part of :mod:`poolq.ingest.client`): which lane an enqueue call's jobs take,
+and where they go in arq's queue.
+
+arq starts jobs in score order (the score is a unix time in ms, the enqueue time unless
+deferred). An interactive job is enqueued deferred *until* its enqueue time minus
+:data:`~poolq.worker.wire.constants.INTERACTIVE_HEAD_START_MS` (a time in the past: it is due
+at once), so it scores ahead of every bulk job, first come first served among interactive ones.
+arq derives a job's expiry from its deferral (``score - now + expires_extra_ms``), which a score
+years in the past would make negative: interactive jobs carry an explicit ``_expires`` of
+``expires_extra_ms``, the expiry every bulk job gets. Every ingest job also gets the keyword
+argument ``priority`` ("interactive" or "bulk"): the lane its chunks take in the engines.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from poolq.worker.wire import constants
+
+# arq's default ArqRedis.expires_extra_ms: a job not started within a day expires
+ARQ_EXPIRES_EXTRA_MS = 86_400_000
+
+
+def check_priority(priority: object, name: str) -> str:
+    """``priority`` if it is one of ``auto``, ``interactive``, ``bulk``, else ``ValueError``
+    naming ``name`` (the argument or flag it came from)."""
+    if priority not in constants.PRIORITY_CHOICES:
+        raise ValueError(
+            f"{name}: expected one of {', '.join(constants.PRIORITY_CHOICES)}, got {priority!r}"
+        )
+    return str(priority)
+
+
+def job_priority(priority: str, n_jobs: int) -> str:
+    """The lane of the jobs of one enqueue call: "auto" is interactive for a call that makes one
+    job, bulk for more."""
+    if priority == "auto":
+        return "interactive" if n_jobs == 1 else "bulk"
+    return priority
+
+
+def queue_placement(
+    priority: str, now_s: float, expires_extra_ms: int = ARQ_EXPIRES_EXTRA_MS
+) -> dict[str, Any]:
+    """The arq ``enqueue_job`` keyword arguments that place a job of ``priority`` in the queue:
+    none for bulk (scored by its enqueue time); for interactive a ``_defer_until`` of ``now_s``
+    less the head start, and an explicit ``_expires`` (see the module docstring)."""
+    if priority != "interactive":
+        return {}
+    head_start_s = constants.INTERACTIVE_HEAD_START_MS / 1000
+    return {
+        "_defer_until": datetime.fromtimestamp(now_s - head_start_s, UTC),
+        "_expires": timedelta(milliseconds=expires_extra_ms),
+    }
