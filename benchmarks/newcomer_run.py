@@ -93,9 +93,9 @@ def main() -> None:
         log = tmp / "worker.log"
         with WorkerProcess(redis_server.url, tmp / "qdrant", log=log):
             load0, stolen0, t0 = os.getloadavg()[0], steal_s(), time.monotonic()
+            command = ["enqueue", str(corpus), "--collection", "man", "--wait"]
             enqueue = subprocess.Popen(
-                [sys.executable, "-m", "poolq.worker", "enqueue", str(corpus), "--collection"]
-                + ["man", "--wait"],
+                [sys.executable, "-m", "poolq.worker", *command],
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
