@@ -118,6 +118,7 @@ class AsyncEngine:
         self.served_at: dict[str, float] = {}
         self._pending: dict[str, int] = {}
         self.last_activity = time.monotonic()
+        self.busy = False  # the model thread is computing a batch (or finishing one)
 
     def set_observer(self, observer: EngineObserver | None) -> None:
         """Report timings to ``observer`` (``None``: stop reporting)."""
@@ -313,10 +314,14 @@ class AsyncEngine:
 
     def progress_of(self, group: str) -> float | None:
         """When ``group`` last moved here (time.monotonic()): while it has requests queued or
-        in flight, the engine's last batch counts (it waits its turn, it is not stuck); else
-        its last computed request. None: nothing of it ever reached this engine."""
+        in flight, the engine's last batch counts (it waits its turn, it is not stuck), and
+        while a batch is being computed, now (a forward slowed by a busy core is not stuck; the
+        job's ceiling still bounds a forward that hangs); else its last computed request. None:
+        nothing of it ever reached this engine."""
         served = self.served_at.get(group)
         if self._pending.get(group):
+            if self.busy:  # a forward is running: slow (a busy core) is not stuck
+                return time.monotonic()
             return max(self.last_activity, served or 0.0)
         return served
 
@@ -375,6 +380,8 @@ class AsyncEngine:
         assert self._loop is not None
         in_flight: tuple[list[EncodeRequest], BatchOutputs, float, list[float]] | None = None
         while True:
+            if in_flight is None:
+                self.busy = False  # about to wait for work
             batch = self.scheduler.next_batch(timeout_s=0 if in_flight else None)
             if batch is None:
                 if in_flight is not None:
@@ -386,6 +393,7 @@ class AsyncEngine:
                 continue
             self._notify_space()
             self.last_activity = time.monotonic()
+            self.busy = True
             t0 = time.perf_counter()
             waits: list[float] = []
             if self.observer is not None:

@@ -7,7 +7,9 @@ under two limits (``Settings``):
 
 * ``job_stall_timeout_s`` (``POOLQ_JOB_STALL_TIMEOUT_S``, default 120 s): the longest a job may go
   without progress. Progress is any change the job reports (chunked, encoded, refused, written:
-  :class:`JobClock` ticks with each) and any engine batch that computed one of its chunks;
+  :class:`JobClock` ticks with each), any engine batch that computed one of its chunks, and the
+  time its chunks wait in an engine that is working (``AsyncEngine.progress_of``: waiting one's
+  turn is not a stall);
 * ``job_timeout_s`` (``POOLQ_JOB_TIMEOUT_S``, default 3600 s): a ceiling on the whole run, for
   runaway jobs. arq's own timeout is set past it, so that it never fires first.
 
