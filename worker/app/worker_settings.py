@@ -26,6 +26,7 @@ from poolq.worker.reliability.arq_overrides import PoolqWorker, adopt_running
 from poolq.worker.reliability.heartbeat import HeartbeatThread
 from poolq.worker.reliability.job_guard import guarded, install_job_index
 from poolq.worker.reliability.reaper import reaper_loop
+from poolq.worker.reliability.run_lock import RunLocks
 from poolq.worker.runtime.runtime import Runtime
 from poolq.worker.runtime.search_service import SearchService
 from poolq.worker.wire import constants
@@ -63,6 +64,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     rt.redis = ctx.get("redis")
     ctx["runtime"] = rt
     await install_job_index(ctx)  # jobs arq fails unrun count as failed; the worker is listed
+    rt.run_locks = RunLocks(rt.worker_id)  # one run at a time per job (run_lock.py)
     # liveness from a thread of its own (heartbeat.py): a busy loop or core cannot starve it
     ctx["heartbeat"] = HeartbeatThread(
         settings.redis_url, rt.worker_id, rt.heartbeat, rt.run_locks

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.writer import QdrantWriter
 from poolq.worker.config.settings import Settings
-from poolq.worker.reliability.run_lock import RunLocks
 from poolq.worker.runtime.admission import Admission, default_bound
 from poolq.worker.runtime.query import QueryService
 from poolq.worker.runtime.vectorizer import Vectorizer
@@ -46,7 +45,7 @@ class Runtime:
     search_service: SearchService | None = None
     redis: Any = None  # the worker's Redis (arq's pool), set at start-up; None outside a worker
     admission: Admission | None = None  # which jobs the worker may take now (set in open)
-    run_locks: RunLocks | None = None  # the run locks of the jobs it runs (set in open)
+    run_locks: Any = None  # reliability.run_lock.RunLocks of the jobs it runs (set at start-up)
     _queries: QueryService | None = None
     _collections: set[str] = field(default_factory=set)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -72,7 +71,6 @@ class Runtime:
         rt.admission = Admission(
             bound, lambda: max((e.scheduler.queued_tokens for e in engines), default=0)
         )
-        rt.run_locks = RunLocks(rt.worker_id)
         return rt
 
     async def close(self) -> None:
