@@ -5,12 +5,15 @@ overrides rely on change, and check that ``arq poolq.worker.app.WorkerSettings``
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import re
 import subprocess
 import sys
+import time
 import tomllib
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import arq
@@ -166,3 +169,53 @@ def test_get_kwargs_keeps_every_argument_of_worker_kwargs():
     s = Settings()
     assert set(get_kwargs(build_worker_settings(s))) == set(worker_kwargs(s))
     assert arq.worker.Worker is Worker
+
+
+async def _wait_forever(ctx):
+    await asyncio.Event().wait()
+
+
+async def test_start_jobs_takes_by_capacity_and_never_runs_a_job_twice_here(redis_server):
+    """The admission override of ``start_jobs``: bulk jobs only while there is room (the rest
+    stay queued), interactive ones (scored years ahead) regardless; and a job running in this
+    worker whose in-progress mark was dropped is not started again (its mark is set back)."""
+    from arq.connections import create_pool
+    from arq.constants import in_progress_key_prefix
+
+    from poolq.worker.runtime.admission import Admission
+    from poolq.worker.wire import constants
+
+    pool = await create_pool(redis_settings(redis_server.url))
+    w = PoolqWorker(functions=[func(_wait_forever, name="wait")], redis_pool=pool, queue_name="q")
+    queued = [0]
+    w.admission = Admission(100, lambda: queued[0])
+    try:
+        for i in range(3):
+            await pool.enqueue_job("wait", _job_id=f"bulk{i}", _queue_name="q")
+        past = time.time() - constants.INTERACTIVE_HEAD_START_MS / 1000
+        await pool.enqueue_job(
+            "wait",
+            _job_id="inter",
+            _queue_name="q",
+            _defer_until=datetime.fromtimestamp(past, UTC),
+            _expires=timedelta(days=1),
+        )
+        ids = await pool.zrangebyscore("q", "-inf", "+inf")
+        assert ids[0] == b"inter"  # ahead of every bulk job
+        queued[0] = 100  # the engines are full
+        await w.start_jobs(ids)
+        assert sorted(w.tasks) == ["inter"]  # the bulk jobs wait in Redis
+        queued[0] = 0
+        await w.start_jobs([b"bulk0", b"bulk1"])  # room again: one is taken, its estimate counts
+        assert "bulk0" in w.tasks
+        first = w.tasks["bulk0"]
+        await pool.delete(in_progress_key_prefix + "bulk0")  # dropped while it runs here
+        w.admission = None
+        await w.start_jobs([b"bulk0"])
+        assert w.tasks["bulk0"] is first  # not a second local run
+        assert await pool.exists(in_progress_key_prefix + "bulk0")  # its mark is back
+    finally:
+        for t in w.tasks.values():
+            t.cancel()
+        await asyncio.gather(*w.tasks.values(), return_exceptions=True)
+        await pool.aclose()

@@ -13,6 +13,7 @@ from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.int8 import Int8Linear
 from poolq.worker.engine.int8_gate import Int8QualityError
 from poolq.worker.engine.loader import ModelConfig, load_model
+from tests.cpu import needs_vnni
 from tests.texts import varied_texts
 
 pytestmark = pytest.mark.slow
@@ -24,6 +25,7 @@ async def encode(model, texts, tasks):
         return await engine.encode(texts, tasks)
 
 
+@needs_vnni
 async def test_int8_minilm_within_the_documented_bounds_of_sentence_transformers(minilm):
     from sentence_transformers import SentenceTransformer
 
@@ -50,6 +52,7 @@ async def test_int8_minilm_within_the_documented_bounds_of_sentence_transformers
     }
 
 
+@needs_vnni
 async def test_int8_splade_terms_and_weights_stay_close_to_sentence_transformers(splade):
     from sentence_transformers import SparseEncoder
     from sentence_transformers.sparse_encoder.modules import MLMTransformer, SpladePooling
@@ -76,6 +79,7 @@ async def test_int8_splade_terms_and_weights_stay_close_to_sentence_transformers
     assert max(errors) > 1e-3  # int8, not fp32
 
 
+@needs_vnni
 async def test_int8_colbert_token_vectors_in_the_document_form(colbert):
     fp32 = load_model(ModelConfig(colbert))
     q = load_model(ModelConfig(colbert, dtype="int8"))
