@@ -29,7 +29,7 @@ fusion its candidate pool is deeper and it fills fused groups too. With dense or
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from qdrant_client import models
 
@@ -88,7 +88,7 @@ def _fill(
             break
         seen = [p.id for hits in by_key.values() for p in hits]
         only = models.Filter(
-            must=[models.FieldCondition(key=group_by, match=models.MatchAny(any=short))],
+            must=[models.FieldCondition(key=group_by, match=models.MatchAny(any=cast(Any, short)))],
             must_not=[models.HasIdCondition(has_id=seen)],
         )
         flt = _and(kw.get("query_filter"), only)
@@ -102,12 +102,9 @@ def _fill(
                 hits.append(p)
         if len(points) < asked:
             break  # every point of those groups that matches
-    ranked = [sorted(hits, key=lambda p: -p.score) for hits in by_key.values()]
-    ranked.sort(key=lambda hits: -hits[0].score)
-    return [
-        models.PointGroup.model_construct(id=hits[0].payload[group_by], hits=hits, lookup=None)
-        for hits in ranked
-    ]
+    ranked = [(k, sorted(hits, key=lambda p: -p.score)) for k, hits in by_key.items()]
+    ranked.sort(key=lambda kv: -kv[1][0].score)
+    return [models.PointGroup.model_construct(id=k, hits=hits, lookup=None) for k, hits in ranked]
 
 
 def _and(a: models.Filter | None, b: models.Filter) -> models.Filter:

@@ -43,8 +43,7 @@ def documents():
             "text": "Mount Kelud is a stratovolcano in East Java. Its eruptions are violent and "
             "its crater lake feeds deadly lahars.",
         },
-        {"id": "note-merapi", "text": "Merapi is an active volcano in Central Java that erupts "
-         "every few years."},  # fmt: skip
+        {"id": "note-merapi", "text": "Merapi is an active volcano in Central Java."},
     ]
     return docs
 
@@ -111,8 +110,9 @@ def test_cli_chunks_is_the_chunk_list_and_the_default_is_per_document(url):
     flat = [json.loads(x) for x in run("--json", "--chunks").stdout.splitlines()]
     expected = search(url, mode="dense", limit=4, group_by=None)
     assert [(x["id"], x["doc_id"]) for x in flat] == [(h.id, h.doc_id) for h in expected]
-    assert all(set(x) == {"rank", "id", "score", "doc_id", "chunk_index", "text", "metadata"}
-               for x in flat)  # fmt: skip  (the shape it always had)
+    assert all(
+        set(x) == {"rank", "id", "score", "doc_id", "chunk_index", "text", "metadata"} for x in flat
+    )  # fmt: skip  (the shape it always had)
 
     out = run("--json", "--group-size", "2")
     docs = [json.loads(x) for x in out.stdout.splitlines()]

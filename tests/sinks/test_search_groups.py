@@ -157,11 +157,12 @@ def test_one_long_document_no_longer_fills_the_hits(stores, mode):
     assert len(docs) == 5
     assert docs[0].doc_id == "long"
     assert len({h.doc_id for h in docs}) == 5
-    # its best chunk and next two are the chunk-level list's first three
+    # its best chunk and next two are the chunk-level list's first three (hybrid: fused on
+    # deeper lists, since the first run found one document, so RRF scores differ)
     ours = [(docs[0].id, docs[0].score)] + [(c.id, c.score) for c in docs[0].chunks]
-    assert [s for _, s in ours] == pytest.approx([h.score for h in chunks[:3]])
-    if mode != "hybrid":  # (RRF ties come in either order)
-        assert [i for i, _ in ours] == [h.id for h in chunks[:3]]
+    if mode != "hybrid":
+        assert ours == [(h.id, pytest.approx(h.score)) for h in chunks[:3]]
+    assert len(ours) == 3
     assert [h.score for h in docs] == sorted((h.score for h in docs), reverse=True)
     for h in docs:
         assert len(h.chunks) <= 2
