@@ -302,3 +302,18 @@ def test_points_without_the_field_belong_to_no_group():
               sp(4, 0.6, {"doc_id": "b"}), sp(5, 0.5, {"doc_id": "a"}), sp(6, 0.4, {"doc_id": 7})]  # fmt: skip
     groups = edge_groups.group_points(points, "doc_id", 3, 2)
     assert [(g.id, [p.id for p in g.hits]) for g in groups] == [("a", [2, 5]), ("b", [4])]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_servers_request_runs_in_local_mode_for_every_mode(stores, mode):
+    """No Qdrant server can run here: the ``query_points_groups`` request a server gets runs
+    through qdrant-client's local mode (its own grouping, every point), one hit per document."""
+    _, oracle, rows = stores
+    req = SearchRequest("g", mode, 5, ("c<5",), group_by="doc_id", candidates=40)
+    hits = search_points(oracle, SCHEMA, req, _query())
+    assert len(hits) == 5 and len({h.doc_id for h in hits}) == 5
+    assert hits[0].doc_id == "long" and len(hits[0].chunks) == 2
+    if mode == "rerank":
+        scores = _by_hand(rows, _query(), "rerank")
+        for h in hits:
+            assert h.score == pytest.approx(scores[h.doc_id, h.chunk_index], abs=1e-3)
