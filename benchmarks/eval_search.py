@@ -1,5 +1,8 @@
-"""Retrieval quality of every search mode on the demo corpus: recall@10 and MRR@10 over a small
-labelled query set (``benchmarks/search_queries.jsonl``), through a real worker, in one run.
+"""Retrieval quality of every search mode on the demo corpus: recall@10, MRR@10 and hit@1 over
+a small labelled query set (``benchmarks/search_queries.jsonl``), through a real worker, in one
+run, per document: hits grouped by ``doc_id`` (what ``client.search`` returns by default) and,
+beside them, the chunk-level list (``group_by=None``, what it returned before grouping) with
+each document kept at its first chunk.
 
     python benchmarks/eval_search.py [--corpus-size N] [--candidates N] [--dtype D] [--json]
 
@@ -8,7 +11,9 @@ precision (a ``[models]`` table in the worker's config): run it once per precisi
 
 The corpus is ``worker/cli/demo.py::_sample_corpus`` (standard-library docstrings, ids
 ``stdlib-0000``...). Each mode (dense, sparse, hybrid RRF, hybrid DBSF, rerank) runs every query
-with limit 10; hits are deduplicated by ``doc_id`` in rank order before scoring (document level).
+with limit 10; chunk-level hits are deduplicated by ``doc_id`` in rank order before scoring
+(document level), so a document with many matching chunks leaves fewer than 10 documents there
+(``docs/q``: the mean number of distinct documents a search returned).
 The peer of hybrid is the better of dense and sparse in the same run; the requirement is that
 hybrid is not worse than it by more than 0.02 recall@10 (exit status 1 otherwise, with
 ``--json`` too).
@@ -67,6 +72,7 @@ QUERIES = Path(__file__).resolve().parent / "search_queries.jsonl"
 LABELLED_SHA256 = "4876d7b7c77bb1575d4d2e8caae43d86c69a7d005e7c8666741e0903b8823f9f"
 COLLECTION = "eval"
 K = 10
+GROUPINGS = {"documents": "doc_id", "chunks": None}  # label -> group_by
 # (label, mode, fusion)
 MODES = [
     ("dense", "dense", "rrf"),
@@ -126,6 +132,26 @@ def score(ranking: list[str], relevant: list[str], k: int = K) -> tuple[float, f
     return recall, rr
 
 
+def steal_s() -> float:
+    """CPU time stolen from this (virtual) machine so far, all CPUs (/proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
+    n = len(rows)
+    return {
+        "recall@10": sum(r["recall"] for r in rows) / n,
+        "mrr@10": sum(r["rr"] for r in rows) / n,
+        "hit@1": sum(r["rr"] == 1.0 for r in rows) / n,
+        "docs/q": sum(r["docs"] for r in rows) / n,
+    }
+
+
 async def evaluate(
     redis_url: str, corpus: Path, queries: list[dict[str, Any]], candidates: int | None
 ) -> dict[str, Any]:
@@ -139,51 +165,65 @@ async def evaluate(
         if bad:
             raise SystemExit(f"{len(bad)} jobs failed or reported errors: {bad[:2]}")
         points = sum(int((o.result or {}).get("points", 0)) for o in outcomes)
-        per_mode: dict[str, Any] = {}
-        for label, mode, fusion in MODES:
-            rows = []
-            encode, search = [], []
-            for q in queries:
-                res = await client.search(
-                    q["query"], COLLECTION, mode=mode, limit=K, fusion=fusion, candidates=candidates
-                )
-                ranking = doc_ranking(res.hits)
-                recall, rr = score(ranking, q["relevant"])
-                rows.append(
-                    {
-                        "query": q["query"],
-                        "kind": q.get("kind"),
-                        "recall": recall,
-                        "rr": rr,
-                        "top": ranking[:3],
-                    }
-                )
-                encode.append(res.encode_s)
-                search.append(res.search_s)
-            per_mode[label] = {
-                "recall@10": sum(r["recall"] for r in rows) / len(rows),
-                "mrr@10": sum(r["rr"] for r in rows) / len(rows),
-                "by_kind": {
-                    kind: {
-                        "n": len(sub),
-                        "recall@10": sum(r["recall"] for r in sub) / len(sub),
-                        "mrr@10": sum(r["rr"] for r in sub) / len(sub),
-                    }
-                    for kind in sorted({str(r["kind"]) for r in rows})
-                    for sub in [[r for r in rows if str(r["kind"]) == kind]]
-                },
-                "mean_encode_s": sum(encode) / len(encode),
-                "mean_search_s": sum(search) / len(search),
-                "queries": rows,
-            }
+        per_grouping: dict[str, Any] = {}
+        for grouping, group_by in GROUPINGS.items():
+            per_grouping[grouping] = await _modes(client, queries, candidates, group_by)
     return {
         "documents": len(docs),
         "points": points,
         "ingest_s": ingest_s,
         "queries": len(queries),
         "candidates": candidates,
-        "modes": per_mode,
+        "modes": per_grouping["documents"],
+        "modes_chunks": per_grouping["chunks"],
     }
+
+
+async def _modes(
+    client: PoolqClient,
+    queries: list[dict[str, Any]],
+    candidates: int | None,
+    group_by: str | None,
+) -> dict[str, Any]:
+    per_mode: dict[str, Any] = {}
+    for label, mode, fusion in MODES:
+        rows = []
+        encode, search = [], []
+        load0, steal0, t0 = os.getloadavg()[0], steal_s(), time.perf_counter()
+        for q in queries:
+            res = await client.search(
+                q["query"], COLLECTION, mode=mode, limit=K, fusion=fusion,
+                candidates=candidates, group_by=group_by,
+            )  # fmt: skip
+            ranking = doc_ranking(res.hits)
+            recall, rr = score(ranking, q["relevant"])
+            rows.append(
+                {
+                    "query": q["query"],
+                    "kind": q.get("kind"),
+                    "recall": recall,
+                    "rr": rr,
+                    "docs": len(ranking),
+                    "top": ranking[:3],
+                }
+            )
+            encode.append(res.encode_s)
+            search.append(res.search_s)
+        per_mode[label] = summary(rows) | {
+            "by_kind": {
+                kind: {"n": len(sub)} | summary(sub)
+                for kind in sorted({str(r["kind"]) for r in rows})
+                for sub in [[r for r in rows if str(r["kind"]) == kind]]
+            },
+            "mean_encode_s": sum(encode) / len(encode),
+            "mean_search_s": sum(search) / len(search),
+            "load1": (load0 + os.getloadavg()[0]) / 2,
+            "steal_pct": 100
+            * (steal_s() - steal0)
+            / max(1e-9, (time.perf_counter() - t0) * (os.cpu_count() or 1)),
+            "queries": rows,
+        }
+    return per_mode
 
 
 def main() -> None:
@@ -250,15 +290,26 @@ def main() -> None:
         f"{out['ingest_s']:.1f}s; {out['queries']} queries ({counts}), limit {K}, "
         f"document-level, candidates {out['candidates'] or 'default'}"
     )
-    head = f"{'mode':12s} {'recall@10':>9s} {'MRR@10':>7s}"
-    for k in kinds:
-        head += f" {'R@10 ' + k[:5]:>11s} {'MRR ' + k[:5]:>10s}"
-    print(head + f" {'encode ms':>9s} {'search ms':>9s}")
-    for label, m in modes.items():
-        line = f"{label:12s} {m['recall@10']:9.3f} {m['mrr@10']:7.3f}"
+    for title, table in (
+        ("per document (group_by doc_id, the default)", modes),
+        ("chunk-level list (group_by None), each document at its first chunk", out["modes_chunks"]),
+    ):
+        print(title)
+        head = f"{'mode':12s} {'recall@10':>9s} {'MRR@10':>7s} {'hit@1':>6s} {'docs/q':>6s}"
         for k in kinds:
-            line += f" {m['by_kind'][k]['recall@10']:11.3f} {m['by_kind'][k]['mrr@10']:10.3f}"
-        print(line + f" {1e3 * m['mean_encode_s']:9.1f} {1e3 * m['mean_search_s']:9.1f}")
+            head += f" {'R@10 ' + k[:5]:>11s} {'MRR ' + k[:5]:>10s}"
+        print(head + f" {'encode ms':>9s} {'search ms':>9s} {'load1':>5s} {'steal':>6s}")
+        for label, m in table.items():
+            line = (
+                f"{label:12s} {m['recall@10']:9.3f} {m['mrr@10']:7.3f} {m['hit@1']:6.3f} "
+                f"{m['docs/q']:6.1f}"
+            )
+            for k in kinds:
+                line += f" {m['by_kind'][k]['recall@10']:11.3f} {m['by_kind'][k]['mrr@10']:10.3f}"
+            print(
+                line + f" {1e3 * m['mean_encode_s']:9.1f} {1e3 * m['mean_search_s']:9.1f}"
+                f" {m['load1']:5.1f} {m['steal_pct']:5.1f}%"
+            )
     req = out["requirement"]
     print(f"peer (better of dense and sparse) recall@10: {best_single:.3f}")
     for label in ("hybrid-rrf", "hybrid-dbsf"):

@@ -41,7 +41,13 @@ from poolq.ingest.priority import check_priority, job_priority, queue_placement
 from poolq.ingest.search_call import search_via_workers
 from poolq.ingest.sync_client import SyncPoolqClient
 from poolq.ingest.workers_alive import NoWorkerError, live_workers
-from poolq.sinks.search_types import Fusion, SearchMode, SearchRequest, SearchResult
+from poolq.sinks.search_types import (
+    DEFAULT_GROUP_SIZE,
+    Fusion,
+    SearchMode,
+    SearchRequest,
+    SearchResult,
+)
 from poolq.worker.wire import constants
 from poolq.worker.wire.connection import (
     CLIENT_CONNECT_DEADLINE_S,
@@ -357,19 +363,26 @@ class PoolqClient:
         score_threshold: float | None = None,
         fusion: Fusion = "rrf",
         candidates: int | None = None,
+        group_by: str | None = "doc_id",
+        group_size: int = DEFAULT_GROUP_SIZE,
         timeout_s: float = 30.0,
     ) -> SearchResult:
         """Search ``collection`` through a running worker (which encodes the query with the
         collection's profile, ahead of ingestion, and queries Qdrant). ``filters`` are
         ``key=value`` / ``key>=n`` expressions (see :func:`sinks.search.parse_filters`).
 
+        Hits are documents by default (``group_by="doc_id"``): each document's best chunk, with
+        up to ``group_size - 1`` of its other matching chunks in ``hit.chunks``;
+        ``group_by=None`` returns the chunks themselves, several of one document if they match.
+
         Raises :class:`SearchError` for a request the worker refuses (unknown collection, bad
         filter, mode the collection cannot run), :class:`NoWorkerError` (a ``TimeoutError``) at
         once when no worker is running on this Redis, and ``TimeoutError`` when a live worker
         does not answer within ``timeout_s``."""
         request = SearchRequest(
-            collection, mode, limit, tuple(filters), score_threshold, fusion, candidates
-        )
+            collection, mode, limit, tuple(filters), score_threshold, fusion, candidates,
+            group_by, group_size,
+        )  # fmt: skip
         return await search_via_workers(self.redis, self.redis_url, query, request, timeout_s)
 
     async def workers(self) -> list[dict[str, Any]]:

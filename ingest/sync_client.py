@@ -69,7 +69,7 @@ class SyncPoolqClient:
         return self._run(self._client.reindex(source, collection, **kwargs))
 
     def search(self, query: str, collection: str, **kwargs: Any) -> SearchResult:
-        """See :meth:`PoolqClient.search`."""
+        """See :meth:`PoolqClient.search` (documents by default; ``group_by=None``: chunks)."""
         return self._run(self._client.search(query, collection, **kwargs))
 
     def close(self) -> None:

@@ -8,6 +8,9 @@ so that fusion and rerank happen inside Qdrant, on a server and on Qdrant Edge a
   collection has one).
 
 The filter applies in every prefetch stage as well as at the top.
+
+A grouped request (``group_by``) is the same request run as ``query_points_groups``
+(:func:`build_group_query`): one group per document, its best chunks first.
 """
 
 from __future__ import annotations
@@ -125,3 +128,16 @@ def build_query(
     else:
         fused = firsts
     return kw | {"prefetch": fused, "query": query_value(vectors[multi]), "using": multi}
+
+
+def build_group_query(
+    schema: CollectionSchema,
+    request: SearchRequest,
+    vectors: Mapping[str, VectorValue],
+) -> dict[str, Any]:
+    """Keyword arguments of ``QdrantClient.query_points_groups`` for a grouped ``request``:
+    those of :func:`build_query`, with ``limit`` counting groups, ``group_size`` hits each."""
+    if request.group_by is None:
+        raise SearchError("a grouped query needs group_by (None asks for chunks: build_query)")
+    kw = build_query(schema, request, vectors)
+    return kw | {"group_by": request.group_by, "group_size": request.group_size}

@@ -2,6 +2,10 @@
 store, whichever backend it is, and its points as hits. Fusion and the MaxSim rerank run inside
 Qdrant (Edge or a server); ``sinks/maxsim.py`` is the reference the tests check them against.
 
+A grouped request (``group_by``) runs as ``query_points_groups`` (the store's
+:meth:`~poolq.sinks.store.base.Store.query_groups`): each hit is a document's best chunk, with
+the document's other matching chunks in :attr:`Hit.chunks`.
+
 Query encoding is not done here (sinks know nothing of models): callers pass the query's vectors
 by name, encoded with the collection's profile (see ``worker/runtime/query.py``).
 """
@@ -9,6 +13,7 @@ by name, encoded with the collection's profile (see ``worker/runtime/query.py``)
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from qdrant_client import models
 
@@ -16,12 +21,13 @@ from poolq.sinks.maxsim import maxsim, maxsim_many
 from poolq.sinks.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.sinks.points import VectorValue
 from poolq.sinks.qdrant_filters import parse_filters
-from poolq.sinks.query import build_query, resolve_mode, vectors_needed
+from poolq.sinks.query import build_group_query, build_query, resolve_mode, vectors_needed
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.search_types import (
     FUSIONS,
     MAX_LIMIT,
     SEARCH_MODES,
+    Chunk,
     Fusion,
     Hit,
     SearchError,
@@ -35,13 +41,16 @@ __all__ = [
     "FUSIONS",
     "MAX_LIMIT",
     "SEARCH_MODES",
+    "Chunk",
     "Fusion",
     "Hit",
     "SearchError",
     "SearchMode",
     "SearchRequest",
     "SearchResult",
+    "build_group_query",
     "build_query",
+    "hit_from_group",
     "hit_from_point",
     "maxsim",
     "maxsim_many",
@@ -65,11 +74,27 @@ def hit_from_point(point: models.ScoredPoint) -> Hit:
     )
 
 
+def hit_from_group(group: models.PointGroup) -> Hit:
+    """A document's hit: its best chunk, and its other chunks (best first) in ``chunks``."""
+    best, *others = group.hits
+    hit = hit_from_point(best)
+    chunks = [
+        Chunk(str(p.id), float(p.score), (p.payload or {}).get(CHUNK_INDEX),
+              (p.payload or {}).get(TEXT))
+        for p in others
+    ]  # fmt: skip
+    return replace(hit, chunks=chunks)
+
+
 def search_points(
     store: Store,
     schema: CollectionSchema,
     request: SearchRequest,
     vectors: Mapping[str, VectorValue],
 ) -> list[Hit]:
-    """Run one search (in a thread the store may be called from)."""
+    """Run one search (in a thread the store may be called from): chunks, or with
+    ``request.group_by`` one hit per document."""
+    if request.group_by is not None:
+        groups = store.query_groups(build_group_query(schema, request, vectors))
+        return [hit_from_group(g) for g in groups if g.hits]
     return [hit_from_point(p) for p in store.query(build_query(schema, request, vectors))]

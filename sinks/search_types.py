@@ -1,7 +1,14 @@
 """Search requests and results as plain data: what a client sends and gets back, and what the
 worker's search service and the sink exchange. No Qdrant, numpy or torch here, so the client
 (``from poolq import SearchRequest``) stays light; ``sinks/search.py`` turns these into Query
-API calls."""
+API calls.
+
+Grouping: a request with ``group_by="doc_id"`` asks for one hit per document, its best chunk,
+listing up to ``group_size - 1`` other chunks of it among the matches (:attr:`Hit.chunks`);
+``group_by=None`` asks for the chunks themselves, in rank order. The client and ``poolq search``
+group by default; a bare :class:`SearchRequest` (and a request on the wire without the key,
+from a client older than grouping) asks for chunks, which is what such a client expects.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +22,9 @@ Fusion = Literal["rrf", "dbsf"]
 SEARCH_MODES: tuple[SearchMode, ...] = get_args(SearchMode)
 FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
 MAX_LIMIT = 1000
+GROUP_FIELDS: tuple[str, ...] = ("doc_id",)  # payload fields search may group by
+DEFAULT_GROUP_SIZE = 3  # the best chunk and up to two others (Qdrant's own default)
+MAX_GROUP_SIZE = 100
 
 
 class SearchError(ValueError):
@@ -26,7 +36,8 @@ class SearchRequest:
     """What to search for, apart from the query text. ``mode=None`` picks the best mode the
     collection supports (see :func:`resolve_mode`). ``candidates`` is how many points each
     prefetch returns for fusion and rerank (default: see :attr:`fusion_limit` and
-    :attr:`rerank_pool`)."""
+    :attr:`rerank_pool`). ``group_by`` (None here: chunks) and ``group_size``: see the module
+    docstring."""
 
     collection: str
     mode: SearchMode | None = None
@@ -35,6 +46,8 @@ class SearchRequest:
     score_threshold: float | None = None
     fusion: Fusion = "rrf"
     candidates: int | None = None
+    group_by: str | None = None
+    group_size: int = DEFAULT_GROUP_SIZE
 
     def __post_init__(self) -> None:
         if not isinstance(self.collection, str) or not self.collection:
@@ -48,6 +61,14 @@ class SearchRequest:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:
                 raise SearchError(f"{name}: expected an integer in 1..{MAX_LIMIT}, got {value!r}")
+        if self.group_by is not None and self.group_by not in GROUP_FIELDS:
+            raise SearchError(
+                f"group_by: expected one of {list(GROUP_FIELDS)} or None (chunks), "
+                f"got {self.group_by!r}"
+            )
+        gs = self.group_size
+        if isinstance(gs, bool) or not isinstance(gs, int) or not 1 <= gs <= MAX_GROUP_SIZE:
+            raise SearchError(f"group_size: expected an integer in 1..{MAX_GROUP_SIZE}, got {gs!r}")
         if self.score_threshold is not None and (
             isinstance(self.score_threshold, bool)
             or not isinstance(self.score_threshold, int | float)
@@ -75,7 +96,10 @@ class SearchRequest:
         return self.candidates if self.candidates is not None else max(50, 5 * self.limit)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The request as sent to a worker. The grouping keys are left out of a chunk-level
+        request, so that a worker older than grouping (which refuses unknown keys) still runs
+        it; a grouped one sent to such a worker is refused, naming ``group_by``."""
+        out: dict[str, Any] = {
             "collection": self.collection,
             "mode": self.mode,
             "limit": self.limit,
@@ -84,6 +108,9 @@ class SearchRequest:
             "fusion": self.fusion,
             "candidates": self.candidates,
         }
+        if self.group_by is not None:
+            out |= {"group_by": self.group_by, "group_size": self.group_size}
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SearchRequest:
@@ -105,8 +132,32 @@ class SearchRequest:
 
 
 @dataclass(frozen=True)
+class Chunk:
+    """Another matching chunk of a grouped hit's document."""
+
+    id: str
+    score: float
+    chunk_index: int | None
+    text: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "score": self.score,
+            "chunk_index": self.chunk_index,
+            "text": self.text,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Chunk:
+        return cls(str(data["id"]), float(data["score"]), data.get("chunk_index"), data.get("text"))
+
+
+@dataclass(frozen=True)
 class Hit:
-    """One result: the point, its score, and the chunk's document, text and metadata."""
+    """One result: the point, its score, and the chunk's document, text and metadata. In a
+    grouped search the hit is a document: its best chunk (whose score is the document's), and
+    in ``chunks`` its other matching chunks, best first (None in a chunk-level search)."""
 
     id: str
     score: float
@@ -114,9 +165,10 @@ class Hit:
     chunk_index: int | None
     text: str | None
     metadata: dict[str, Any] = field(default_factory=dict)
+    chunks: list[Chunk] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "score": self.score,
             "doc_id": self.doc_id,
@@ -124,6 +176,9 @@ class Hit:
             "text": self.text,
             "metadata": self.metadata,
         }
+        if self.chunks is not None:  # (a chunk-level hit keeps its earlier shape)
+            out["chunks"] = [c.to_dict() for c in self.chunks]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Hit:
@@ -134,14 +189,16 @@ class Hit:
             data.get("chunk_index"),
             data.get("text"),
             dict(data.get("metadata") or {}),
+            None if data.get("chunks") is None else [Chunk.from_dict(c) for c in data["chunks"]],
         )
 
 
 @dataclass(frozen=True)
 class SearchResult:
     """Hits in rank order, the mode that ran and where the time went (``encode_s`` is the
-    query's model time, ``search_s`` the Qdrant call). Iterating, ``len`` and indexing go over
-    the hits: ``for hit in await client.search(...)``."""
+    query's model time, ``search_s`` the Qdrant call), and ``group_by``: the payload field the
+    hits were grouped by (one hit per document), or None for chunks. Iterating, ``len`` and
+    indexing go over the hits: ``for hit in await client.search(...)``."""
 
     query: str
     collection: str
@@ -150,6 +207,7 @@ class SearchResult:
     encode_s: float
     search_s: float
     worker_id: str | None = None
+    group_by: str | None = None
 
     def __iter__(self) -> Iterator[Hit]:
         """``for hit in result``: the hits in rank order."""
@@ -170,6 +228,7 @@ class SearchResult:
             "encode_s": self.encode_s,
             "search_s": self.search_s,
             "worker_id": self.worker_id,
+            "group_by": self.group_by,
         }
 
     @classmethod
@@ -182,4 +241,5 @@ class SearchResult:
             float(data["encode_s"]),
             float(data["search_s"]),
             data.get("worker_id"),
+            data.get("group_by"),
         )

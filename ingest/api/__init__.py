@@ -13,9 +13,10 @@ file is ``ingest/api/__init__.py`` in the source tree, installed as ``poolq/__in
 """
 
 from poolq.ingest.client import JobOutcome, PoolqClient, SyncPoolqClient
-from poolq.sinks.search_types import Hit, SearchError, SearchRequest, SearchResult
+from poolq.sinks.search_types import Chunk, Hit, SearchError, SearchRequest, SearchResult
 
 __all__ = [
+    "Chunk",
     "Hit",
     "JobOutcome",
     "PoolqClient",

@@ -133,6 +133,12 @@ class Store(ABC):
         """Run one Query API request: ``request`` holds the keyword arguments of
         ``QdrantClient.query_points`` (see ``sinks/query.py``)."""
 
+    @abstractmethod
+    def query_groups(self, request: dict[str, Any]) -> list[models.PointGroup]:
+        """Run one grouped Query API request: ``request`` holds the keyword arguments of
+        ``QdrantClient.query_points_groups`` (``group_by``, ``group_size``, ``limit`` groups).
+        Groups come best first, each with its hits best first."""
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def maintain(self) -> None:  # noqa: B027 - optional: most backends have nothing to do

@@ -202,6 +202,11 @@ class ClientStore(Store):
     def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:
         return self.client.query_points(**request).points
 
+    def query_groups(self, request: dict[str, Any]) -> list[models.PointGroup]:
+        # Qdrant groups it (a server: prefetch limits times ``limit``, then rounds that skip
+        # filled groups; local mode: every point, grouped)
+        return self.client.query_points_groups(**request).groups
+
     def close(self) -> None:
         self.client.close()
 

@@ -36,6 +36,7 @@ from qdrant_client import models
 from poolq.sinks import collection_config as cc
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store import edge_convert as cv
+from poolq.sinks.store import edge_groups as eg
 from poolq.sinks.store import edge_params as ep
 from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.edge_catalog import Catalog
@@ -226,6 +227,10 @@ class EdgeStore(Store):
         with self._using(collection) as sh, edge_errors(f"query of {collection!r}"):
             found = sh.shard.query(edge_request)
         return [cv.scored(p) for p in found]
+
+    def query_groups(self, request: dict[str, Any]) -> list[models.PointGroup]:
+        # Edge 0.9 has no grouping query: grouped here (``edge_groups.py``)
+        return eg.query_groups(self.query, request)
 
     # -- maintenance and lifecycle -----------------------------------------------------------
 

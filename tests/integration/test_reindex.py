@@ -75,8 +75,8 @@ def chunks_of(url, doc_id):
     client = SyncPoolqClient(url)
     try:
         hits = client.search(
-            "x", COLLECTION, mode="dense", limit=100, filters=[f"doc_id={doc_id}"]
-        ).hits
+            "x", COLLECTION, mode="dense", limit=100, filters=[f"doc_id={doc_id}"], group_by=None
+        ).hits  # every chunk of the document
     finally:
         client.close()
     return sorted(hits, key=lambda h: h.chunk_index)

@@ -235,8 +235,9 @@ def test_rerank_order_is_maxsim_recomputed_from_stored_vectors(env):
     server, worker, qpath = env
     query = "read a file line by line"
     limit, candidates = 10, 40
-    hybrid = search(server.url, query, mode="hybrid", limit=candidates, candidates=candidates)
-    rerank = search(server.url, query, mode="rerank", limit=limit, candidates=candidates)
+    flat = {"candidates": candidates, "group_by": None}  # chunks: points as Qdrant ranks them
+    hybrid = search(server.url, query, mode="hybrid", limit=candidates, **flat)
+    rerank = search(server.url, query, mode="rerank", limit=limit, **flat)
     worker.stop()
 
     st = SentenceTransformer(str(minilm_path()), device="cpu")
@@ -283,4 +284,5 @@ def test_direct_search_on_a_folder_no_worker_holds(env, capsys):
     assert rc == 0, out.err
     hits = [json.loads(x) for x in out.out.splitlines()]
     assert hits[0]["doc_id"] == "target-volcano" and len(hits) == 3
+    assert all("chunks" in h for h in hits)  # per document by default, --direct too
     assert "mode rerank" in out.err

@@ -1,5 +1,8 @@
 """``poolq search``: through a running worker (default; the only way in embedded mode, where the
-worker owns the Qdrant folder), or ``--direct`` (encode here, query Qdrant here)."""
+worker owns the Qdrant folder), or ``--direct`` (encode here, query Qdrant here).
+
+Hits are documents (each one's best chunk, its other matching chunks listed) unless
+``--chunks`` asks for the chunk-level list."""
 
 from __future__ import annotations
 
@@ -13,7 +16,14 @@ from typing import Any
 
 import typer
 
-from poolq.sinks.search_types import SearchError, SearchRequest, SearchResult
+from poolq.sinks.search_types import (
+    DEFAULT_GROUP_SIZE,
+    MAX_GROUP_SIZE,
+    Hit,
+    SearchError,
+    SearchRequest,
+    SearchResult,
+)
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
     CLIENT_ERRORS,
@@ -34,14 +44,27 @@ def _one_line(text: str | None, width: int) -> str:
     return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
 
 
+def _also(hit: Hit) -> str:
+    """The other matching chunks of a document's hit: their indexes, best first."""
+    return ",".join(str(c.chunk_index) for c in hit.chunks or ()) or "-"
+
+
 def format_table(result: SearchResult) -> str:
+    """One row per hit; grouped, an ``also`` column lists the document's other chunks."""
     width = shutil.get_terminal_size((120, 24)).columns
-    rows = [("#", "score", "doc_id", "chunk", "text")]
+    grouped = result.group_by is not None
+    rows = [("#", "score", "doc_id", "chunk", *(("also",) if grouped else ()), "text")]
     for i, h in enumerate(result.hits, 1):
-        rows.append((str(i), f"{h.score:.4f}", str(h.doc_id), str(h.chunk_index), h.text or ""))
-    w = [max(len(r[k]) for r in rows) for k in range(4)]
+        also = (_also(h),) if grouped else ()
+        rows.append(
+            (str(i), f"{h.score:.4f}", str(h.doc_id), str(h.chunk_index), *also, h.text or "")
+        )
+    n = len(rows[0]) - 1  # columns before the text
+    w = [max(len(r[k]) for r in rows) for k in range(n)]
     w[2] = min(w[2], 40)
-    text_w = max(20, width - sum(w) - 8)
+    if grouped:
+        w[4] = min(w[4], 16)
+    text_w = max(20, width - sum(w) - 2 * n)
     lines = [
         "  ".join(
             (
@@ -49,7 +72,8 @@ def format_table(result: SearchResult) -> str:
                 r[1].rjust(w[1]),
                 _one_line(r[2], w[2]).ljust(w[2]),
                 r[3].rjust(w[3]),
-                _one_line(r[4], text_w),
+                *((_one_line(r[4], w[4]).ljust(w[4]),) if grouped else ()),
+                _one_line(r[-1], text_w),
             )
         )
         for r in rows
@@ -104,6 +128,8 @@ async def _via_worker(
             score_threshold=request.score_threshold,
             fusion=request.fusion,
             candidates=request.candidates,
+            group_by=request.group_by,
+            group_size=request.group_size,
             timeout_s=timeout_s,
         )
 
@@ -125,6 +151,8 @@ def run_search(
     qdrant_path: Path | None,
     qdrant_api_key: str | None,
     timeout_s: float,
+    group_by: str | None = "doc_id",
+    group_size: int = DEFAULT_GROUP_SIZE,
 ) -> int:
     try:
         request = SearchRequest(
@@ -134,6 +162,8 @@ def run_search(
             tuple(filters),
             score_threshold,
             fusion,  # type: ignore[arg-type]
+            group_by=group_by,
+            group_size=group_size,
         )
         if direct:  # loads the models here: the only client path that imports torch
             from poolq.worker.config.settings import load_settings
@@ -163,7 +193,8 @@ def run_search(
     else:
         print(format_table(result))
     print(
-        f"poolq search: {len(result.hits)} hits, mode {result.mode}, "
+        f"poolq search: {len(result.hits)} hits "
+        f"({'documents' if result.group_by else 'chunks'}), mode {result.mode}, "
         f"encode {result.encode_s * 1000:.0f} ms, search {result.search_s * 1000:.0f} ms",
         file=sys.stderr,
     )
@@ -197,7 +228,23 @@ def search(
         help="dense, sparse, hybrid or rerank (default: rerank when the collection has a "
         "multi-vector, else hybrid).",
     ),
-    limit: int = typer.Option(10, "--limit", min=1, max=1000, help="Number of hits."),
+    limit: int = typer.Option(
+        10, "--limit", min=1, max=1000, help="Number of hits (documents, or with --chunks chunks)."
+    ),
+    chunks: bool = typer.Option(
+        False,
+        "--chunks",
+        help="One hit per matching chunk (several of one document if they match) instead of "
+        "one per document.",
+    ),
+    group_size: int = typer.Option(
+        DEFAULT_GROUP_SIZE,
+        "--group-size",
+        min=1,
+        max=MAX_GROUP_SIZE,
+        help="Per document: its best chunk and up to N-1 other matching chunks (listed under "
+        "'also', and in JSON as \"chunks\").",
+    ),
     filters: list[str] = typer.Option(
         [],
         "--filter",
@@ -209,7 +256,9 @@ def search(
     ),
     fusion: str = typer.Option("rrf", "--fusion", help="rrf or dbsf (hybrid and rerank)."),
     as_json: bool = json_option(
-        'one JSON line per hit: {"rank", "id", "score", "doc_id", "chunk_index", "text", "metadata"}.'
+        'one JSON line per hit: {"rank", "id", "score", "doc_id", "chunk_index", "text", '
+        '"metadata", "chunks"} ("chunks": the other matching chunks [{"id", "score", '
+        '"chunk_index", "text"}]; not with --chunks).'
     ),
     direct: bool = typer.Option(
         False,
@@ -234,7 +283,8 @@ def search(
         help="Seconds to wait for a busy worker's answer (with no worker running: at once).",
     ),
 ) -> None:
-    """Search a collection: a table of hits, or JSON lines with --json. Exit status: 0 hits
+    """Search a collection: a table of hits (one per document: its best chunk; --chunks for
+    the chunks themselves), or JSON lines with --json. Exit status: 0 hits
     (or none) printed; 2 a bad request (flag, filter, collection); 3 no worker running, none
     answering within --timeout, or the search failed in the worker."""
     try:
@@ -259,5 +309,7 @@ def search(
             qdrant_path=qdrant_path,
             qdrant_api_key=qdrant_api_key,
             timeout_s=timeout_s,
+            group_by=None if chunks else "doc_id",
+            group_size=group_size,
         )
     )

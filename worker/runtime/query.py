@@ -96,4 +96,5 @@ class QueryService:
             round(t1 - t0, 4),
             round(t2 - t1, 4),
             self.worker_id,
+            request.group_by,
         )
