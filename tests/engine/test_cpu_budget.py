@@ -2,17 +2,20 @@
 ``/proc/stat`` counters, the thread choice, explicit settings winning, the governor following
 neighbours that come and go without flapping."""
 
+import os
 from pathlib import Path
 
 import pytest
 
 from poolq.worker.engine.cpu_budget import (
+    SPIN_COUNT,
     CpuSample,
     affinity_cpus,
     busy_elsewhere,
     cgroup_quota_cpus,
     choose_threads,
     explicit_threads,
+    openmp_wait_env,
     parse_proc_stat,
     plan,
 )
@@ -195,3 +198,20 @@ def test_governor_waits_for_the_interval(monkeypatch):
     gov.tick()
     gov.tick()
     assert len(calls) == 1  # the first sample only: no /proc read inside the interval
+
+
+def test_a_short_openmp_spin_unless_the_user_chose_one():
+    assert openmp_wait_env({}) == {"GOMP_SPINCOUNT": SPIN_COUNT}
+    assert openmp_wait_env({"OMP_WAIT_POLICY": "ACTIVE"}) == {}
+    assert openmp_wait_env({"GOMP_SPINCOUNT": "300000"}) == {}
+
+
+def test_the_command_line_sets_the_spin_before_torch_loads(monkeypatch):
+    import poolq.worker.cli as cli
+
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.setattr("sys.argv", ["poolq", "--version"])
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert os.environ["GOMP_SPINCOUNT"] == SPIN_COUNT
