@@ -209,8 +209,9 @@ def test_a_short_openmp_spin_unless_the_user_chose_one():
 def test_the_command_line_sets_the_spin_before_torch_loads(monkeypatch):
     import poolq.worker.cli as cli
 
-    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
-    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    for name in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY"):
+        monkeypatch.setenv(name, "")  # recorded, so that the teardown restores the original
+        monkeypatch.delenv(name)
     monkeypatch.setattr("sys.argv", ["poolq", "--version"])
     with pytest.raises(SystemExit):
         cli.main()

@@ -3,10 +3,9 @@ really use, less what its own other threads need, less the cores its neighbours 
 
 Why: torch's CPU operators end in a barrier. With as many threads as cores and one core held
 by another process, every operator waits for the thread that lost its core (a scheduler time
-slice, milliseconds), and poolq's many small operators (packed attention per sequence, small
-GEMMs) pay that wait each time. Measured on 2 cores beside one busy process (1,080 passages,
-MiniLM fp32, whole process; ``benchmarks/bench_contention.py``): 2 threads were several times
-slower than quiet, 1 thread about twice as slow, as one core predicts.
+slice, milliseconds), and each of a forward's hundreds of operators can pay that wait; one
+thread per free core has no barrier to wait at. ``benchmarks/bench_contention.py`` measures
+it against sentence-transformers, quiet and beside a busy process.
 
 The budget, in CPUs: ``min(len(sched_getaffinity), cgroup quota)`` (cgroup v2 ``cpu.max``, v1
 ``cpu.cfs_quota_us / cpu.cfs_period_us``), less ``reserved_cpus`` (the tokenizer thread, the
@@ -33,7 +32,9 @@ THREADS_ENV = "POOLQ_THREADS"
 # OMP_WAIT_POLICY is unset is 300,000 (about 3 ms, more on slow-pause CPUs): a thread whose
 # partner lost its core to a neighbour then burns its own core for milliseconds per operator.
 SPIN_COUNT = "10000"
-RESERVED_ENCODE_CPUS = 0.1  # poolq encode: one tokenizer thread and the event loop (~3% measured)
+# CPUs left to the process's other threads (estimates, not measured: they only tip a budget
+# that is nearly a whole CPU short of the next thread, see choose_threads)
+RESERVED_ENCODE_CPUS = 0.1  # poolq encode: one tokenizer thread and the event loop
 RESERVED_WORKER_CPUS = 0.3  # a worker: + arq/msgpack and the store writer
 PROBE_S = 0.2  # the start-up window when nothing else is measured meanwhile
 _BUSY_FIELDS = (0, 1, 2, 5, 6, 7)  # user nice system irq softirq steal (guest is in user)
