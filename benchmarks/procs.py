@@ -3,11 +3,13 @@ interpreter), timed from just before ``exec`` to the output that matters."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 
 def cpu_pressure() -> str:
@@ -26,6 +28,45 @@ def pressure_avg10() -> float:
             return float(f.readline().split()[1].split("=")[1])
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def cpu_counters() -> tuple[int, int]:
+    """(steal, total) jiffies of the ``cpu`` line of ``/proc/stat``; (0, 0) elsewhere."""
+    try:
+        with open("/proc/stat") as f:
+            values = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    return (values[7] if len(values) > 7 else 0), sum(values[:8])
+
+
+def steal_pct(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """CPU steal between two :func:`cpu_counters` readings, in percent of all CPU time."""
+    total = after[1] - before[1]
+    return 100.0 * (after[0] - before[0]) / total if total > 0 else 0.0
+
+
+@contextlib.contextmanager
+def machine_state() -> Iterator[dict[str, float]]:
+    """Fills ``{"load": 1-min load average at the start, "steal": steal % over the block}``."""
+    state = {"load": os.getloadavg()[0], "steal": 0.0}
+    before = cpu_counters()
+    try:
+        yield state
+    finally:
+        state["steal"] = steal_pct(before, cpu_counters())
+
+
+@contextlib.contextmanager
+def busy_neighbour() -> Iterator[int]:
+    """A process spinning on one core for the duration of the block (its pid); ended by pid."""
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # let it reach the run queue before what is measured starts
+        yield p.pid
+    finally:
+        p.kill()
+        p.wait()
 
 
 def wait_quiet(threshold: float = 20.0, max_wait_s: float = 120.0) -> float:

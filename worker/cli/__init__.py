@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+
+from poolq.worker.engine.cpu_budget import openmp_wait_env
 
 try:
     import typer
@@ -29,4 +32,5 @@ def main() -> None:
     """The ``poolq`` console script."""
     if typer is None:  # pragma: no cover - a client-only install
         sys.exit("poolq: the command line needs its extra: pip install 'poolq[cli]'")
+    os.environ.update(openmp_wait_env(os.environ))  # before any command imports torch
     app(prog_name="poolq")

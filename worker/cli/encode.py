@@ -52,6 +52,13 @@ def encode(
     device: str | None = typer.Option(
         None, "--device", help="cpu, cuda, cuda:N (default: CUDA when present)."
     ),
+    threads: int | None = typer.Option(
+        None,
+        "--threads",
+        min=1,
+        help="Intra-op CPU threads (env POOLQ_THREADS; default: chosen from the CPUs this "
+        "process may use, less those other processes hold, and re-chosen while it runs).",
+    ),
     no_truncate: bool = typer.Option(
         False, "--no-truncate", help="Over-long texts are errors instead of being truncated."
     ),
@@ -85,10 +92,13 @@ def encode(
             device=device,
             max_batch_tokens=max_batch_tokens,
             report_quality=report_quality,
+            threads=threads,
         )
     except (ValueError, FileNotFoundError) as exc:
         typer.echo(f"poolq encode: error: {exc}", err=True)
         raise typer.Exit(2) from None
+    if summary.cpu is not None:
+        typer.echo(f"poolq encode: {summary.cpu}", err=True)
     if summary.gate is not None:
         typer.echo(
             f"poolq encode: quality gate (built-in sample): {summary.gate.summary()}", err=True

@@ -84,6 +84,13 @@ def worker(
     job_timeout_s: int | None = typer.Option(
         None, "--job-timeout", min=1, help="Ceiling on one run of a job, seconds (default 3600)."
     ),
+    threads: int | None = typer.Option(
+        None,
+        "--threads",
+        min=1,
+        help="Intra-op CPU threads (env POOLQ_THREADS; default: chosen from the CPUs this "
+        "process may use, less those other processes hold, and re-chosen while it runs).",
+    ),
     burst: bool = typer.Option(False, "--burst", help="Exit once the queue is empty."),
     metrics_port: int | None = typer.Option(
         None,
@@ -111,6 +118,9 @@ def worker(
 ) -> None:
     """Run an ingestion worker: drain jobs from Redis, encode, write to Qdrant."""
     from poolq.worker.config.locations import check_qdrant_url, resolve_locations
+    from poolq.worker.engine.cpu_threads import CpuProbe
+
+    cpu_probe = CpuProbe.start()  # neighbours measured while the worker starts
     from poolq.worker.wire.connection import check_redis_url
 
     if qdrant_url and qdrant_path:
@@ -142,6 +152,7 @@ def worker(
         "max_queued_tokens": max_queued_tokens,
         "job_stall_timeout_s": job_stall_timeout_s,
         "job_timeout_s": job_timeout_s,
+        "threads": threads,
         "metrics_port": metrics_port,
         "metrics_host": metrics_host,
         "shutdown_grace_s": shutdown_grace_s,
@@ -161,12 +172,19 @@ def worker(
     except ValueError as exc:
         fail("worker", exc)
     _probe(settings)
+    from poolq.worker.engine.cpu_budget import RESERVED_WORKER_CPUS, explicit_threads
+
+    try:
+        explicit_threads(settings.threads)
+    except ValueError as exc:  # POOLQ_THREADS=0, OMP_NUM_THREADS=x
+        fail("worker", exc)
     from redis.exceptions import RedisError
 
     from poolq.worker.app.worker_settings import run_worker
 
     try:
-        run_worker(settings, burst=burst)
+        with cpu_probe.applied(settings.threads, RESERVED_WORKER_CPUS):
+            run_worker(settings, burst=burst)
     except (RedisError, ConnectionError) as exc:  # Redis gone for longer than the retries ride out
         fail("worker", exc, 1)
 

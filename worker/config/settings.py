@@ -50,6 +50,7 @@ class Settings:
     # where /metrics listens (with metrics_port): loopback unless widened (e.g. 0.0.0.0)
     metrics_host: str = constants.DEFAULT_METRICS_HOST
     device: str | None = None
+    threads: int | None = None  # intra-op CPU threads; None: chosen (engine/cpu_budget.py)
     reindex_timeout_s: int = 6 * 3600
     # folders a reindex may read (os.pathsep-separated; default: the working directory);
     # the sources of [[reindex]] entries are always allowed
@@ -64,6 +65,8 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads must be >= 1 (or unset: chosen), got {self.threads}")
         try:
             check_redis_url(self.redis_url)
         except ValueError as e:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from poolq.worker.engine.cpu_threads import governed_threads
 from poolq.worker.engine.loader import PoolingModel
 from poolq.worker.engine.requests import EncodeRequest
 from poolq.worker.pooling import PoolingCursor, PoolingMetadata, PoolingParams, SparseEmbedding
@@ -79,6 +80,8 @@ class ModelRunner:
 
     def launch(self, batch: list[EncodeRequest]) -> BatchOutputs:
         """Run the batch; on CUDA the outputs' copies to the host may still be in flight."""
+        if self.device.type == "cpu":
+            governed_threads()  # CPU: the intra-op thread count chosen for now (cpu_threads.py)
         seq_lens = [r.num_tokens for r in batch]
         starts: list[int] = []
         pos = 0

@@ -20,6 +20,8 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
+from poolq.worker.engine.cpu_budget import RESERVED_ENCODE_CPUS, explicit_threads
+from poolq.worker.engine.cpu_threads import CpuProbe
 from poolq.worker.engine.device import resolve_device
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.int8_quality import GATED_TASKS, QualityMeter, QualityReport
@@ -49,6 +51,7 @@ class EncodeSummary:
     truncated: int = 0
     gate: QualityReport | None = None  # the int8 quality gate at load (calibration sample)
     quality: QualityReport | None = None  # --report-quality: int8 vs float32 on this file
+    cpu: str | None = None  # the intra-op thread count at the start, and why (cpu_budget.py)
 
 
 def _params(opts: EncodeOptions) -> list[PoolingParams]:
@@ -196,9 +199,13 @@ def run_encode(
     device: str | None = None,
     max_batch_tokens: int | None = None,
     report_quality: bool = False,
+    threads: int | None = None,
 ) -> EncodeSummary:
     """``dtype`` None: float32 on the CPU (``auto`` is the worker's default, not this one's),
-    bf16/fp16 on CUDA. ``report_quality`` (int8 only): compare with float32 on this file."""
+    bf16/fp16 on CUDA. ``report_quality`` (int8 only): compare with float32 on this file.
+    ``threads``: intra-op CPU threads (None: ``POOLQ_THREADS``, else chosen, ``cpu_budget.py``)."""
+    explicit_threads(threads)  # a bad POOLQ_THREADS fails before a model loads
+    probe = CpuProbe.start()  # neighbours measured while the model loads
     if dtype is None and resolve_device(device).type == "cpu":
         dtype = "float32"
     if report_quality and dtype != "int8":
@@ -230,7 +237,9 @@ def run_encode(
                 with output_path.open("w", encoding="utf-8") as dst:
                     return await encode_file(engine, src, dst, opts, reference=ref_engine)
 
-    summary = asyncio.run(main())
+    with probe.applied(threads, RESERVED_ENCODE_CPUS) as budget:
+        summary = asyncio.run(main())
+    summary.cpu = budget.summary()
     summary.gate = pooling_model.int8_report
     return summary
 
