@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from tests.cli_process import poolq
+from tests.cpu import needs_vnni
 
 
 @pytest.fixture
@@ -122,6 +123,7 @@ def test_bad_task_and_missing_model_are_clear_errors(minilm, jsonl, tmp_path):
     assert r.returncode == 2 and "someorg/some-model" in r.stderr and "HF_HUB_OFFLINE" in r.stderr
 
 
+@needs_vnni
 def test_int8_report_quality_compares_with_float32_on_the_users_file(minilm, jsonl, tmp_path):
     texts = [f"passage {i}: " + "the quick brown fox " * (i % 13 + 1) for i in range(30)]
     src = jsonl([json.dumps({"id": i, "text": t}) for i, t in enumerate(texts)])
