@@ -10,6 +10,9 @@ TOML form (all tables optional; the built-in default profile is used for what is
     [models."bundled:all-minilm-l6-v2"]      # optional model options
     dtype = "int8"          # auto (default: bf16 only on CPUs with native bf16), float32, ...
     int8_floors = { mean_cosine = 0.99, min_cosine = 0.97 }   # the int8 quality gate's floors
+    # any other ModelConfig field (worker/engine/description.py): pooling, normalize, max_length,
+    # device, splade_mode, splade_remove_special, token_embed_skip_special, is_matryoshka,
+    # matryoshka_dims = [1024, 512, 256], ...
 
     [chunking]
     max_tokens = 256        # default: the smallest max length among the profile's models
@@ -26,7 +29,7 @@ they are *not trained for late interaction*; configure a real ColBERT checkpoint
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -50,16 +53,8 @@ DEFAULT_VECTORS: dict[str, dict[str, Any]] = {
     "sparse": {"model": "bundled:splade-tiny", "task": "sparse"},
 }
 _VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k"}
-_MODEL_KEYS = {
-    "dtype",
-    "int8_floors",
-    "device",
-    "pooling",
-    "max_length",
-    "normalize",
-    "splade_remove_special",
-    "token_embed_skip_special",
-}
+# every ModelConfig field but the model itself is a profile model option
+_MODEL_KEYS = {f.name for f in fields(ModelConfig)} - {"model"}
 
 
 def resolve_model(name: str) -> str:
@@ -110,6 +105,8 @@ class Profile:
         opts = dict(self.model_options.get(model, {}))
         if "int8_floors" in opts:
             opts["int8_floors"] = Int8Floors.from_dict(opts["int8_floors"])
+        if opts.get("matryoshka_dims") is not None:
+            opts["matryoshka_dims"] = tuple(int(d) for d in opts["matryoshka_dims"])
         return ModelConfig(model=resolve_model(model), **opts)
 
     def vectors_of(self, model: str) -> list[VectorConfig]:
@@ -159,6 +156,7 @@ class Profile:
                     f"profile: model {model!r} has unknown options {sorted(unknown)}; allowed: {sorted(_MODEL_KEYS)}"
                 )
             _check_precision(model, opts)
+            _check_choices(model, opts)
         chunking = data.get("chunking") or {}
         try:
             collection = CollectionSettings.from_dict(data.get("collection"))
@@ -170,6 +168,41 @@ class Profile:
             chunking.get("max_tokens"),
             int(chunking.get("overlap_tokens", 32)),
             collection,
+        )
+
+
+_CHOICES: dict[str, tuple[object, ...]] = {
+    "pooling": ("CLS", "MEAN", "LAST"),
+    "splade_mode": ("max", "sum"),
+}
+_BOOLS = (
+    "normalize",
+    "splade_remove_special",
+    "token_embed_skip_special",
+    "is_matryoshka",
+    "chunked_prefill",
+)
+
+
+def _check_choices(model: str, opts: dict[str, Any]) -> None:
+    for key, allowed in _CHOICES.items():
+        if key in opts and opts[key] not in allowed:
+            raise ValueError(
+                f"profile: model {model!r}: {key}: expected one of {list(allowed)}, got {opts[key]!r}"
+            )
+    for key in _BOOLS:
+        if key in opts and not isinstance(opts[key], bool):
+            raise ValueError(
+                f"profile: model {model!r}: {key}: expected true or false, got {opts[key]!r}"
+            )
+    dims = opts.get("matryoshka_dims")
+    if dims is not None and (
+        not isinstance(dims, list | tuple)
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)
+    ):
+        raise ValueError(
+            f"profile: model {model!r}: matryoshka_dims: expected a list of positive integers, "
+            f"got {dims!r}"
         )
 
 

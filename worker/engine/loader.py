@@ -32,6 +32,9 @@ from poolq.worker.engine.device import (
     resolve_precision,
     warn_emulated_bf16,
 )
+from poolq.worker.engine.models import architecture_for
+from poolq.worker.engine.models.recognize import recognize_kind
+from poolq.worker.engine.models.registry import max_positions
 from poolq.worker.engine.pooler_builder import build_pooler
 from poolq.worker.engine.tokenizer import TextTokenizer
 from poolq.worker.pooling import (
@@ -43,8 +46,6 @@ from poolq.worker.pooling.tasks import PoolingTask
 if TYPE_CHECKING:
     from poolq.worker.engine.int8_quality import QualityReport
 
-NATIVE_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
-_ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
 _ST_POOLING = {"cls": "CLS", "mean": "MEAN", "lasttoken": "LAST"}
 
 
@@ -65,48 +66,13 @@ def _open(name_or_path: str) -> _Checkpoint:
 
 
 def _kind(ck: _Checkpoint) -> ModelKind:
-    archs = [str(a) for a in ck.config.get("architectures") or []]
-    arch = archs[0] if archs else ""
-    if (ck.path / "colbert_linear.pt").is_file() or (ck.path / "sparse_linear.pt").is_file():
-        return "bge_m3"
-    if arch == "HF_ColBERT" or "linear.weight" in ck.shapes:
-        return "colbert"
-    if ck.st is not None and any("pylate" in t.lower() for t in ck.st.module_types):
-        return "colbert"
-    if arch.endswith("ForMaskedLM"):
-        return "masked_lm"
-    if arch.endswith("ForSequenceClassification"):
-        return "classifier"
-    if ck.config.get("model_type") not in NATIVE_MODEL_TYPES and (
-        ck.config.get("is_decoder")
-        or (arch.endswith(("ForCausalLM", "Model")) and "causal" in arch.lower())
-        or _is_causal(ck)
-    ):
-        return "decoder"
-    return "encoder"
-
-
-def _is_causal(ck: _Checkpoint) -> bool:
-    archs = " ".join(str(a) for a in ck.config.get("architectures") or [])
-    return "CausalLM" in archs or ck.config.get("model_type") in (
-        "llama",
-        "mistral",
-        "qwen2",
-        "qwen3",
-        "gemma",
-        "gemma2",
-        "gpt2",
-        "phi3",
-    )
+    return recognize_kind(ck.config, ck.path, ck.shapes, ck.st)
 
 
 def _max_length(ck: _Checkpoint, cfg: ModelConfig) -> int:
-    model_type = ck.config.get("model_type", "")
-    positions = int(ck.config.get("max_position_embeddings", 512))
-    if model_type in _ROBERTA_LIKE:
-        positions -= (
-            int(ck.config.get("pad_token_id", 1)) + 1
-        )  # positions start after the padding index
+    arch = architecture_for(ck.config.get("model_type"))
+    # RoPE decoders: positions are the model's limit; RoBERTa's start after the padding index
+    positions = arch.positions(ck.config) if arch else max_positions(ck.config)
     # PyLate rewrites max_seq_length per call (query or document length): not a model limit
     st_len = ck.st.max_seq_length if ck.st and _kind(ck) != "colbert" else None
     candidates = [cfg.max_length, st_len]
@@ -118,6 +84,12 @@ def _max_length(ck: _Checkpoint, cfg: ModelConfig) -> int:
     if cfg.max_length and cfg.max_length > positions:
         raise ValueError(f"max_length={cfg.max_length} exceeds the model's {positions} positions")
     return min(chosen, positions)
+
+
+def is_native(model_type: str, kind: ModelKind) -> bool:
+    """Whether the packed engine runs this checkpoint (else the padded transformers fallback)."""
+    arch = architecture_for(model_type)
+    return arch is not None and kind in arch.kinds
 
 
 def describe(
@@ -144,7 +116,10 @@ def describe(
                 )
             pooling = _ST_POOLING[st_pooling]
         else:
-            pooling = "LAST" if kind == "decoder" else "CLS"
+            arch = architecture_for(model_type)
+            pooling = (
+                arch.default_pooling if arch is not None else "LAST" if kind == "decoder" else "CLS"
+            )
         embed_dim = st.dense[-1].out_features if st and st.dense else hidden
         tasks["embed"] = embed_dim
         tasks["token_embed"] = hidden
@@ -204,7 +179,7 @@ def describe(
         matryoshka_dims=tuple(int(d) for d in mdims) if mdims else None,
         prompts=tuple((st.prompts if st else {}).items()),
         default_prompt_name=st.default_prompt_name if st else None,
-        native_encoder=model_type in NATIVE_MODEL_TYPES and kind != "decoder",
+        native_encoder=is_native(model_type, kind),
         input_forms=forms,
     )
 
@@ -250,12 +225,10 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     dtype = compute_dtype(precision)
     encoder: nn.Module
     state: dict[str, torch.Tensor] = {}
-    if desc.native_encoder:
-        from poolq.worker.engine.encoder_spec import EncoderSpec
-        from poolq.worker.engine.packed_encoder import PackedEncoder
-
+    arch = architecture_for(desc.model_type)
+    if desc.native_encoder and arch is not None:
         state = load_weights(ck.path)
-        encoder = PackedEncoder.from_state_dict(EncoderSpec.from_dict(ck.config), state)
+        encoder = arch.build_encoder(arch.with_defaults(ck.config), state)
     else:
         from poolq.worker.engine.fallback import PaddedAutoModelRunner
 
