@@ -99,7 +99,7 @@ def describe(
     kind = _kind(ck)
     c = ck.config
     model_type = str(c.get("model_type", ""))
-    hidden = int(c.get("hidden_size") or c.get("d_model") or 0)
+    hidden = int(c.get("hidden_size") or c.get("d_model") or c.get("dim") or 0)
     vocab = int(c.get("vocab_size", 0))
     st = ck.st
     pooling: str | None = None
