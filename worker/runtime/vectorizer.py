@@ -15,7 +15,6 @@ from poolq.ingest.profile import Profile
 from poolq.ingest.versions import profile_version
 from poolq.sinks.points import SparseValues, VectorValue
 from poolq.sinks.schema import VectorSpec
-from poolq.worker.engine.checkpoint import resolve_model_path
 from poolq.worker.engine.compute_thread import QUERY_LANE
 from poolq.worker.engine.description import ModelDescription
 from poolq.worker.engine.engine import AsyncEngine
@@ -167,10 +166,6 @@ class Vectorizer:
 
         results = dict(await asyncio.gather(*(one(m) for m in models)))
         return {v.name: to_qdrant_value(results[v.model][v.task]) for v in wanted}
-
-
-def _fingerprint(model: str) -> str:
-    return cached_fingerprint(resolve_model_path(model))
 
 
 def chunk_counter(description: ModelDescription, tokenizer: Any) -> TokenCounter:
