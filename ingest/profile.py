@@ -5,7 +5,7 @@ TOML form (all tables optional; the built-in default profile is used for what is
     [vectors]
     dense   = { model = "bundled:all-minilm-l6-v2", task = "embed" }
     colbert = { model = "bundled:all-minilm-l6-v2", task = "token_embed" }
-    sparse  = { model = "bundled:splade-tiny", task = "sparse", top_k = 256 }
+    sparse  = { model = "bundled:splade-tiny", task = "sparse", max_terms = 256, min_weight = 0.05 }
 
     [models."bundled:all-minilm-l6-v2"]      # optional model options
     dtype = "int8"          # auto (default: bf16 only on CPUs with native bf16), float32, ...
@@ -52,7 +52,8 @@ DEFAULT_VECTORS: dict[str, dict[str, Any]] = {
     "colbert": {"model": "bundled:all-minilm-l6-v2", "task": "token_embed"},
     "sparse": {"model": "bundled:splade-tiny", "task": "sparse"},
 }
-_VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k"}
+# max_terms: the largest weights kept per sparse vector (top_k: its older name)
+_VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k", "max_terms", "min_weight"}
 # every ModelConfig field but the model itself is a profile model option
 _MODEL_KEYS = {f.name for f in fields(ModelConfig)} - {"model"}
 
@@ -75,10 +76,13 @@ class VectorConfig:
     task: PoolingTask
     dimensions: int | None = None
     normalize: bool | None = None
-    top_k: int | None = None
+    top_k: int | None = None  # max_terms
+    min_weight: float | None = None
 
     def params(self) -> PoolingParams:
-        return PoolingParams(self.task, self.dimensions, self.normalize, self.top_k)
+        return PoolingParams(
+            self.task, self.dimensions, self.normalize, self.top_k, self.min_weight
+        )
 
     @property
     def kind(self) -> str:
@@ -138,16 +142,29 @@ class Profile:
                     f"profile: vector {name!r}: task 'classify' produces scores, not vectors"
                 )
             model = spec.get("model") or DEFAULT_MODEL_FOR_TASK[task]
-            vectors.append(
-                VectorConfig(
-                    name,
-                    model,
-                    task,
-                    spec.get("dimensions"),
-                    spec.get("normalize"),
-                    spec.get("top_k"),
+            if "max_terms" in spec and "top_k" in spec:
+                raise ValueError(
+                    f"profile: vector {name!r}: max_terms and top_k are the same option; give one"
                 )
+            if task != "sparse" and ({"max_terms", "min_weight"} & set(spec)):
+                raise ValueError(
+                    f"profile: vector {name!r}: max_terms and min_weight apply to task 'sparse' "
+                    f"only, got task {task!r}"
+                )
+            vector = VectorConfig(
+                name,
+                model,
+                task,
+                spec.get("dimensions"),
+                spec.get("normalize"),
+                spec.get("max_terms", spec.get("top_k")),
+                spec.get("min_weight"),
             )
+            try:
+                vector.params()
+            except ValueError as exc:
+                raise ValueError(f"profile: vector {name!r}: {exc}") from None
+            vectors.append(vector)
         models = data.get("models") or {}
         for model, opts in models.items():
             unknown = set(opts) - _MODEL_KEYS
