@@ -29,7 +29,11 @@ splade_remove_special = true
 def test_options_reach_the_model_config():
     profile = Profile.from_dict(tomllib.loads(TOML))
     qwen = profile.model_config("/models/qwen3")
-    assert (qwen.is_matryoshka, qwen.matryoshka_dims, qwen.pooling) == (True, (1024, 512, 256), "LAST")
+    assert (qwen.is_matryoshka, qwen.matryoshka_dims, qwen.pooling) == (
+        True,
+        (1024, 512, 256),
+        "LAST",
+    )
     splade = profile.model_config("/models/splade")
     assert (splade.splade_mode, splade.splade_remove_special) == ("sum", True)
 

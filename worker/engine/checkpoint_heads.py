@@ -43,16 +43,6 @@ class MLMHead(nn.Module):
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.decoder(self.norm(self.act(self.dense(hidden))))
 
-    def fuse_onednn(self) -> None:
-        """fp32 on the CPU: both linears on oneDNN, the activation fused into ``dense``."""
-        from poolq.worker.engine.onednn_linear import OneDNNLinear, post_op_for
-
-        post = post_op_for(self.act)
-        self.dense = OneDNNLinear(self.dense, post)  # type: ignore[assignment]
-        if post is not None:
-            self.act = nn.Identity()
-        self.decoder = OneDNNLinear(self.decoder)  # type: ignore[assignment]
-
 
 def layer_norm_from(weight: torch.Tensor, bias: torch.Tensor, eps: float) -> nn.LayerNorm:
     norm = nn.LayerNorm(weight.shape[0], eps=eps)

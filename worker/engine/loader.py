@@ -249,8 +249,6 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     for p in list(encoder.parameters()) + list(pooler.parameters()):
         p.requires_grad_(False)
     model = PoolingModel(desc, cfg, tok, encoder, pooler, device, dtype, precision)
-    if precision == "float32" and device.type == "cpu":
-        _fuse_onednn(model)
     if precision == "int8":  # built in fp32 above; the gate quantizes it or refuses it
         from poolq.worker.engine.int8_gate import quantize_with_gate
 
@@ -261,23 +259,3 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     )
     model.bf16_slowdown = warn_emulated_bf16(precision, device, hidden, inter)
     return model
-
-
-def _fuse_onednn(model: PoolingModel) -> None:
-    """fp32 CPU linears on oneDNN with fused epilogues (``onednn_linear.py``)."""
-    from poolq.worker.engine import onednn_linear
-    from poolq.worker.engine.checkpoint_heads import MLMHead
-    from poolq.worker.engine.packed_encoder import PackedEncoder
-
-    if not onednn_linear.available() or not FUSE_ONEDNN:
-        return
-    if isinstance(model.encoder, PackedEncoder):
-        model.encoder.fuse_onednn()
-    sparse = model.pooler.poolers_by_task.get("sparse")
-    if isinstance(sparse, SpladePooler) and isinstance(sparse.mlm_head, MLMHead):
-        sparse.mlm_head.fuse_onednn()
-
-
-# off: measured 0.98-0.99x of MKL addmm on MiniLM on an idle 2-core AVX-512 Xeon (1.03x under
-# other users' load); benchmarks/ab_encoder.py "fused" turns it on to measure it again
-FUSE_ONEDNN = False
