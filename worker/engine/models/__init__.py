@@ -10,9 +10,10 @@ from __future__ import annotations
 from poolq.worker.engine.models.bert import BERT
 from poolq.worker.engine.models.distilbert import DISTILBERT
 from poolq.worker.engine.models.llama import LLAMA
+from poolq.worker.engine.models.modernbert import MODERNBERT
 from poolq.worker.engine.models.registry import Architecture, AttentionKind, PoolingName
 
-ARCHITECTURES: tuple[Architecture, ...] = (BERT, DISTILBERT, LLAMA)
+ARCHITECTURES: tuple[Architecture, ...] = (BERT, DISTILBERT, LLAMA, MODERNBERT)
 
 _BY_MODEL_TYPE: dict[str, Architecture] = {
     mt: arch for arch in ARCHITECTURES for mt in arch.model_types
