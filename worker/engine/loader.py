@@ -32,6 +32,7 @@ from poolq.worker.engine.device import (
     resolve_precision,
     warn_emulated_bf16,
 )
+from poolq.worker.engine.idf import IdfWeights
 from poolq.worker.engine.models import architecture_for
 from poolq.worker.engine.models.recognize import recognize_kind
 from poolq.worker.engine.models.registry import max_positions
@@ -204,6 +205,8 @@ class PoolingModel:
     precision: str = "float32"  # resolved: float32, bfloat16, float16 or int8
     int8_report: QualityReport | None = None  # the int8 quality gate's figures
     bf16_slowdown: float | None = None  # measured, when bf16 is emulated on this CPU
+    # sparse models shipping idf.json: queries are weighted tokens, no forward (idf.py)
+    query_idf: IdfWeights | None = None
 
 
 def load_model(config: ModelConfig | str) -> PoolingModel:
@@ -249,6 +252,8 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     for p in list(encoder.parameters()) + list(pooler.parameters()):
         p.requires_grad_(False)
     model = PoolingModel(desc, cfg, tok, encoder, pooler, device, dtype, precision)
+    if "sparse" in desc.supported_tasks:
+        model.query_idf = IdfWeights.from_folder(ck.path, tok)
     if precision == "int8":  # built in fp32 above; the gate quantizes it or refuses it
         from poolq.worker.engine.int8_gate import quantize_with_gate
 

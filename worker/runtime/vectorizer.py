@@ -154,9 +154,15 @@ class Vectorizer:
 
         async def one(model: str) -> tuple[str, Any]:
             engine = self.query_engines.get(model) or self.engines[model]
+            params = [v.params() for v in wanted if v.model == model]
+            idf = engine.model.query_idf
+            if idf is not None and all(p.task == "sparse" for p in params):
+                # inference-free query: its tokens weighted by the model's idf.json
+                ids = engine.model.tokenizer.encode_batch([text])[0].ids
+                return model, {p.task: idf.encode(ids, p.top_k) for p in params}
             res = await engine.encode_one(
                 text,
-                [v.params() for v in wanted if v.model == model],
+                params,
                 request_ids=[request_id],
                 priority=QUERY_PRIORITY,
                 prompt_name=query_prompt_name(engine.description),
