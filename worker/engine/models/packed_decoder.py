@@ -173,7 +173,9 @@ class PackedDecoder(nn.Module):
         if key_mask_cpu is not None and not bool(key_mask_cpu.all()):
             raise ValueError("a causal decoder takes no key mask (ColBERT query forms)")
         device = input_ids.device
-        cache_list = list(caches) if caches is not None else [None] * len(seq_lens)
+        cache_list: list[KVCache | None] = (
+            list(caches) if caches is not None else [None] * len(seq_lens)
+        )
         past = [c.num_tokens if c is not None else 0 for c in cache_list]
         if any(p + n > self.spec.max_positions for p, n in zip(past, seq_lens, strict=True)):
             raise ValueError(f"sequence lengths must be at most {self.spec.max_positions}")
@@ -181,7 +183,8 @@ class PackedDecoder(nn.Module):
         starts_cpu = torch.cumsum(lens_cpu, 0) - lens_cpu
         shift_cpu = torch.tensor(past, dtype=torch.long) - starts_cpu  # [B]
         positions_cpu = torch.arange(t) + shift_cpu.repeat_interleave(lens_cpu, output_size=t)
-        freqs = positions_cpu.to(device).float()[:, None] * self.inv_freq[None, :]  # [T, d / 2]
+        inv_freq: Tensor = self.inv_freq  # type: ignore[assignment]  # a buffer: [d / 2]
+        freqs = positions_cpu.to(device).float()[:, None] * inv_freq[None, :]  # [T, d / 2]
         emb = torch.cat((freqs, freqs), dim=-1)  # [T, d], fp32
         x = self.embed(input_ids)  # [T, H]
         cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)

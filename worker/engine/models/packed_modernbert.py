@@ -82,6 +82,7 @@ class _Layer(nn.Module):
                 )
                 out[s : s + n] = o[0].reshape(n, heads * d)
                 continue
+            assert rows is not None and slots is not None
             nb, length = len(members), plan.seq_lens[members[0]]
             qb, kb, vb = (z.index_select(0, gather).view(nb, length, heads, d) for z in (q, k, v))
             o = _attend(qb, kb, vb, mask, self.half_window).reshape(nb * length, heads * d)
@@ -131,13 +132,13 @@ class PackedModernBert(nn.Module):
 
         def norm(module: nn.Module, name: str) -> list[tuple[Tensor, Tensor]]:
             assert isinstance(module, nn.LayerNorm)
-            pairs = [(module.weight, get(name + ".weight"))]
+            pairs: list[tuple[Tensor, Tensor]] = [(module.weight, get(name + ".weight"))]
             if module.bias is not None:
                 pairs.append((module.bias, get(name + ".bias")))
             return pairs
 
         def linear(module: nn.Linear, name: str) -> list[tuple[Tensor, Tensor]]:
-            pairs = [(module.weight, get(name + ".weight"))]
+            pairs: list[tuple[Tensor, Tensor]] = [(module.weight, get(name + ".weight"))]
             if module.bias is not None:
                 pairs.append((module.bias, get(name + ".bias")))
             return pairs
@@ -185,7 +186,9 @@ class PackedModernBert(nn.Module):
             False: _rope(positions, self.spec.local_theta, d),
         }
         plan = plan_causal(seq_lens, device)
-        valid = []  # per bucket: bool [n, L] key mask of its padded block (None: one sequence)
+        valid: list[
+            Tensor | None
+        ] = []  # per bucket: bool [n, L] key mask of its padded block (None: one sequence)
         for members, gather in zip(plan.buckets, plan.gathers_dev, strict=True):
             if gather is None:
                 valid.append(None)
