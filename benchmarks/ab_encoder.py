@@ -30,8 +30,8 @@ import torch
 
 from benchmarks.procs import cpu_pressure, wait_quiet
 from benchmarks.profile_encoder import batches, gemm_gflops, useful_flops
+from benchmarks.variants.onednn_linear import fuse_onednn
 from poolq.ingest.sample_corpus import passages
-from poolq.worker.engine import loader
 from poolq.worker.engine.int8_gate import encode_texts
 from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.models import minilm_path, splade_path
@@ -39,9 +39,9 @@ from tests.models import minilm_path, splade_path
 
 def build(variant: str, path: str):  # type: ignore[no-untyped-def]
     parts = set(variant.split("+"))
-    default, loader.FUSE_ONEDNN = loader.FUSE_ONEDNN, "fused" in parts
     model = load_model(ModelConfig(path, dtype="int8" if "int8" in parts else "float32"))
-    loader.FUSE_ONEDNN = default
+    if "fused" in parts:
+        fuse_onednn(model)
     model.encoder.attention = "buckets" if "buckets" in parts else "runs"
     return model
 

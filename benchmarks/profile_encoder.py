@@ -33,8 +33,8 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.procs import cpu_pressure, wait_quiet
+from benchmarks.variants.onednn_linear import fuse_onednn
 from poolq.ingest.sample_corpus import passages
-from poolq.worker.engine import loader
 from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.models import minilm_path
 
@@ -93,15 +93,18 @@ def main() -> int:
     ap.add_argument("--target", type=float, default=None)
     ap.add_argument("--attention", choices=["runs", "buckets"], default=None)
     ap.add_argument(
-        "--unfused", action="store_true", help="MKL addmm linears, as before onednn_linear.py"
+        "--fused",
+        action="store_true",
+        help="linears on oneDNN (benchmarks/variants/onednn_linear.py)",
     )
     ap.add_argument(
         "--max-wait", type=float, default=60, help="seconds to wait for a quiet CPU per 8 batches"
     )
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    loader.FUSE_ONEDNN = not args.unfused
     model = load_model(ModelConfig(str(minilm_path()), dtype=args.dtype))  # type: ignore[arg-type]
+    if args.fused:
+        fuse_onednn(model)
     enc = model.encoder
     if args.attention:
         enc.attention = args.attention  # type: ignore[union-attr]
@@ -150,7 +153,7 @@ def main() -> int:
     print(
         f"{len(texts)} passages, {sum(lengths)} tokens (mean {sum(lengths) / len(lengths):.0f}), "
         f"{len(plan)} batches of <= {args.batch_tokens} tokens, threads={args.threads}, "
-        f"dtype={args.dtype}{' unfused' if args.unfused else ''}, attention={getattr(enc, 'attention', '?')}, load average {os.getloadavg()[0]:.2f}, CPU pressure {pressure}"
+        f"dtype={args.dtype}{' fused' if args.fused else ''}, attention={getattr(enc, 'attention', '?')}, load average {os.getloadavg()[0]:.2f}, CPU pressure {pressure}"
     )
     print(f"\n{'category':18s} {'ms':>9s} {'share':>7s}")
     for cat, us in sorted(by_cat.items(), key=lambda kv: -kv[1]):

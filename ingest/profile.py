@@ -5,11 +5,14 @@ TOML form (all tables optional; the built-in default profile is used for what is
     [vectors]
     dense   = { model = "bundled:all-minilm-l6-v2", task = "embed" }
     colbert = { model = "bundled:all-minilm-l6-v2", task = "token_embed" }
-    sparse  = { model = "bundled:splade-tiny", task = "sparse", top_k = 256 }
+    sparse  = { model = "bundled:splade-tiny", task = "sparse", max_terms = 256, min_weight = 0.05 }
 
     [models."bundled:all-minilm-l6-v2"]      # optional model options
     dtype = "int8"          # auto (default: bf16 only on CPUs with native bf16), float32, ...
     int8_floors = { mean_cosine = 0.99, min_cosine = 0.97 }   # the int8 quality gate's floors
+    # any other ModelConfig field (worker/engine/description.py): pooling, normalize, max_length,
+    # device, splade_mode, splade_remove_special, token_embed_skip_special, is_matryoshka,
+    # matryoshka_dims = [1024, 512, 256], ...
 
     [chunking]
     max_tokens = 256        # default: the smallest max length among the profile's models
@@ -26,7 +29,7 @@ they are *not trained for late interaction*; configure a real ColBERT checkpoint
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -49,17 +52,10 @@ DEFAULT_VECTORS: dict[str, dict[str, Any]] = {
     "colbert": {"model": "bundled:all-minilm-l6-v2", "task": "token_embed"},
     "sparse": {"model": "bundled:splade-tiny", "task": "sparse"},
 }
-_VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k"}
-_MODEL_KEYS = {
-    "dtype",
-    "int8_floors",
-    "device",
-    "pooling",
-    "max_length",
-    "normalize",
-    "splade_remove_special",
-    "token_embed_skip_special",
-}
+# max_terms: the largest weights kept per sparse vector (top_k: its older name)
+_VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k", "max_terms", "min_weight"}
+# every ModelConfig field but the model itself is a profile model option
+_MODEL_KEYS = {f.name for f in fields(ModelConfig)} - {"model"}
 
 
 def resolve_model(name: str) -> str:
@@ -80,10 +76,13 @@ class VectorConfig:
     task: PoolingTask
     dimensions: int | None = None
     normalize: bool | None = None
-    top_k: int | None = None
+    top_k: int | None = None  # max_terms
+    min_weight: float | None = None
 
     def params(self) -> PoolingParams:
-        return PoolingParams(self.task, self.dimensions, self.normalize, self.top_k)
+        return PoolingParams(
+            self.task, self.dimensions, self.normalize, self.top_k, self.min_weight
+        )
 
     @property
     def kind(self) -> str:
@@ -110,6 +109,8 @@ class Profile:
         opts = dict(self.model_options.get(model, {}))
         if "int8_floors" in opts:
             opts["int8_floors"] = Int8Floors.from_dict(opts["int8_floors"])
+        if opts.get("matryoshka_dims") is not None:
+            opts["matryoshka_dims"] = tuple(int(d) for d in opts["matryoshka_dims"])
         return ModelConfig(model=resolve_model(model), **opts)
 
     def vectors_of(self, model: str) -> list[VectorConfig]:
@@ -141,16 +142,29 @@ class Profile:
                     f"profile: vector {name!r}: task 'classify' produces scores, not vectors"
                 )
             model = spec.get("model") or DEFAULT_MODEL_FOR_TASK[task]
-            vectors.append(
-                VectorConfig(
-                    name,
-                    model,
-                    task,
-                    spec.get("dimensions"),
-                    spec.get("normalize"),
-                    spec.get("top_k"),
+            if "max_terms" in spec and "top_k" in spec:
+                raise ValueError(
+                    f"profile: vector {name!r}: max_terms and top_k are the same option; give one"
                 )
+            if task != "sparse" and ({"max_terms", "min_weight"} & set(spec)):
+                raise ValueError(
+                    f"profile: vector {name!r}: max_terms and min_weight apply to task 'sparse' "
+                    f"only, got task {task!r}"
+                )
+            vector = VectorConfig(
+                name,
+                model,
+                task,
+                spec.get("dimensions"),
+                spec.get("normalize"),
+                spec.get("max_terms", spec.get("top_k")),
+                spec.get("min_weight"),
             )
+            try:
+                vector.params()
+            except ValueError as exc:
+                raise ValueError(f"profile: vector {name!r}: {exc}") from None
+            vectors.append(vector)
         models = data.get("models") or {}
         for model, opts in models.items():
             unknown = set(opts) - _MODEL_KEYS
@@ -159,6 +173,7 @@ class Profile:
                     f"profile: model {model!r} has unknown options {sorted(unknown)}; allowed: {sorted(_MODEL_KEYS)}"
                 )
             _check_precision(model, opts)
+            _check_choices(model, opts)
         chunking = data.get("chunking") or {}
         try:
             collection = CollectionSettings.from_dict(data.get("collection"))
@@ -170,6 +185,41 @@ class Profile:
             chunking.get("max_tokens"),
             int(chunking.get("overlap_tokens", 32)),
             collection,
+        )
+
+
+_CHOICES: dict[str, tuple[object, ...]] = {
+    "pooling": ("CLS", "MEAN", "LAST"),
+    "splade_mode": ("max", "sum"),
+}
+_BOOLS = (
+    "normalize",
+    "splade_remove_special",
+    "token_embed_skip_special",
+    "is_matryoshka",
+    "chunked_prefill",
+)
+
+
+def _check_choices(model: str, opts: dict[str, Any]) -> None:
+    for key, allowed in _CHOICES.items():
+        if key in opts and opts[key] not in allowed:
+            raise ValueError(
+                f"profile: model {model!r}: {key}: expected one of {list(allowed)}, got {opts[key]!r}"
+            )
+    for key in _BOOLS:
+        if key in opts and not isinstance(opts[key], bool):
+            raise ValueError(
+                f"profile: model {model!r}: {key}: expected true or false, got {opts[key]!r}"
+            )
+    dims = opts.get("matryoshka_dims")
+    if dims is not None and (
+        not isinstance(dims, list | tuple)
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in dims)
+    ):
+        raise ValueError(
+            f"profile: model {model!r}: matryoshka_dims: expected a list of positive integers, "
+            f"got {dims!r}"
         )
 
 

@@ -42,7 +42,9 @@ def profile_version(profile: Profile, fingerprints: Mapping[str, str]) -> str:
     """16 hex digits; ``fingerprints`` maps each profile model name to its checkpoint's."""
     spec = {
         "vectors": [
+            # min_weight only when set: the versions of profiles without it do not change
             [v.name, v.model, fingerprints[v.model], v.task, v.dimensions, v.normalize, v.top_k]
+            + ([v.min_weight] if v.min_weight is not None else [])
             for v in profile.vectors
         ],
         "models": {m: profile.model_options.get(m, {}) for m in profile.models},

@@ -54,10 +54,6 @@ def compute_dtype(precision: str) -> torch.dtype:
     return _DTYPES[precision]
 
 
-def resolve_dtype(name: str | None, device: torch.device) -> torch.dtype:
-    return compute_dtype(resolve_precision(name, device))
-
-
 def bf16_slowdown(hidden: int, intermediate: int, repeats: int = 5) -> float:
     """bf16 time / fp32 time (> 1: bf16 is slower) of one FFN-shaped GEMM
     ``[512, hidden] x [hidden, intermediate]`` under CPU autocast, best of ``repeats`` each,

@@ -1,6 +1,7 @@
 """What the packed encoder needs to know of a checkpoint's config, read from a HF config object
 or straight from ``config.json`` (no transformers import: the defaults below are those of
-transformers' ``BertConfig`` / ``RobertaConfig`` / ``XLMRobertaConfig`` for keys a file omits)."""
+transformers' ``BertConfig`` / ``RobertaConfig`` / ``XLMRobertaConfig`` for keys a file omits,
+kept with the family's registry entry, ``models/bert.py``)."""
 
 from __future__ import annotations
 
@@ -9,29 +10,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from poolq.worker.engine.hidden_act import is_known
-
-_BERT_DEFAULTS: dict[str, Any] = {
-    "vocab_size": 30522,
-    "hidden_size": 768,
-    "num_hidden_layers": 12,
-    "num_attention_heads": 12,
-    "intermediate_size": 3072,
-    "hidden_act": "gelu",
-    "max_position_embeddings": 512,
-    "type_vocab_size": 2,
-    "layer_norm_eps": 1e-12,
-    "pad_token_id": 0,
-    "is_decoder": False,
-    "position_embedding_type": "absolute",
-}
-CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
-    "bert": _BERT_DEFAULTS,
-    "roberta": {**_BERT_DEFAULTS, "vocab_size": 50265, "pad_token_id": 1},
-    "xlm-roberta": {**_BERT_DEFAULTS, "pad_token_id": 1},
-}
-
-
-SUPPORTED_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
+from poolq.worker.engine.models.bert import CONFIG_DEFAULTS, position_offset
+from poolq.worker.engine.models.bert import MODEL_TYPES as SUPPORTED_MODEL_TYPES
 
 
 @dataclass(frozen=True)
@@ -82,7 +62,7 @@ class EncoderSpec:
                 f"hidden_size {config.hidden_size} is not a multiple of "
                 f"num_attention_heads {config.num_attention_heads}"
             )
-        offset = 0 if model_type == "bert" else int(config.pad_token_id) + 1
+        offset = position_offset(model_type, config.pad_token_id)
         return cls(
             model_type=model_type,
             vocab_size=int(config.vocab_size),

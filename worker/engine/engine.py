@@ -102,6 +102,7 @@ class AsyncEngine:
         if max_batch_tokens is None:
             max_batch_tokens = default_batch_tokens(model.device)
         self.scheduler = Scheduler(max_batch_tokens, max_batch_requests)
+        self.scheduler.chunked_prefill = bool(getattr(model.encoder, "causal", False))
         self.max_queued_tokens = max_queued_tokens
         self.runner = ModelRunner(model)
         self.stats = EngineStats(batch_sizes=[] if record_batches else None)
@@ -450,8 +451,10 @@ class AsyncEngine:
                 log.exception("engine observer failed")
 
 
-def _resolve(batch: list[EncodeRequest], results: list[dict], batch_index: int) -> None:
+def _resolve(batch: list[EncodeRequest], results: list[dict | None], batch_index: int) -> None:
     for req, outputs in zip(batch, results, strict=True):
+        if outputs is None:  # a chunk of a longer prompt: the request continues in a later batch
+            continue
         if not req.future.done():
             req.future.set_result(
                 EncodeResult(req.request_id, outputs, req.num_tokens, req.truncated, batch_index)

@@ -81,7 +81,7 @@ def encode_texts(
     def flush() -> None:
         nonlocal batch, tokens
         if batch:
-            out.extend(runner.run(batch))
+            out.extend(r for r in runner.run(batch) if r is not None)  # never chunked here
         batch, tokens = [], 0
 
     for i, (ids, truncated, key_mask, keep_rows) in enumerate(formed):

@@ -32,6 +32,10 @@ from poolq.worker.engine.device import (
     resolve_precision,
     warn_emulated_bf16,
 )
+from poolq.worker.engine.idf import IdfWeights
+from poolq.worker.engine.models import architecture_for
+from poolq.worker.engine.models.recognize import recognize_kind
+from poolq.worker.engine.models.registry import max_positions
 from poolq.worker.engine.pooler_builder import build_pooler
 from poolq.worker.engine.tokenizer import TextTokenizer
 from poolq.worker.pooling import (
@@ -43,8 +47,6 @@ from poolq.worker.pooling.tasks import PoolingTask
 if TYPE_CHECKING:
     from poolq.worker.engine.int8_quality import QualityReport
 
-NATIVE_MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
-_ROBERTA_LIKE = ("roberta", "xlm-roberta", "camembert")
 _ST_POOLING = {"cls": "CLS", "mean": "MEAN", "lasttoken": "LAST"}
 
 
@@ -65,48 +67,13 @@ def _open(name_or_path: str) -> _Checkpoint:
 
 
 def _kind(ck: _Checkpoint) -> ModelKind:
-    archs = [str(a) for a in ck.config.get("architectures") or []]
-    arch = archs[0] if archs else ""
-    if (ck.path / "colbert_linear.pt").is_file() or (ck.path / "sparse_linear.pt").is_file():
-        return "bge_m3"
-    if arch == "HF_ColBERT" or "linear.weight" in ck.shapes:
-        return "colbert"
-    if ck.st is not None and any("pylate" in t.lower() for t in ck.st.module_types):
-        return "colbert"
-    if arch.endswith("ForMaskedLM"):
-        return "masked_lm"
-    if arch.endswith("ForSequenceClassification"):
-        return "classifier"
-    if ck.config.get("model_type") not in NATIVE_MODEL_TYPES and (
-        ck.config.get("is_decoder")
-        or (arch.endswith(("ForCausalLM", "Model")) and "causal" in arch.lower())
-        or _is_causal(ck)
-    ):
-        return "decoder"
-    return "encoder"
-
-
-def _is_causal(ck: _Checkpoint) -> bool:
-    archs = " ".join(str(a) for a in ck.config.get("architectures") or [])
-    return "CausalLM" in archs or ck.config.get("model_type") in (
-        "llama",
-        "mistral",
-        "qwen2",
-        "qwen3",
-        "gemma",
-        "gemma2",
-        "gpt2",
-        "phi3",
-    )
+    return recognize_kind(ck.config, ck.path, ck.shapes, ck.st)
 
 
 def _max_length(ck: _Checkpoint, cfg: ModelConfig) -> int:
-    model_type = ck.config.get("model_type", "")
-    positions = int(ck.config.get("max_position_embeddings", 512))
-    if model_type in _ROBERTA_LIKE:
-        positions -= (
-            int(ck.config.get("pad_token_id", 1)) + 1
-        )  # positions start after the padding index
+    arch = architecture_for(ck.config.get("model_type"))
+    # RoPE decoders: positions are the model's limit; RoBERTa's start after the padding index
+    positions = arch.positions(ck.config) if arch else max_positions(ck.config)
     # PyLate rewrites max_seq_length per call (query or document length): not a model limit
     st_len = ck.st.max_seq_length if ck.st and _kind(ck) != "colbert" else None
     candidates = [cfg.max_length, st_len]
@@ -120,6 +87,12 @@ def _max_length(ck: _Checkpoint, cfg: ModelConfig) -> int:
     return min(chosen, positions)
 
 
+def is_native(model_type: str, kind: ModelKind) -> bool:
+    """Whether the packed engine runs this checkpoint (else the padded transformers fallback)."""
+    arch = architecture_for(model_type)
+    return arch is not None and kind in arch.kinds
+
+
 def describe(
     ck: _Checkpoint, cfg: ModelConfig, tok: TextTokenizer | None = None
 ) -> ModelDescription:
@@ -127,7 +100,7 @@ def describe(
     kind = _kind(ck)
     c = ck.config
     model_type = str(c.get("model_type", ""))
-    hidden = int(c.get("hidden_size") or c.get("d_model") or 0)
+    hidden = int(c.get("hidden_size") or c.get("d_model") or c.get("dim") or 0)
     vocab = int(c.get("vocab_size", 0))
     st = ck.st
     pooling: str | None = None
@@ -144,7 +117,10 @@ def describe(
                 )
             pooling = _ST_POOLING[st_pooling]
         else:
-            pooling = "LAST" if kind == "decoder" else "CLS"
+            arch = architecture_for(model_type)
+            pooling = (
+                arch.default_pooling if arch is not None else "LAST" if kind == "decoder" else "CLS"
+            )
         embed_dim = st.dense[-1].out_features if st and st.dense else hidden
         tasks["embed"] = embed_dim
         tasks["token_embed"] = hidden
@@ -204,7 +180,7 @@ def describe(
         matryoshka_dims=tuple(int(d) for d in mdims) if mdims else None,
         prompts=tuple((st.prompts if st else {}).items()),
         default_prompt_name=st.default_prompt_name if st else None,
-        native_encoder=model_type in NATIVE_MODEL_TYPES and kind != "decoder",
+        native_encoder=is_native(model_type, kind),
         input_forms=forms,
     )
 
@@ -229,6 +205,8 @@ class PoolingModel:
     precision: str = "float32"  # resolved: float32, bfloat16, float16 or int8
     int8_report: QualityReport | None = None  # the int8 quality gate's figures
     bf16_slowdown: float | None = None  # measured, when bf16 is emulated on this CPU
+    # sparse models shipping idf.json: queries are weighted tokens, no forward (idf.py)
+    query_idf: IdfWeights | None = None
 
 
 def load_model(config: ModelConfig | str) -> PoolingModel:
@@ -250,12 +228,10 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     dtype = compute_dtype(precision)
     encoder: nn.Module
     state: dict[str, torch.Tensor] = {}
-    if desc.native_encoder:
-        from poolq.worker.engine.encoder_spec import EncoderSpec
-        from poolq.worker.engine.packed_encoder import PackedEncoder
-
+    arch = architecture_for(desc.model_type)
+    if desc.native_encoder and arch is not None:
         state = load_weights(ck.path)
-        encoder = PackedEncoder.from_state_dict(EncoderSpec.from_dict(ck.config), state)
+        encoder = arch.build_encoder(arch.with_defaults(ck.config), state)
     else:
         from poolq.worker.engine.fallback import PaddedAutoModelRunner
 
@@ -276,8 +252,8 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     for p in list(encoder.parameters()) + list(pooler.parameters()):
         p.requires_grad_(False)
     model = PoolingModel(desc, cfg, tok, encoder, pooler, device, dtype, precision)
-    if precision == "float32" and device.type == "cpu":
-        _fuse_onednn(model)
+    if "sparse" in desc.supported_tasks:
+        model.query_idf = IdfWeights.from_folder(ck.path, tok)
     if precision == "int8":  # built in fp32 above; the gate quantizes it or refuses it
         from poolq.worker.engine.int8_gate import quantize_with_gate
 
@@ -288,23 +264,3 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     )
     model.bf16_slowdown = warn_emulated_bf16(precision, device, hidden, inter)
     return model
-
-
-def _fuse_onednn(model: PoolingModel) -> None:
-    """fp32 CPU linears on oneDNN with fused epilogues (``onednn_linear.py``)."""
-    from poolq.worker.engine import onednn_linear
-    from poolq.worker.engine.checkpoint_heads import MLMHead
-    from poolq.worker.engine.packed_encoder import PackedEncoder
-
-    if not onednn_linear.available() or not FUSE_ONEDNN:
-        return
-    if isinstance(model.encoder, PackedEncoder):
-        model.encoder.fuse_onednn()
-    sparse = model.pooler.poolers_by_task.get("sparse")
-    if isinstance(sparse, SpladePooler) and isinstance(sparse.mlm_head, MLMHead):
-        sparse.mlm_head.fuse_onednn()
-
-
-# off: measured 0.98-0.99x of MKL addmm on MiniLM on an idle 2-core AVX-512 Xeon (1.03x under
-# other users' load); benchmarks/ab_encoder.py "fused" turns it on to measure it again
-FUSE_ONEDNN = False

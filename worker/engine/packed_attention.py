@@ -2,13 +2,15 @@
 
 Three ways, planned once per forward on the host (:func:`plan_attention`):
 
-* ``buckets`` (the CPU default): sequences sorted by length and cut into buckets whose padding
+* ``runs`` (the packed encoder's default): one SDPA call per run of consecutive equal-length
+  sequences, no copies in, one out.
+* ``buckets`` (a variant ``benchmarks/ab_encoder.py`` measures; the causal decoder buckets its
+  sequences with :func:`bucket_lengths` too): sequences sorted by length and cut into buckets whose padding
   stays under ``PAD_WASTE`` of the bucket's tokens; each bucket is gathered into a padded
   ``[n, L_max, 3, heads, d]`` block (one ``index_select``), runs one SDPA call with a key mask
   ``[n, 1, 1, L_max]`` (padding and ColBERT's un-attended keys False), and is written back to its
   rows (one ``index_copy_``). A 2k-token batch of ~25 texts takes a handful of SDPA calls
-  instead of 25 (per-call overhead dominated short sequences).
-* ``runs``: one SDPA call per run of consecutive equal-length sequences, no copies in, one out.
+  instead of 25.
 * flash varlen: CUDA in fp16/bf16 with ``flash_attn`` installed, one call for the batch (flash
   varlen takes no key mask: runs with masked keys are redone with masked SDPA).
 
@@ -145,7 +147,7 @@ def plan_attention(
     seq_lens: list[int],
     device: torch.device,
     key_mask_cpu: Tensor | None = None,
-    mode: AttentionMode = "buckets",
+    mode: AttentionMode = "runs",
 ) -> AttnPlan:
     groups = _runs(seq_lens)
     cu = torch.tensor([0, *accumulate(seq_lens)], dtype=torch.int32)

@@ -4,9 +4,9 @@ All sequences of a batch are concatenated into one flat token stream ``[T]`` (no
 Embeddings, projections, LayerNorms and FFNs run on the flat ``[T, H]`` tensor; only the
 attention is computed per sequence (``packed_attention.py``):
 
-* CPU (and CUDA without ``flash_attn``): sequences bucketed by length, one padded, key-masked
-  ``scaled_dot_product_attention`` call per bucket (``attention="buckets"``, the default), or
-  one call per run of consecutive equal-length sequences (``attention="runs"``).
+* CPU (and CUDA without ``flash_attn``): one ``scaled_dot_product_attention`` call per run of
+  consecutive equal-length sequences (``attention="runs"``, the default). ``attention="buckets"`` (padded,
+  key-masked length buckets) is a variant that ``benchmarks/ab_encoder.py`` measures.
 * CUDA in fp16/bf16 with ``flash_attn`` installed: a single ``flash_attn_varlen_func`` call.
 
 Key masks: ``forward(..., key_mask_cpu=)`` marks tokens that no token attends to (ColBERT query
@@ -28,7 +28,6 @@ from torch import Tensor, nn
 from poolq.worker.engine.compute_thread import yield_to_urgent
 from poolq.worker.engine.encoder_spec import EncoderSpec
 from poolq.worker.engine.hidden_act import hidden_activation
-from poolq.worker.engine.onednn_linear import OneDNNLinear, post_op_for
 from poolq.worker.engine.packed_attention import (
     AttentionMode,
     AttnPlan,
@@ -64,21 +63,8 @@ class _Layer(nn.Module):
     def forward(self, x: Tensor, plan: AttnPlan, cu_seqlens: Tensor | None) -> Tensor:
         # x: [T, H]
         attn = packed_attention(self.qkv(x), plan, self.num_heads, cu_seqlens, _flash_varlen)
-        if isinstance(self.ffn_out, OneDNNLinear) and isinstance(self.attn_out, OneDNNLinear):
-            # fused: bias (+ GELU) in the GEMM epilogues, residual adds inside the GEMM calls
-            x = self.attn_norm(self.attn_out.plus(attn, x))
-            return self.ffn_norm(self.ffn_out.plus(self.act(self.ffn_in(x)), x))
         x = self.attn_norm(x + self.attn_out(attn))
         return self.ffn_norm(x + self.ffn_out(self.act(self.ffn_in(x))))
-
-    def fuse_onednn(self) -> None:
-        """fp32 CPU: linears on oneDNN (``onednn_linear.py``), the activation into ``ffn_in``."""
-        post = post_op_for(self.act)
-        for name in ("qkv", "attn_out", "ffn_out"):
-            setattr(self, name, OneDNNLinear(getattr(self, name)))
-        self.ffn_in = OneDNNLinear(self.ffn_in, post)  # type: ignore[assignment]
-        if post is not None:
-            self.act = nn.Identity()
 
 
 class PackedEncoder(nn.Module):
@@ -102,12 +88,6 @@ class PackedEncoder(nn.Module):
     def from_config(cls, config: Any) -> PackedEncoder:
         """Build from a HF ``BertConfig`` / ``RobertaConfig`` / ``XLMRobertaConfig``."""
         return cls(EncoderSpec.from_hf_config(config))
-
-    def fuse_onednn(self) -> None:
-        """fp32 on the CPU: every layer's linears on oneDNN, GELU fused (``onednn_linear.py``)."""
-        for layer in self.layers:
-            assert isinstance(layer, _Layer)
-            layer.fuse_onednn()
 
     @classmethod
     def from_state_dict(cls, spec: EncoderSpec, state_dict: dict[str, Tensor]) -> PackedEncoder:

@@ -81,12 +81,7 @@ def build_pooler(
         head_t = TokenEmbedHead(desc.output_dim("token_embed"), proj, skip_token_ids=skip)
         poolers["token_embed"] = TokenPooler(AllPool(), head_t)
     elif kind == "masked_lm":
-        mlm = mlm_head_from_state(
-            state,
-            desc.model_type,
-            str(config.get("hidden_act", "gelu")),
-            float(config.get("layer_norm_eps", 1e-12)),
-        )
+        mlm = mlm_head_from_state(state, config)
         remove = [
             t
             for t in (
@@ -113,9 +108,7 @@ def build_pooler(
             if act_name
             else classification_activation(config.get("problem_type"), num_labels)
         )
-        head_c = ClassifierHead(
-            classifier_from_state(state, desc.model_type), act, num_labels=num_labels
-        )
+        head_c = ClassifierHead(classifier_from_state(state, config), act, num_labels=num_labels)
         poolers["classify"] = SequencePooler(sequence_method("CLS"), head_c)
     elif kind == "bge_m3":
 

@@ -70,6 +70,13 @@ class EncodeRequest:
     start_tag: float = 0.0  # its fair-share start tag, set by the scheduler (lanes.py)
     caller: str | None = None  # who shares the lane (lanes.py): the group, else its call
 
+    # Chunked prefill (causal models): prompt tokens scheduled in earlier batches, and the span
+    # [prefill_start, prefill_end) the scheduler's latest cut gave this request (the model
+    # thread cuts, then runs the batch: the runner reads the span before the next cut).
+    num_computed_tokens: int = 0
+    prefill_start: int = 0
+    prefill_end: int = -1  # -1: the whole prompt (no chunking)
+
     def __post_init__(self) -> None:
         if self.caller is None:
             self.caller = self.group if self.group is not None else anonymous_caller()
@@ -77,6 +84,20 @@ class EncodeRequest:
     @property
     def num_tokens(self) -> int:
         return len(self.token_ids)
+
+    @property
+    def scheduled_span(self) -> tuple[int, int]:
+        return (self.prefill_start, self.num_tokens if self.prefill_end < 0 else self.prefill_end)
+
+    @property
+    def is_partial_prefill(self) -> bool:
+        """This batch prefills part of the prompt, and not its end: no output yet."""
+        return self.scheduled_span[1] < self.num_tokens
+
+    @property
+    def is_chunked(self) -> bool:
+        """Prefilled across batches: the runner keeps its KV cache and pooling prefix."""
+        return self.prefill_start > 0 or self.is_partial_prefill
 
     def order_key(self) -> OrderKey:
         """Its place in the queue (``lanes.order_key``)."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from poolq.worker.engine.chunked_prefill import ChunkedPrefills
 from poolq.worker.engine.cpu_threads import governed_threads
 from poolq.worker.engine.loader import PoolingModel
 from poolq.worker.engine.requests import EncodeRequest
@@ -49,13 +51,13 @@ class BatchOutputs:
     events around the kernels and are filled in by :meth:`wait`; otherwise they stay 0.
     """
 
-    results: list[dict[PoolingTask, PoolerOutput]]
+    results: list[dict[PoolingTask, PoolerOutput] | None]  # None: a chunk, not the end
     event: torch.cuda.Event | None = None
     forward_s: float = 0.0
     pool_s: float = 0.0
     timing_events: tuple[torch.cuda.Event, torch.cuda.Event, torch.cuda.Event] | None = None
 
-    def wait(self) -> list[dict[PoolingTask, PoolerOutput]]:
+    def wait(self) -> list[dict[PoolingTask, PoolerOutput] | None]:
         if self.event is not None:
             self.event.synchronize()  # recorded after the timing events: they are done too
         if self.timing_events is not None:
@@ -69,26 +71,37 @@ class BatchOutputs:
 class ModelRunner:
     def __init__(self, model: PoolingModel) -> None:
         self.model = model
+        # causal models: requests in the middle of a chunked prefill (chunked_prefill.py)
+        self.prefills = ChunkedPrefills(model.pooler)
+        self._causal = bool(getattr(model.encoder, "causal", False))
         self.device = model.device
         self._pin = model.device.type == "cuda"
         self._autocast = model.dtype in (torch.bfloat16, torch.float16)
         self.timing = False  # CUDA: time forward and pool with events (the engine's observer)
 
-    def run(self, batch: list[EncodeRequest]) -> list[dict[PoolingTask, PoolerOutput]]:
+    def run(self, batch: list[EncodeRequest]) -> list[dict[PoolingTask, PoolerOutput] | None]:
         """Pooled outputs per text, in batch order, on the host (synchronous)."""
         return self.launch(batch).wait()
 
     def launch(self, batch: list[EncodeRequest]) -> BatchOutputs:
-        """Run the batch; on CUDA the outputs' copies to the host may still be in flight."""
+        """Run the batch; on CUDA the outputs' copies to the host may still be in flight.
+        A request whose span ends before its prompt does (chunked prefill) gets ``None``."""
         if self.device.type == "cpu":
             governed_threads()  # CPU: the intra-op thread count chosen for now (cpu_threads.py)
-        seq_lens = [r.num_tokens for r in batch]
+        spans = [r.scheduled_span for r in batch]  # prompt tokens [start, end) of each request
+        seq_lens = [end - start for start, end in spans]
+        chunked = [r.is_chunked for r in batch]
+        if any(chunked) and not self._causal:
+            raise ValueError("only a causal model's prompts can be prefilled in chunks")
         starts: list[int] = []
         pos = 0
         for n in seq_lens:
             starts.append(pos)
             pos += n
-        ids_cpu = torch.tensor([t for r in batch for t in r.token_ids], dtype=torch.int64)  # [T]
+        ids_cpu = torch.tensor(
+            [t for r, (a, b) in zip(batch, spans, strict=True) for t in r.token_ids[a:b]],
+            dtype=torch.int64,
+        )  # [T]
         if self._pin:
             ids_cpu = ids_cpu.pin_memory()
         ids_dev = ids_cpu.to(self.device, non_blocking=True)
@@ -100,8 +113,21 @@ class ModelRunner:
         token_ids: list[torch.Tensor] = []
         owners: list[tuple[int, PoolingTask]] = []
         need_ids = pooler.requires_token_ids
+        if self._causal:
+            self.prefills.drop_abandoned()
+        caches = [
+            self.prefills.cache(r) if c else None for r, c in zip(batch, chunked, strict=True)
+        ]
+        # a final chunk is pooled with what its earlier chunks left (None: not chunked)
+        prefix_of = {
+            j: self.prefills.finish(r)
+            for j, r in enumerate(batch)
+            if r.prefill_start > 0 and not r.is_partial_prefill
+        }
         for task in POOLING_TASKS:  # task-major: each task's requests adjacent
             for j, r in enumerate(batch):
+                if r.is_partial_prefill:
+                    continue  # not pooled before the end of its prompt
                 for p in r.params:
                     if p.task != task:
                         continue
@@ -109,8 +135,12 @@ class ModelRunner:
                     counts.append(seq_lens[j])
                     token_starts.append(starts[j])
                     owners.append((j, task))
-                    if need_ids:
-                        token_ids.append(ids_cpu[starts[j] : starts[j] + seq_lens[j]])
+                    if need_ids:  # a final chunk's ids: its whole prompt
+                        token_ids.append(
+                            torch.tensor(r.token_ids[: spans[j][1]], dtype=torch.int64)
+                            if j in prefix_of
+                            else ids_cpu[starts[j] : starts[j] + seq_lens[j]]
+                        )
         cursor = PoolingCursor.build(counts, token_starts=token_starts, device=self.device)
         keep_rows = None
         if any(r.keep_rows_cpu is not None for r in batch):
@@ -121,8 +151,11 @@ class ModelRunner:
             tuple(token_ids) if need_ids else None,
             request_ids=tuple(batch[j].request_id for j, _ in owners),
             keep_rows_cpu=keep_rows,
+            prefixes=tuple(prefix_of.get(j) for j, _ in owners) if prefix_of else None,
         )
-        encoder_kw: dict[str, torch.Tensor] = {}
+        encoder_kw: dict[str, Any] = {}
+        if any(chunked):
+            encoder_kw["caches"] = caches
         if any(r.key_mask_cpu is not None for r in batch):  # only then: no cost otherwise
             encoder_kw["key_mask_cpu"] = torch.cat(
                 [
@@ -140,6 +173,9 @@ class ModelRunner:
         with torch.inference_mode():
             with torch.autocast(self.device.type, dtype=self.model.dtype, enabled=self._autocast):
                 hidden = self.model.encoder(ids_dev, seq_lens, **encoder_kw)  # [T, H]
+            for j, r in enumerate(batch):
+                if r.is_partial_prefill:  # keep what the pooler will need of these rows
+                    self.prefills.keep(r, hidden[starts[j] : starts[j] + seq_lens[j]])
             if events is not None:
                 events[1].record()
             t1 = time.perf_counter()
@@ -147,9 +183,11 @@ class ModelRunner:
             if events is not None:
                 events[2].record()
         t2 = time.perf_counter()
-        results: list[dict[PoolingTask, PoolerOutput]] = [{} for _ in batch]
+        results: list[dict[PoolingTask, PoolerOutput] | None] = [
+            None if r.is_partial_prefill else {} for r in batch
+        ]
         for (j, task), out in zip(owners, outputs, strict=True):
-            results[j][task] = _to_host(out, self._pin)
+            results[j][task] = _to_host(out, self._pin)  # type: ignore[index]
         event = None
         if self._pin:
             event = torch.cuda.Event()

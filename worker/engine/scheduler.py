@@ -3,7 +3,10 @@
 Ordering is ``lanes.py``'s: lane first (queries, then interactive jobs, then bulk), then callers
 share the lane by tokens (start-time fair queuing), then arrival. Each batch is filled up to
 ``max_batch_tokens`` and ``max_batch_requests``; cancelled requests are dropped before they are
-batched. Every method is thread-safe: the event loop adds, the model thread takes.
+batched. With ``chunked_prefill`` (causal models) a request that does not fit the batch's
+remaining tokens gets that many of its prompt tokens and stays at the head of the queue for the
+next batch; otherwise it waits for the next batch (alone, if over the budget). Every method is
+thread-safe: the event loop adds, the model thread takes.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import time
 from poolq.worker.engine.lanes import FairShare, OrderKey
 from poolq.worker.engine.requests import EncodeRequest
 from poolq.worker.pooling.tasks import POOLING_TASKS
+
+MIN_CHUNK_TOKENS = 64  # a prompt chunk smaller than this waits for the next batch instead
 
 
 def task_sort_key(req: EncodeRequest) -> tuple[int, ...]:
@@ -42,6 +47,7 @@ class Scheduler:
         self._queued: set[EncodeRequest] = set()
         self.queued_tokens = 0
         self.queued_requests = 0
+        self.chunked_prefill = False  # causal models: split prompts over the batch budget
 
     def add(self, requests: list[EncodeRequest]) -> None:
         with self._cv:
@@ -95,13 +101,23 @@ class Scheduler:
                 if req in self._queued:
                     self._release(req)
                 continue
-            if batch and tokens + req.num_tokens > self.max_batch_tokens:
+            left = req.num_tokens - req.num_computed_tokens
+            if tokens + left > self.max_batch_tokens and (batch or self.chunked_prefill):
+                room = self.max_batch_tokens - tokens
+                if not self.chunked_prefill or (batch and room < min(MIN_CHUNK_TOKENS, left)):
+                    break
+                req.prefill_start = req.num_computed_tokens  # a chunk: stays at the head
+                req.prefill_end = req.num_computed_tokens = req.prefill_start + room
+                self.queued_tokens -= room
+                batch.append(req)
                 break
             heapq.heappop(self._heap)
             self._release(req)
             self._fair.served(req.lane, req.start_tag)
+            req.prefill_start, req.prefill_end = req.num_computed_tokens, -1
+            req.num_computed_tokens = req.num_tokens
             batch.append(req)
-            tokens += req.num_tokens
+            tokens += left
         return batch
 
     def cancel(self, req: EncodeRequest) -> bool:
@@ -116,5 +132,5 @@ class Scheduler:
     def _release(self, req: EncodeRequest) -> None:
         """The request no longer counts as queued (batched or cancelled)."""
         self._queued.discard(req)
-        self.queued_tokens -= req.num_tokens
+        self.queued_tokens -= req.num_tokens - req.num_computed_tokens
         self.queued_requests -= 1

@@ -21,6 +21,7 @@ from functools import cached_property
 import torch
 
 from poolq.worker.pooling.params import PoolingParams
+from poolq.worker.pooling.prefix import PrefillPrefix
 
 
 def _as_index_cpu(values: Sequence[int] | torch.Tensor) -> torch.Tensor:
@@ -141,10 +142,20 @@ class PoolingMetadata:
     prompt_token_ids_cpu: tuple[torch.Tensor, ...] | None = None
     request_ids: tuple[str, ...] | None = None
     keep_rows_cpu: tuple[torch.Tensor | None, ...] | None = None
+    # chunked prefill: per request, None or what its earlier chunks left (``prefix.py``); the
+    # request's rows here are its final chunk. None for the whole batch when no request has one.
+    prefixes: tuple[PrefillPrefix | None, ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.cursor)
-        for name in ("pooling_params", "prompt_token_ids_cpu", "request_ids", "keep_rows_cpu"):
+        names = (
+            "pooling_params",
+            "prompt_token_ids_cpu",
+            "request_ids",
+            "keep_rows_cpu",
+            "prefixes",
+        )
+        for name in names:
             value = getattr(self, name)
             if value is not None and len(value) != n:
                 raise ValueError(
@@ -152,6 +163,11 @@ class PoolingMetadata:
                 )
         if self.prompt_token_ids_cpu is not None:
             counts = self.cursor.num_scheduled_tokens_cpu.tolist()
+            if self.prefixes is not None:  # a chunked request's ids are its whole prompt
+                counts = [
+                    c + (p.num_tokens if p else 0)
+                    for c, p in zip(counts, self.prefixes, strict=True)
+                ]
             got = [int(t.numel()) for t in self.prompt_token_ids_cpu]
             if got != counts:
                 raise ValueError(
@@ -198,7 +214,19 @@ class PoolingMetadata:
             pick(self.prompt_token_ids_cpu),
             pick(self.request_ids),
             pick(self.keep_rows_cpu),
+            pick(self.prefixes),
         )
+
+    @property
+    def partial_prefill(self) -> bool:
+        """Some request's earlier rows were prefilled in earlier batches (chunked prefill)."""
+        return self.prefixes is not None and any(p is not None for p in self.prefixes)
+
+    def prefix_items(self) -> list[tuple[int, PrefillPrefix]]:
+        """``(request index, prefix)`` of the requests continuing a chunked prefill."""
+        if self.prefixes is None:
+            return []
+        return [(i, p) for i, p in enumerate(self.prefixes) if p is not None]
 
     def with_cursor(self, cursor: PoolingCursor) -> PoolingMetadata:
         return replace(self, cursor=cursor)

@@ -29,7 +29,10 @@ class CLSPool(SequencePoolingMethod):
     name = "CLS"
 
     def __call__(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> torch.Tensor:
-        return hidden.index_select(0, metadata.cursor.first_token_indices_dev)
+        rows = hidden.index_select(0, metadata.cursor.first_token_indices_dev)  # [n, H]
+        for i, prefix in metadata.prefix_items():  # chunked prefill: the first chunk's row
+            rows[i] = prefix.need("first_row", self.name)
+        return rows
 
 
 class LastPool(SequencePoolingMethod):
@@ -58,7 +61,14 @@ class MeanPool(SequencePoolingMethod):
         for lo in range(0, cursor.num_tokens, rows_per_chunk):
             hi = min(lo + rows_per_chunk, cursor.num_tokens)
             acc.index_add_(0, segment_ids[lo:hi], hidden[lo:hi].float())
-        lens_dev = cursor._to_dev(cursor.num_scheduled_tokens_cpu).to(torch.float32)  # [n]
+        lens_cpu = cursor.num_scheduled_tokens_cpu
+        prefixes = metadata.prefix_items()
+        if prefixes:  # chunked prefill: the earlier chunks' FP32 sums, divided by the full length
+            lens_cpu = lens_cpu.clone()
+            for i, prefix in prefixes:
+                acc[i] += prefix.need("sum_fp32", self.name)
+                lens_cpu[i] += prefix.num_tokens
+        lens_dev = cursor._to_dev(lens_cpu).to(torch.float32)  # [n]
         return acc / lens_dev.unsqueeze(1)
 
 
@@ -77,9 +87,12 @@ class AllPool(TokenPoolingMethod):
 
     def __call__(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[torch.Tensor]:
         cursor = metadata.cursor
-        return list(
+        rows = list(
             torch.split(hidden[: cursor.num_tokens], cursor.num_scheduled_tokens_cpu.tolist())
         )
+        for i, prefix in metadata.prefix_items():  # chunked prefill: earlier chunks first
+            rows[i] = torch.cat([prefix.need("rows", self.name), rows[i]])
+        return rows
 
 
 def sequence_method(pooling_type: str) -> SequencePoolingMethod:

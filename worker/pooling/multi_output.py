@@ -69,6 +69,9 @@ class TokenWeightSparsePooler(Pooler):
             merged = torch.zeros(uniq.shape[0], dtype=torch.float32, device=w.device)
             merged.scatter_reduce_(0, inverse, w[keep_dev], reduce="amax", include_self=False)
             nz = merged > 0
+            floor = metadata.pooling_params[len(out)].min_weight
+            if floor:
+                nz &= merged >= floor
             out.append(SparseEmbedding(uniq[nz].to(torch.int32), merged[nz]))
         top_k = [p.top_k for p in metadata.pooling_params]
         return [_top_k(o, k) for o, k in zip(out, top_k, strict=True)]

@@ -40,10 +40,20 @@ def _nothing() -> None:
     pass
 
 
-def sparsify(weights: torch.Tensor, top_k: Sequence[int | None]) -> list[SparseEmbedding]:
+def sparsify(
+    weights: torch.Tensor,
+    top_k: Sequence[int | None],
+    min_weight: Sequence[float | None] | None = None,
+) -> list[SparseEmbedding]:
     """``[n, V]`` non-negative weights -> per row ``(indices int32, values float32)``, sorted by
-    index, zeros dropped, optionally only the ``top_k[i]`` largest of row ``i``."""
+    index, zeros dropped, optionally only the ``top_k[i]`` largest of row ``i`` and only weights
+    ``>= min_weight[i]``."""
     keep = weights > 0  # [n, V]
+    for m in sorted({m for m in min_weight or () if m}):
+        rows_dev = torch.tensor([i for i, mm in enumerate(min_weight or ()) if mm == m]).to(
+            weights.device, non_blocking=True
+        )
+        keep[rows_dev] = keep.index_select(0, rows_dev) & (weights.index_select(0, rows_dev) >= m)
     for k in sorted({k for k in top_k if k is not None}):
         rows_cpu = torch.tensor([i for i, kk in enumerate(top_k) if kk == k])
         rows_dev = rows_cpu.to(weights.device, non_blocking=True)
@@ -150,4 +160,5 @@ class SpladePooler(Pooler):
                 req += 1
         weights = torch.log1p(torch.relu(acc)) if self.mode == "max" else acc  # [n, V]
         top_k = [p.top_k if p.top_k is not None else self.top_k for p in metadata.pooling_params]
-        return list(sparsify(weights, top_k))
+        min_weight = [p.min_weight for p in metadata.pooling_params]
+        return list(sparsify(weights, top_k, min_weight))

@@ -131,7 +131,7 @@ class PoolqWorker(Worker):
                     if lane == Lane.BULK:
                         return  # the ids come in score order: only bulk jobs follow
                     continue
-            await super().start_jobs([raw])  # type: ignore[list-item]
+            await super().start_jobs([raw])
             started = self.tasks.get(job_id)
             if self.admission is not None and started is not None and started is not before:
                 self.admission.taken(job_id, await self.pool.strlen(job_key_prefix + job_id))

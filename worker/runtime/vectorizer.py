@@ -15,7 +15,6 @@ from poolq.ingest.profile import Profile
 from poolq.ingest.versions import profile_version
 from poolq.sinks.points import SparseValues, VectorValue
 from poolq.sinks.schema import VectorSpec
-from poolq.worker.engine.checkpoint import resolve_model_path
 from poolq.worker.engine.description import ModelDescription
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.lanes import Lane
@@ -173,9 +172,15 @@ class Vectorizer:
 
         async def one(model: str) -> tuple[str, Any]:
             engine = self.query_engines.get(model) or self.engines[model]
+            params = [v.params() for v in wanted if v.model == model]
+            idf = engine.model.query_idf
+            if idf is not None and all(p.task == "sparse" for p in params):
+                # inference-free query: its tokens weighted by the model's idf.json
+                ids = engine.model.tokenizer.encode_batch([text])[0].ids
+                return model, {p.task: idf.encode(ids, p.top_k) for p in params}
             res = await engine.encode_one(
                 text,
-                [v.params() for v in wanted if v.model == model],
+                params,
                 request_ids=[request_id],
                 lane=Lane.QUERY,
                 prompt_name=query_prompt_name(engine.description),
@@ -185,10 +190,6 @@ class Vectorizer:
 
         results = dict(await asyncio.gather(*(one(m) for m in models)))
         return {v.name: to_qdrant_value(results[v.model][v.task]) for v in wanted}
-
-
-def _fingerprint(model: str) -> str:
-    return cached_fingerprint(resolve_model_path(model))
 
 
 def chunk_counter(description: ModelDescription, tokenizer: Any) -> TokenCounter:

@@ -54,9 +54,8 @@ STATUS_LIST_LIMIT: Final = 100
 
 # Before the sorted set: a plain set of every job id ever enqueued, never pruned. `poolq status`
 # moves what it finds there into JOB_INDEX_ZSET_KEY (jobs whose records are gone are dropped)
-# and deletes it. JOB_INDEX_KEY is the old name, kept for code that still SADDs to it.
+# and deletes it.
 LEGACY_JOB_INDEX_KEY: Final = KEY_PREFIX + "jobs"
-JOB_INDEX_KEY: Final = LEGACY_JOB_INDEX_KEY
 
 # Dead-letter list (jobs that failed for good): a hash job id -> msgpack entry.
 DEAD_LETTER_KEY: Final = KEY_PREFIX + "dlq"

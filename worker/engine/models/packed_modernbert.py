@@ -1,0 +1,203 @@
+"""Padding-free ModernBERT over a flat token stream ``[T]``: norms, projections and the GeGLU
+MLP on the flat ``[T, H]`` tensor; positions restart at every sequence; attention per sequence,
+bidirectional, bucketed by length (``causal_attention.plan_causal`` lays the buckets out), with
+a key-padding mask and, in local layers, the band ``|i - j| <= half_window``."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from poolq.worker.engine.compute_thread import yield_to_urgent
+from poolq.worker.engine.hidden_act import hidden_activation
+from poolq.worker.engine.models.causal_attention import CausalPlan, plan_causal
+from poolq.worker.engine.models.modernbert import ModernBertSpec
+from poolq.worker.engine.uninit import EmptyEmbedding, EmptyLinear
+
+
+def _rotate_half(x: Tensor) -> Tensor:
+    a, b = x.chunk(2, dim=-1)
+    return torch.cat((-b, a), dim=-1)
+
+
+def _rope(positions: Tensor, theta: float, d: int) -> tuple[Tensor, Tensor]:
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    freqs = positions.float()[:, None] * inv_freq.to(positions.device)[None, :]  # [T, d / 2]
+    emb = torch.cat((freqs, freqs), dim=-1)[:, None, :]  # [T, 1, d]
+    return emb.cos(), emb.sin()
+
+
+def _attend(
+    q: Tensor, k: Tensor, v: Tensor, valid: Tensor | None, half_window: int | None
+) -> Tensor:
+    """``q, k, v [n, L, h, d]``; ``valid`` bool ``[n, L]`` (None: all real) -> ``[n, L, h, d]``."""
+    length = q.shape[1]
+    mask = None if valid is None else valid[:, None, None, :]  # [n, 1, 1, L]
+    if half_window is not None and length > half_window + 1:
+        pos = torch.arange(length, device=q.device)
+        band = (pos[:, None] - pos[None, :]).abs() <= half_window  # [L, L]
+        mask = band if mask is None else mask & band
+    o = F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask
+    )
+    return o.transpose(1, 2)
+
+
+class _Layer(nn.Module):
+    def __init__(self, spec: ModernBertSpec, index: int) -> None:
+        super().__init__()
+        h = spec.hidden_size
+        self.heads, self.head_dim = spec.num_heads, spec.head_dim
+        self.is_global = spec.global_layers[index]
+        self.half_window = None if self.is_global else spec.half_window
+        norm = lambda: nn.LayerNorm(h, eps=spec.norm_eps, bias=spec.norm_bias)  # noqa: E731
+        self.attn_norm: nn.Module = nn.Identity() if index == 0 else norm()
+        self.wqkv = EmptyLinear(h, 3 * h, spec.attention_bias)
+        self.wo = EmptyLinear(h, h, spec.attention_bias)
+        self.mlp_norm = norm()
+        self.wi = EmptyLinear(h, 2 * spec.intermediate_size, spec.mlp_bias)  # [input; gate]
+        self.act = hidden_activation(spec.hidden_act)
+        self.mlp_out = EmptyLinear(spec.intermediate_size, h, spec.mlp_bias)
+
+    def attention(
+        self, x: Tensor, cos: Tensor, sin: Tensor, plan: CausalPlan, valid: list
+    ) -> Tensor:
+        t, heads, d = x.shape[0], self.heads, self.head_dim
+        q, k, v = self.wqkv(x).view(t, 3, heads, d).unbind(1)
+        q = q * cos + _rotate_half(q) * sin
+        k = k * cos + _rotate_half(k) * sin
+        out = q.new_empty(t, heads * d)
+        for members, gather, rows, slots, mask in zip(
+            plan.buckets, plan.gathers_dev, plan.rows_dev, plan.slots_dev, valid, strict=True
+        ):
+            if gather is None:
+                s, n = plan.starts[members[0]], plan.seq_lens[members[0]]
+                o = _attend(
+                    q[None, s : s + n],
+                    k[None, s : s + n],
+                    v[None, s : s + n],
+                    None,
+                    self.half_window,
+                )
+                out[s : s + n] = o[0].reshape(n, heads * d)
+                continue
+            assert rows is not None and slots is not None
+            nb, length = len(members), plan.seq_lens[members[0]]
+            qb, kb, vb = (z.index_select(0, gather).view(nb, length, heads, d) for z in (q, k, v))
+            o = _attend(qb, kb, vb, mask, self.half_window).reshape(nb * length, heads * d)
+            out.index_copy_(0, rows, o.index_select(0, slots))
+        return out
+
+    def forward(
+        self, x: Tensor, rope: dict[bool, tuple[Tensor, Tensor]], plan: CausalPlan, valid: list
+    ) -> Tensor:
+        cos, sin = rope[self.is_global]
+        x = x + self.wo(self.attention(self.attn_norm(x), cos, sin, plan, valid))
+        inp, gate = self.wi(self.mlp_norm(x)).chunk(2, dim=-1)
+        return x + self.mlp_out(self.act(inp) * gate)
+
+
+class PackedModernBert(nn.Module):
+    def __init__(self, spec: ModernBertSpec) -> None:
+        super().__init__()
+        self.spec = spec
+        h = spec.hidden_size
+        self.embed = EmptyEmbedding(spec.vocab_size, h)
+        self.emb_norm = nn.LayerNorm(h, eps=spec.norm_eps, bias=spec.norm_bias)
+        self.layers = nn.ModuleList(_Layer(spec, i) for i in range(spec.num_layers))
+        self.final_norm = nn.LayerNorm(h, eps=spec.norm_eps, bias=spec.norm_bias)
+        self.requires_grad_(False)
+        self.eval()
+
+    @classmethod
+    def from_state_dict(cls, spec: ModernBertSpec, state: dict[str, Tensor]) -> PackedModernBert:
+        m = cls(spec)
+        m.load_hf_state_dict(state)
+        return m
+
+    def load_hf_state_dict(self, state: dict[str, Tensor]) -> None:
+        anchor = "embeddings.tok_embeddings.weight"
+        anchors = [k for k in state if k == anchor or k.endswith("." + anchor)]
+        if not anchors:
+            raise ValueError(f"state dict has no key ending in {anchor!r}")
+        prefix = min(anchors, key=len)[: -len(anchor)]
+        missing: list[str] = []
+
+        def get(name: str) -> Tensor:
+            if prefix + name in state:
+                return state[prefix + name]
+            missing.append(prefix + name)
+            return torch.empty(0)
+
+        def norm(module: nn.Module, name: str) -> list[tuple[Tensor, Tensor]]:
+            assert isinstance(module, nn.LayerNorm)
+            pairs: list[tuple[Tensor, Tensor]] = [(module.weight, get(name + ".weight"))]
+            if module.bias is not None:
+                pairs.append((module.bias, get(name + ".bias")))
+            return pairs
+
+        def linear(module: nn.Linear, name: str) -> list[tuple[Tensor, Tensor]]:
+            pairs: list[tuple[Tensor, Tensor]] = [(module.weight, get(name + ".weight"))]
+            if module.bias is not None:
+                pairs.append((module.bias, get(name + ".bias")))
+            return pairs
+
+        pairs = [(self.embed.weight, get(anchor))]
+        pairs += norm(self.emb_norm, "embeddings.norm") + norm(self.final_norm, "final_norm")
+        for i, layer in enumerate(self.layers):
+            assert isinstance(layer, _Layer)
+            p = f"layers.{i}."
+            if i > 0:
+                pairs += norm(layer.attn_norm, p + "attn_norm")
+            pairs += linear(layer.wqkv, p + "attn.Wqkv") + linear(layer.wo, p + "attn.Wo")
+            pairs += norm(layer.mlp_norm, p + "mlp_norm")
+            pairs += linear(layer.wi, p + "mlp.Wi") + linear(layer.mlp_out, p + "mlp.Wo")
+        if missing:
+            raise ValueError(f"state dict is missing {len(missing)} required keys: {missing[:8]}")
+        bad = [f"{tuple(s.shape)} vs {tuple(d.shape)}" for d, s in pairs if s.shape != d.shape]
+        if bad:
+            raise ValueError(f"state dict shapes do not match the config: {bad[:5]}")
+        with torch.no_grad():
+            for dst, src in pairs:
+                dst.copy_(src)
+
+    def forward(
+        self, input_ids: Tensor, seq_lens: list[int], key_mask_cpu: Tensor | None = None
+    ) -> Tensor:
+        t = int(input_ids.shape[0])
+        if input_ids.dim() != 1 or t != sum(seq_lens):
+            raise ValueError(
+                f"input_ids must be flat [sum(seq_lens)={sum(seq_lens)}], got {tuple(input_ids.shape)}"
+            )
+        if seq_lens and max(seq_lens) > self.spec.max_positions:
+            raise ValueError(f"sequence lengths must be at most {self.spec.max_positions}")
+        if key_mask_cpu is not None and not bool(key_mask_cpu.all()):
+            raise ValueError("the packed ModernBERT takes no key mask (ColBERT query expansion)")
+        device = input_ids.device
+        lens_cpu = torch.tensor(seq_lens, dtype=torch.long)
+        starts_cpu = torch.cumsum(lens_cpu, 0) - lens_cpu
+        positions = (torch.arange(t) - starts_cpu.repeat_interleave(lens_cpu, output_size=t)).to(
+            device
+        )
+        d = self.spec.head_dim
+        rope = {
+            True: _rope(positions, self.spec.global_theta, d),
+            False: _rope(positions, self.spec.local_theta, d),
+        }
+        plan = plan_causal(seq_lens, device)
+        valid: list[
+            Tensor | None
+        ] = []  # per bucket: bool [n, L] key mask of its padded block (None: one sequence)
+        for members, gather in zip(plan.buckets, plan.gathers_dev, strict=True):
+            if gather is None:
+                valid.append(None)
+                continue
+            length = seq_lens[members[0]]
+            lens = torch.tensor([seq_lens[i] for i in members])
+            valid.append((torch.arange(length)[None, :] < lens[:, None]).to(device))
+        x = self.emb_norm(self.embed(input_ids))
+        for layer in self.layers:
+            x = layer(x, rope, plan, valid)
+            yield_to_urgent()
+        return self.final_norm(x)
