@@ -37,6 +37,7 @@ from poolq.sinks import collection_config as cc
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store import edge_convert as cv
 from poolq.sinks.store import edge_params as ep
+from poolq.sinks.store import uint8_codec
 from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.edge_catalog import Catalog
 from poolq.sinks.store.edge_shard import Shard, edge_errors, indexing_deferred, warm
@@ -64,6 +65,7 @@ class EdgeStore(Store):
         self._mutex = threading.Lock()  # the catalog and the open shards
         self._open: dict[str, Shard] = {}
         self._maintenance: threading.Thread | None = None
+        self._uint8: dict[Path, frozenset[str]] = {}  # shard folder -> its uint8 vectors
         self.optimizations = 0
 
     def __repr__(self) -> str:
@@ -159,6 +161,7 @@ class EdgeStore(Store):
     # -- points ------------------------------------------------------------------------------
 
     def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
+        points = uint8_codec.encode_points(points, self._uint8_of(collection), arrays_ok=True)
         converted = [cv.point(p) for p in points]
         with self._using(collection) as sh, edge_errors(f"upsert into {collection!r}"):
             sh.shard.update(qe.UpdateOperation.upsert_points(converted))
@@ -197,7 +200,7 @@ class EdgeStore(Store):
             found = sh.shard.retrieve(
                 list(ids), cv.selection(with_payload), cv.selection(with_vectors)
             )
-        return [cv.record(r) for r in found]
+        return self._decoded(collection, [cv.record(r) for r in found])
 
     def scroll(
         self,
@@ -218,14 +221,35 @@ class EdgeStore(Store):
         )
         with self._using(collection) as sh, edge_errors(f"scroll of {collection!r}"):
             records, next_offset = sh.shard.scroll(request)
-        return [cv.record(r) for r in records], next_offset
+        return self._decoded(collection, [cv.record(r) for r in records]), next_offset
 
     def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:
         collection = request["collection_name"]
-        edge_request = cv.query_request(request)
+        uint8 = self._uint8_of(collection)
+        edge_request = cv.query_request(uint8_codec.encode_request(request, uint8))
         with self._using(collection) as sh, edge_errors(f"query of {collection!r}"):
             found = sh.shard.query(edge_request)
-        return [cv.scored(p) for p in found]
+        scored = self._decoded(collection, [cv.scored(p) for p in found])
+        offset = uint8_codec.top_offset(request, uint8)
+        if offset is not None:  # MaxSim over uint8 codes: back on the cosine scale
+            for p in scored:
+                p.score = uint8_codec.to_cosine_scale(p.score, offset)
+        return scored
+
+    def _uint8_of(self, name: str) -> frozenset[str]:
+        """The vectors of ``name`` stored as uint8 (``uint8_codec.py``), read once a shard."""
+        folder = self._shard(name).folder
+        names = self._uint8.get(folder)
+        if names is None:
+            names = self._uint8[folder] = uint8_codec.uint8_names(self.collection_params(name))
+        return names
+
+    def _decoded(self, collection: str, found: list[Any]) -> list[Any]:
+        names = self._uint8_of(collection)
+        if names:
+            for p in found:
+                p.vector = uint8_codec.decode_vectors(p.vector, names)
+        return found
 
     # -- maintenance and lifecycle -----------------------------------------------------------
 
