@@ -12,8 +12,8 @@ What Qdrant does with a uint8 vector (``lib/segment``, read for Qdrant 1.x and E
 * the query vector goes through the same cast (after the same identity preprocessing), so a
   float query against uint8 storage is mangled the same way.
 
-The map: each row is normalised to unit length (a row already of length 1 +- 0.05 is kept as
-it is), then ``code = 128 + round(127 x)`` (1..255; 0
+The map: each row is normalised to unit length (a row already on the code grid, a decoded one,
+is kept as it is), then ``code = 128 + round(127 x)`` (1..255; 0
 stays 128, so zero is exact), given to Qdrant as integral floats, which the cast keeps exactly.
 Queries get the same map. Back: ``x = (code - 128) / 127``, and encoding a decoded vector gives
 the same codes again (export -> import is exact).
@@ -40,7 +40,7 @@ from qdrant_client import models
 
 SCALE = 127.0
 ZERO = 128.0
-UNIT_TOLERANCE = 0.05
+GRID_TOLERANCE = 1e-3  # a float32 decoded code times 127 is within ~1e-5 of an integer
 
 
 def encode(x: Any) -> np.ndarray:
@@ -50,12 +50,17 @@ def encode(x: Any) -> np.ndarray:
     if a.dtype == np.uint8:
         return a
     a = a.astype(np.float32, copy=False)
+    # a row on the code grid is a decoded one: taken as it is, so that decoded codes encode to
+    # themselves (renormalising it could move a code: its length is only 1 +- ~1/254)
+    grid = a * np.float32(SCALE)
+    on_grid = np.all(
+        (np.abs(grid - np.rint(grid)) <= GRID_TOLERANCE) & (np.abs(grid) <= SCALE),
+        axis=-1,
+        keepdims=True,
+    )
     norm = np.linalg.norm(a, axis=-1, keepdims=True)
-    # rows of unit length within the codes' own error are kept: decoded codes encode to
-    # themselves (a decoded row's length is 1 +- ~0.01)
-    norm = np.where(np.abs(norm - 1) <= UNIT_TOLERANCE, np.float32(1), norm)
-    a = a / np.maximum(norm, np.float32(1e-12))
-    return (np.clip(np.rint(a * SCALE), -SCALE, SCALE) + ZERO).astype(np.uint8)
+    norm = np.where(on_grid, np.float32(1), np.maximum(norm, np.float32(1e-12)))
+    return (np.clip(np.rint(grid / norm), -SCALE, SCALE) + ZERO).astype(np.uint8)
 
 
 def decode(codes: Any) -> np.ndarray:
