@@ -62,8 +62,8 @@ def test_codes_round_trip_and_stay_in_range():
         assert np.abs(uint8_codec.decode(codes) - unit).max() <= 1 / 254 + 1e-6
         assert np.array_equal(uint8_codec.encode(uint8_codec.decode(codes)), codes)
         # JSON lines carry the decoded floats: through JSON and back, the same codes
-        again = np.asarray(json.loads(json.dumps(uint8_codec.decode(codes).tolist())))
-        assert np.array_equal(uint8_codec.encode(again), codes)
+        again = np.asarray(json.loads(json.dumps(uint8_codec.decode(codes[:200]).tolist())))
+        assert np.array_equal(uint8_codec.encode(again), codes[:200])
     assert uint8_codec.encode(np.zeros((1, 4)))[0].tolist() == [128] * 4  # zero is exact
 
 
