@@ -182,7 +182,7 @@ def _import(
                 schema = learned
                 if settings is not None:
                     schema = CollectionSchema(collection, learned.vectors, settings)
-                store.create_collection(physical, schema.renamed(physical), defer_indexing=True)
+                store.create_for_import(physical, schema.renamed(physical))
             if point.id in seen:
                 raise PointLineError(f"{where}: point {point.id!r} comes twice in the file")
             seen.add(point.id)

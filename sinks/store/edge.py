@@ -40,7 +40,13 @@ from poolq.sinks.store import edge_params as ep
 from poolq.sinks.store import uint8_codec
 from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.edge_catalog import Catalog
-from poolq.sinks.store.edge_shard import Shard, edge_errors, indexing_deferred, warm
+from poolq.sinks.store.edge_shard import (
+    Shard,
+    edge_errors,
+    enable_wal,
+    indexing_deferred,
+    warm,
+)
 from poolq.sinks.store.errors import EdgeError
 
 log = logging.getLogger(__name__)
@@ -95,10 +101,23 @@ class EdgeStore(Store):
     def create_collection(
         self, name: str, schema: CollectionSchema, *, defer_indexing: bool = False
     ) -> bool:
+        return self._create(name, schema, defer_indexing=defer_indexing, wal=True)
+
+    def create_for_import(self, name: str, schema: CollectionSchema) -> None:
+        """Without a WAL until :meth:`finish_build`: Edge 0.9 replays the whole WAL on every
+        load (finish_build loads twice), and the points are written once more by it; a
+        crash leaves an unnamed collection, as before."""
+        if not self._create(name, schema, defer_indexing=True, wal=False):
+            raise ValueError(f"collection {name!r} exists already")
+
+    def _create(
+        self, name: str, schema: CollectionSchema, *, defer_indexing: bool, wal: bool
+    ) -> bool:
         config = ep.edge_config(
             cc.vectors_config(schema),
             cc.sparse_vectors_config(schema),
             defer_indexing=defer_indexing,
+            wal=wal,
         )
         with self._mutex:
             if name in self._catalog.collections:
@@ -113,7 +132,7 @@ class EdgeStore(Store):
                     shard.update(qe.UpdateOperation.create_field_index(key, _EDGE_INDEX[kind]))
             self._catalog.collections[name] = folder_name
             self._catalog.save()
-            self._open[name] = Shard(name, folder, shard, deferred=defer_indexing)
+            self._open[name] = Shard(name, folder, shard, deferred=defer_indexing, unlogged=not wal)
         return True
 
     def finish_build(self, name: str) -> None:
@@ -122,7 +141,10 @@ class EdgeStore(Store):
         vectors = params.vectors if isinstance(params.vectors, dict) else {}
         config = ep.edge_config(vectors, dict(params.sparse_vectors or {}))
         with sh.lock.exclusive(), edge_errors(f"building the indexes of {name!r}"):
-            sh.shard.close()
+            sh.shard.close()  # segments flushed: a bulk load is on disk from here
+            if sh.unlogged:
+                enable_wal(sh.folder)
+                sh.unlogged = False
             sh.shard = qe.EdgeShard.load(str(sh.folder), config)  # indexing on again
             sh.deferred = False
         self._optimize(sh)

@@ -4,6 +4,9 @@ as for JSON lines), no larger than 1.2x the stored vector bytes, a JSON-lines ex
 importable, and a truncated, corrupt or mislabelled shard refused in one line naming the file."""
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -218,3 +221,42 @@ def test_export_refuses_a_folder_that_holds_something(tmp_path):
         assert (tmp_path / "x" / "keep.txt").read_text() == "mine"
     finally:
         source.close()
+
+
+AFTER_IMPORT = """
+import os, signal, sys
+from pathlib import Path
+from poolq.sinks.store.edge import EdgeStore
+from poolq.sinks.transfer import import_npy
+from tests.sinks.test_npy_transfer import records
+from poolq.sinks.points import to_point_struct
+store = EdgeStore(Path(sys.argv[1]))
+import_npy(store, "docs", Path(sys.argv[2]))
+extra = records(301)[300]
+store.upsert("docs", [to_point_struct(extra, arrays_ok=True)])
+print("done", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_after_an_import_the_wal_is_on_again(tmp_path):
+    """Import loads without a WAL (Edge replays it whole on every load); finish_build turns it
+    back on: a write acknowledged after the import survives SIGKILL."""
+    source = filled(tmp_path / "a")
+    export_npy(source, "docs", tmp_path / "x")
+    source.close()
+    child = subprocess.run(
+        [sys.executable, "-c", AFTER_IMPORT, str(tmp_path / "b"), str(tmp_path / "x")],
+        capture_output=True,
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=300,
+    )
+    assert child.stdout.strip() == b"done", child.stderr[-2000:]
+    assert child.returncode == -signal.SIGKILL
+    dest = EdgeStore(tmp_path / "b")
+    try:
+        assert dest.count("docs") == 301
+        folder = next((tmp_path / "b" / "shards").iterdir())
+        assert json.loads((folder / "edge_config.json").read_text()).get("wal_enabled") is None
+    finally:
+        dest.close()

@@ -34,7 +34,9 @@ def schema(datatype="uint8"):
 
 def corpus(n=150, seed=0):
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal((int(rng.integers(4, 40)), DIM)).astype(np.float32) for _ in range(n)]
+    return [
+        rng.standard_normal((int(rng.integers(4, 40)), DIM)).astype(np.float32) for _ in range(n)
+    ]
 
 
 def fill(store, docs, datatype="uint8"):
