@@ -203,6 +203,7 @@ def is_npy_export(path: Path) -> bool:
 
 
 def read_manifest(folder: Path) -> Manifest:
+    """The manifest of an export, every file it lists checked (there, its size, its CRC-32)."""
     path = folder / MANIFEST
     if not path.is_file():
         raise NpyExportError(
@@ -234,20 +235,15 @@ def read_manifest(folder: Path) -> Manifest:
         raise NpyExportError(
             f"{str(path)!r}: malformed manifest ({type(e).__name__}: {e})"
         ) from None
-    return Manifest(folder, collection, points, vectors, shards)
+    manifest = Manifest(folder, collection, points, vectors, shards)
+    for shard in shards:
+        _check_files(manifest, shard)
+    return manifest
 
 
-def iter_points(m: Manifest) -> Iterator[tuple[str, models.PointStruct]]:
-    """Every point, shard by shard (``where`` names the shard file and the point), each shard
-    checked against the manifest before any of its points is given out."""
-    for shard in m.shards:
-        yield from _shard_points(m, shard)
-
-
-def _shard_points(m: Manifest, shard: dict[str, Any]) -> Iterator[tuple[str, models.PointStruct]]:
-    files: dict[str, dict[str, int]] = shard["files"]
-    n = int(shard["points"])
-    for name, want in files.items():
+def _check_files(m: Manifest, shard: dict[str, Any]) -> None:
+    """Every file of a shard there, of the size and CRC-32 the manifest says."""
+    for name, want in shard["files"].items():
         path = m.folder / name
         if not path.is_file():
             raise NpyExportError(f"{str(path)!r}: missing (listed in {MANIFEST})")
@@ -258,6 +254,18 @@ def _shard_points(m: Manifest, shard: dict[str, Any]) -> Iterator[tuple[str, mod
             )
         if _crc32(path) != want["crc32"]:
             raise NpyExportError(f"{str(path)!r}: CRC-32 differs from {MANIFEST} (corrupt)")
+
+
+def iter_points(m: Manifest) -> Iterator[tuple[str, models.PointStruct]]:
+    """Every point, shard by shard (``where`` names the shard file and the point); the files
+    were checked by :func:`read_manifest`, the arrays' datatypes, shapes and offsets are checked
+    here before any of a shard's points is given out."""
+    for shard in m.shards:
+        yield from _shard_points(m, shard)
+
+
+def _shard_points(m: Manifest, shard: dict[str, Any]) -> Iterator[tuple[str, models.PointStruct]]:
+    n = int(shard["points"])
     prefix = shard["name"]
     points_path = m.folder / f"{prefix}.points.jsonl"
     lines = points_path.read_text(encoding="utf-8").splitlines()

@@ -25,7 +25,7 @@ from poolq.sinks.jsonl_points import (
     schema_of,
     to_json_line,
 )
-from poolq.sinks.npy_points import NpyWriter, entries_of, iter_points, read_manifest
+from poolq.sinks.npy_points import Manifest, NpyWriter, entries_of, iter_points, read_manifest
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.store.base import Store
 
@@ -136,10 +136,12 @@ def import_npy(
     settings: CollectionSettings | None = None,
     batch: int = 128,
     progress: Progress | None = None,
+    manifest: Manifest | None = None,
 ) -> ImportReport:
-    """Create ``collection`` and write the points of the ``.npy`` export ``folder`` into it;
-    every shard is checked against the manifest first (sizes, CRC-32, shapes, datatypes)."""
-    manifest = read_manifest(folder)
+    """Create ``collection`` and write the points of the ``.npy`` export ``folder`` into it
+    (``manifest``: its :func:`read_manifest`, if read already); every file is checked against
+    the manifest first (size, CRC-32), every shard's arrays before its points are written."""
+    manifest = manifest or read_manifest(folder)
     schema = CollectionSchema(
         collection,
         tuple(VectorSpec(v.name, v.kind, v.size, "imported") for v in manifest.vectors),  # type: ignore[arg-type]

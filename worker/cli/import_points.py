@@ -69,11 +69,13 @@ def run_import(
     if batch < 1:
         fail("import", f"--batch: expected an integer >= 1, got {batch}")
     settings = _settings(config)
+    manifest = None
     if fmt == "npy":
-        try:
-            total = read_manifest(source).points
+        try:  # every file checked before anything is opened or written
+            manifest = read_manifest(source)
         except NpyExportError as e:
             fail("import", str(e))
+        total = manifest.points
     else:
         with source.open("rb") as f:
             total = sum(1 for line in f if line.strip())
@@ -82,7 +84,13 @@ def run_import(
     try:
         if fmt == "npy":
             report = import_npy(
-                store, collection, source, settings=settings, batch=batch, progress=bar.update
+                store,
+                collection,
+                source,
+                settings=settings,
+                batch=batch,
+                progress=bar.update,
+                manifest=manifest,
             )
         else:
             report = import_points(
