@@ -151,7 +151,9 @@ def _columns(
 ) -> dict[str, np.ndarray]:
     """One vector's arrays for a shard of records (file name -> array)."""
     offsets = np.zeros(len(records) + 1, dtype=np.int64)
-    values = [r.vector.get(v.name) if isinstance(r.vector, dict) else None for r in records]
+    values: list[Any] = [
+        r.vector.get(v.name) if isinstance(r.vector, dict) else None for r in records
+    ]
     base = f"{prefix}.{v.key}"
     if v.kind == "sparse":
         idx, val = [], []
@@ -171,7 +173,7 @@ def _columns(
         if x is None:
             offsets[i + 1] = offsets[i]
             continue
-        a = np.asarray(x, dtype=np.float32).reshape(-1, v.size)
+        a = np.asarray(x, dtype=np.float32).reshape(-1, v.size or 1)
         rows.append(a)
         offsets[i + 1] = offsets[i] + len(a)
     dtype = _FILE_DTYPES[v.datatype]
