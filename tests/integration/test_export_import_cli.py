@@ -144,4 +144,4 @@ def test_npy_is_the_default_and_jsonl_an_option(tmp_path):
     r = poolq(
         "import", str(tmp_path), "--collection", "d2", "--qdrant-path", str(tmp_path / "new0")
     )
-    assert r.returncode == 2 and "is not an npy export (no manifest.json in it)" in r.stderr
+    assert r.returncode == 2 and "nor an npy export (no manifest.json in it)" in r.stderr

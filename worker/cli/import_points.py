@@ -65,7 +65,10 @@ def run_import(
     if fmt == "jsonl" and not source.is_file():
         fail("import", f"{str(source)!r} is not a file")
     if fmt == "npy" and not (source / MANIFEST).is_file():
-        fail("import", f"{str(source)!r} is not an npy export (no {MANIFEST} in it)")
+        fail(
+            "import",
+            f"{str(source)!r} is not a file (JSON lines) nor an npy export (no {MANIFEST} in it)",
+        )
     if batch < 1:
         fail("import", f"--batch: expected an integer >= 1, got {batch}")
     settings = _settings(config)
