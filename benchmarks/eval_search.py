@@ -5,9 +5,13 @@ beside them, the chunk-level list (``group_by=None``, what it returned before gr
 each document kept at its first chunk.
 
     python benchmarks/eval_search.py [--corpus-size N] [--candidates N] [--dtype D] [--json]
+                                     [--collection KEY=VALUE ...]
 
 ``--dtype`` (``float32``, ``int8``, ...) runs both bundled models of the default profile in that
 precision (a ``[models]`` table in the worker's config): run it once per precision to compare.
+``--collection`` sets ``[collection]`` storage settings (TOML values), e.g.
+``--collection multivector_datatype='"uint8"'``: run it once per datatype to compare the
+rerank; the multi-vector's stored bytes per chunk and the write rate are printed.
 
 The corpus is ``worker/cli/demo.py::_sample_corpus`` (standard-library docstrings, ids
 ``stdlib-0000``...). Each mode (dense, sparse, hybrid RRF, hybrid DBSF, rerank) runs every query
@@ -226,6 +230,39 @@ async def _modes(
     return per_mode
 
 
+def multivector_bytes(folder: Path) -> dict[str, Any]:
+    """The stored multi-vector of the collection: datatype, rows a chunk, bytes a chunk."""
+    from poolq.sinks.store.edge import EdgeStore
+
+    itemsize = {"float32": 4, "float16": 2, "uint8": 1}
+    store = EdgeStore(folder)
+    try:
+        params = store.collection_params(COLLECTION).vectors
+        assert isinstance(params, dict)
+        name, p = next((n, p) for n, p in params.items() if p.multivector_config is not None)
+        datatype = "float32" if p.datatype is None else str(p.datatype.value)
+        rows = points = 0
+        offset = None
+        while True:
+            page, offset = store.scroll(
+                COLLECTION, limit=256, offset=offset, with_payload=False, with_vectors=[name]
+            )
+            points += len(page)
+            rows += sum(len(r.vector[name]) for r in page if isinstance(r.vector, dict))
+            if offset is None:
+                break
+    finally:
+        store.close()
+    per_chunk = rows / max(points, 1)
+    return {
+        "name": name,
+        "datatype": datatype,
+        "dim": p.size,
+        "rows_per_chunk": per_chunk,
+        "bytes_per_chunk": per_chunk * p.size * itemsize[datatype],
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus-size", type=int, default=400)
@@ -235,6 +272,13 @@ def main() -> None:
     )
     ap.add_argument("--json", action="store_true", help="print machine-readable results")
     ap.add_argument("--dtype", default=None, help="precision of the profile's models")
+    ap.add_argument(
+        "--collection",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [collection] setting (TOML value), e.g. multivector_datatype='\"uint8\"'",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="poolq-eval-"))
     corpus = tmp / "corpus.jsonl"
@@ -249,20 +293,23 @@ def main() -> None:
     if not queries:
         raise SystemExit("no query has a relevant document in this corpus")
     worker_args: list[str] = []
-    if args.dtype:
+    if args.dtype or args.collection:
         config = tmp / "poolq.toml"
-        config.write_text(
-            "".join(
-                f'[models."{m}"]\ndtype = "{args.dtype}"\n'
-                for m in ("bundled:all-minilm-l6-v2", "bundled:splade-tiny")
-            )
+        text = "".join(
+            f'[models."{m}"]\ndtype = "{args.dtype}"\n'
+            for m in ("bundled:all-minilm-l6-v2", "bundled:splade-tiny")
+            if args.dtype
         )
+        if args.collection:
+            text += "[collection]\n" + "\n".join(args.collection) + "\n"
+        config.write_text(text)
         worker_args = ["--config", str(config)]
     with (
         LocalRedis(tmp / "redis") as redis_server,
         WorkerProcess(redis_server.url, tmp / "qdrant", *worker_args, log=tmp / "worker.log"),
     ):
         out = asyncio.run(evaluate(redis_server.url, corpus, queries, args.candidates))
+    out["multivector"] = multivector_bytes(tmp / "qdrant")
     modes = out["modes"]
     best_single = max(modes["dense"]["recall@10"], modes["sparse"]["recall@10"])
     out["requirement"] = {
@@ -310,6 +357,12 @@ def main() -> None:
                 line + f" {1e3 * m['mean_encode_s']:9.1f} {1e3 * m['mean_search_s']:9.1f}"
                 f" {m['load1']:5.1f} {m['steal_pct']:5.1f}%"
             )
+    mv = out["multivector"]
+    print(
+        f"multi-vector {mv['name']!r}: {mv['datatype']}, {mv['rows_per_chunk']:.1f} rows x "
+        f"{mv['dim']} a chunk on average: {mv['bytes_per_chunk'] / 1024:.1f} KiB a chunk; "
+        f"write rate {out['points'] / out['ingest_s']:.1f} chunks/s (ingest, encoding included)"
+    )
     req = out["requirement"]
     print(f"peer (better of dense and sparse) recall@10: {best_single:.3f}")
     for label in ("hybrid-rrf", "hybrid-dbsf"):

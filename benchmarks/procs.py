@@ -128,3 +128,14 @@ def run_s(cmd: Sequence[str], env: Mapping[str, str], timeout_s: float = 1800) -
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr[-3000:]}")
     return t
+
+
+def steal_s() -> float:
+    """CPU seconds the hypervisor gave other tenants so far (all CPUs, ``/proc/stat``; 0 where
+    not reported)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return 0.0
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0

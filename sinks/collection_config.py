@@ -6,8 +6,8 @@ The vectors, by kind:
 
 * dense: cosine; scalar int8 quantization (kept in RAM) and on-disk originals if the settings
   say so;
-* multi: cosine MaxSim, HNSW off (``m = 0``: a multi-vector only reranks candidates), on disk,
-  float32 or float16;
+* multi: cosine MaxSim (uint8: Euclid over the codes, same ranking), HNSW off (``m = 0``: a multi-vector only reranks candidates), on disk,
+  float32, float16 or uint8;
 * sparse: no modifier (SPLADE weights are used as they are).
 """
 
@@ -22,6 +22,10 @@ from poolq.sinks.collection_settings import CollectionSettings
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 
 DISTANCE = models.Distance.COSINE
+# uint8 multi-vectors: Euclid over offset codes is exactly affine in the cosine of unit vectors
+# (the offset cancels in a difference), so MaxSim's ranking survives; cosine over the codes
+# does not (sinks/store/uint8_codec.py)
+UINT8_MULTI_DISTANCE = models.Distance.EUCLID
 MAXSIM = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
 NO_HNSW = models.HnswConfigDiff(m=0)
 INT8 = models.ScalarQuantization(
@@ -29,6 +33,12 @@ INT8 = models.ScalarQuantization(
         type=models.ScalarType.INT8, quantile=0.99, always_ram=True
     )
 )
+# float32 is Qdrant's default (None); uint8 vectors are coded by the store (store/uint8_codec.py)
+MULTI_DATATYPES: dict[str, models.Datatype | None] = {
+    "float32": None,
+    "float16": models.Datatype.FLOAT16,
+    "uint8": models.Datatype.UINT8,
+}
 # payload fields every point carries, indexed for the filters the sink uses (stale chunks,
 # deletions by document, the reindex inventory's chunk-0 scan)
 PAYLOAD_INDEXES: dict[str, models.PayloadSchemaType] = {
@@ -43,15 +53,14 @@ def vector_params(spec: VectorSpec, settings: CollectionSettings) -> models.Vect
     """Qdrant parameters of a dense or multi-vector spec under ``settings``."""
     assert spec.size is not None and spec.kind != "sparse"
     if spec.kind == "multi":
+        datatype = MULTI_DATATYPES[settings.multivector_datatype]
         return models.VectorParams(
             size=spec.size,
-            distance=DISTANCE,
+            distance=multi_distance(datatype),
             multivector_config=MAXSIM,
             hnsw_config=None if settings.multivector_hnsw else NO_HNSW,
             on_disk=settings.multivector_on_disk or None,
-            datatype=models.Datatype.FLOAT16
-            if settings.multivector_datatype == "float16"
-            else None,
+            datatype=datatype,
         )
     return models.VectorParams(
         size=spec.size,
@@ -59,6 +68,11 @@ def vector_params(spec: VectorSpec, settings: CollectionSettings) -> models.Vect
         on_disk=settings.dense_on_disk or None,
         quantization_config=INT8 if settings.dense_quantization == "int8" else None,
     )
+
+
+def multi_distance(datatype: models.Datatype | None) -> models.Distance:
+    """The distance of a multi-vector stored as ``datatype``."""
+    return UINT8_MULTI_DISTANCE if datatype == models.Datatype.UINT8 else DISTANCE
 
 
 def sparse_params(spec: VectorSpec) -> models.SparseVectorParams:

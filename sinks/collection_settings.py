@@ -5,7 +5,8 @@ into Qdrant parameters); a collection that differs is a schema mismatch naming t
     [collection]
     multivector_on_disk = true       # multi-vectors (only read to rerank) stay on disk
     multivector_hnsw = false         # no HNSW graph for them (m = 0): they are never searched
-    multivector_datatype = "float32" # or "float16": half the disk, scores within ~1e-3
+    multivector_datatype = "float32" # or "float16": half the disk, scores within ~1e-3;
+                                     # or "uint8": a quarter (sinks/store/uint8_codec.py)
     dense_quantization = "none"      # or "int8": scalar quantization kept in RAM, rescored
     dense_on_disk = false            # originals on disk (with int8 quantization in RAM)
     shard_number = 2                 # a Qdrant server only (Qdrant Edge has one shard)
@@ -20,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-MultiDatatype = Literal["float32", "float16"]
+MultiDatatype = Literal["float32", "float16", "uint8"]
 DenseQuantization = Literal["none", "int8"]
 _CHOICES: dict[str, tuple[str, ...]] = {
-    "multivector_datatype": ("float32", "float16"),
+    "multivector_datatype": ("float32", "float16", "uint8"),
     "dense_quantization": ("none", "int8"),
 }
 _BOOLS = ("multivector_on_disk", "multivector_hnsw", "dense_on_disk")

@@ -10,7 +10,7 @@ from typing import Any
 
 from qdrant_client import models
 
-from poolq.sinks.collection_config import DISTANCE, vector_params
+from poolq.sinks.collection_config import DISTANCE, multi_distance, vector_params
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 
 Dense = dict[str, models.VectorParams]
@@ -67,9 +67,10 @@ def _dense_differences(spec: VectorSpec, dense: Dense, sparse: Sparse) -> list[s
             problems.append(f"{label}: comparator max_sim expected, collection has {_val(cmp)}")
     if have.size != spec.size:
         problems.append(f"{label}: size {spec.size} expected, collection has {have.size}")
-    if have.distance != DISTANCE:
+    want = multi_distance(have.datatype) if have_kind == "multi" else DISTANCE
+    if have.distance != want:
         problems.append(
-            f"{label}: distance {_val(DISTANCE)} expected, collection has {_val(have.distance)}"
+            f"{label}: distance {_val(want)} expected, collection has {_val(have.distance)}"
         )
     return problems
 

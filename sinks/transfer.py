@@ -1,6 +1,7 @@
-"""Moving a collection between stores as JSON lines (``sinks/jsonl_points.py``): export from any
-store (Qdrant Edge, a server, an old qdrant-client local-mode folder), import into a new
-collection of any store, without re-encoding anything.
+"""Moving a collection between stores, as ``.npy`` shards with a manifest (``sinks/npy_points.py``,
+the default) or as JSON lines (``sinks/jsonl_points.py``): export from any store (Qdrant Edge, a
+server, an old qdrant-client local-mode folder), import into a new collection of any store,
+without re-encoding anything.
 
 Import builds the collection as a full rebuild does: a new physical collection (vectors from the
 first line, storage from the given ``[collection]`` settings) loaded in batches with indexing
@@ -10,8 +11,9 @@ alias ``collection`` switched to it), so the name never shows a half-imported co
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from poolq.sinks.aliases import new_physical_name
@@ -23,7 +25,8 @@ from poolq.sinks.jsonl_points import (
     schema_of,
     to_json_line,
 )
-from poolq.sinks.schema import CollectionSchema
+from poolq.sinks.npy_points import Manifest, NpyWriter, entries_of, iter_points, read_manifest
+from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.store.base import Store
 
 Progress = Callable[[int], None]  # called with the points just done
@@ -50,21 +53,52 @@ def export_points(
 ) -> int:
     """Write every point of ``collection`` as one JSON line (with its newline) to ``write``;
     returns the number of points."""
+    n = 0
+    for records in _pages(store, collection, page_size):
+        for record in records:
+            write(to_json_line(record) + "\n")
+        n += len(records)
+        if progress is not None:
+            progress(len(records))
+    return n
+
+
+def export_npy(
+    store: Store,
+    collection: str,
+    folder: Path,
+    *,
+    page_size: int = 256,
+    progress: Progress | None = None,
+) -> int:
+    """Write every point of ``collection`` into the new folder ``folder`` as ``.npy`` shards
+    with a manifest, vectors in their stored datatype; returns the number of points."""
+    _check_exists(store, collection)
+    writer = NpyWriter(folder, collection, entries_of(store.collection_params(collection)))
+    for records in _pages(store, collection, page_size):
+        writer.add(records)
+        if progress is not None:
+            progress(len(records))
+    return writer.close()
+
+
+def _check_exists(store: Store, collection: str) -> None:
     if not store.exists(collection):
         have = ", ".join(sorted({*store.collections(), *store.aliases()})) or "none"
         raise TransferError(f"collection {collection!r} does not exist (collections: {have})")
-    n, offset = 0, None
+
+
+def _pages(store: Store, collection: str, page_size: int) -> Iterator[list]:
+    _check_exists(store, collection)
+    offset = None
     while True:
         records, offset = store.scroll(
             collection, limit=page_size, offset=offset, with_payload=True, with_vectors=True
         )
-        for record in records:
-            write(to_json_line(record) + "\n")
-        n += len(records)
-        if progress is not None and records:
-            progress(len(records))
+        if records:
+            yield records
         if offset is None:
-            return n
+            return
 
 
 def import_points(
@@ -76,9 +110,57 @@ def import_points(
     batch: int = 128,
     progress: Progress | None = None,
 ) -> ImportReport:
-    """Create ``collection`` and write the points of ``lines`` into it (see the module
+    """Create ``collection`` and write the points of JSON ``lines`` into it (see the module
     docstring). Refuses a collection that exists already, a bad line (naming it) and a
     point id that comes twice."""
+
+    def points() -> Iterator[tuple[str, Any]]:
+        schema: CollectionSchema | None = None
+        for line_no, text in enumerate(lines, 1):
+            if not text.strip():
+                continue
+            point = from_json_line(line_no, text)
+            if schema is None:
+                schema = schema_of(line_no, point, collection)
+            check_point(line_no, point, schema)
+            yield f"line {line_no}", (point, schema)
+
+    return _import(store, collection, points(), settings=settings, batch=batch, progress=progress)
+
+
+def import_npy(
+    store: Store,
+    collection: str,
+    folder: Path,
+    *,
+    settings: CollectionSettings | None = None,
+    batch: int = 128,
+    progress: Progress | None = None,
+    manifest: Manifest | None = None,
+) -> ImportReport:
+    """Create ``collection`` and write the points of the ``.npy`` export ``folder`` into it
+    (``manifest``: its :func:`read_manifest`, if read already); every file is checked against
+    the manifest first (size, CRC-32), every shard's arrays before its points are written."""
+    manifest = manifest or read_manifest(folder)
+    schema = CollectionSchema(
+        collection,
+        tuple(VectorSpec(v.name, v.kind, v.size, "imported") for v in manifest.vectors),  # type: ignore[arg-type]
+    )
+    pairs = ((where, (point, schema)) for where, point in iter_points(manifest))
+    return _import(store, collection, pairs, settings=settings, batch=batch, progress=progress)
+
+
+def _import(
+    store: Store,
+    collection: str,
+    points: Iterator[tuple[str, Any]],
+    *,
+    settings: CollectionSettings | None,
+    batch: int,
+    progress: Progress | None,
+) -> ImportReport:
+    """Build ``collection`` from ``(where, (point, schema))`` pairs (``where`` names the line or
+    the shard's point in errors)."""
     if store.exists(collection) or collection in store.aliases():
         raise TransferError(
             f"collection {collection!r} exists already: import writes a new collection "
@@ -97,18 +179,14 @@ def import_points(
         pending.clear()
 
     try:
-        for line_no, text in enumerate(lines, 1):
-            if not text.strip():
-                continue
-            point = from_json_line(line_no, text)
+        for where, (point, learned) in points:
             if schema is None:
-                schema = schema_of(line_no, point, collection)
+                schema = learned
                 if settings is not None:
-                    schema = CollectionSchema(collection, schema.vectors, settings)
-                store.create_collection(physical, schema.renamed(physical), defer_indexing=True)
-            check_point(line_no, point, schema)
+                    schema = CollectionSchema(collection, learned.vectors, settings)
+                store.create_for_import(physical, schema.renamed(physical))
             if point.id in seen:
-                raise PointLineError(f"line {line_no}: point {point.id!r} comes twice in the file")
+                raise PointLineError(f"{where}: point {point.id!r} comes twice in the file")
             seen.add(point.id)
             pending.append(point)
             n += 1

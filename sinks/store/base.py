@@ -67,6 +67,12 @@ class Store(ABC):
         (another worker created it first). ``defer_indexing`` loads without building vector
         indexes until :meth:`finish_build`."""
 
+    def create_for_import(self, name: str, schema: CollectionSchema) -> None:
+        """Create the physical collection ``name`` for a bulk load that nothing names until
+        :meth:`finish_build` returns (``poolq import``): indexing deferred, and where the
+        backend can, writes not logged one by one (a failed load is deleted whole)."""
+        self.create_collection(name, schema, defer_indexing=True)
+
     @abstractmethod
     def finish_build(self, name: str) -> None:
         """Build the indexes a collection created with ``defer_indexing`` put off, blocking

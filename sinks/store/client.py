@@ -23,6 +23,7 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 
 from poolq.sinks import collection_config as cc
 from poolq.sinks.schema import CollectionSchema
+from poolq.sinks.store import uint8_codec
 from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.errors import StoreLockedError
 
@@ -52,6 +53,7 @@ class ClientStore(Store):
         self.accepts_arrays = local  # local mode keeps numpy arrays (np.asarray) as they are
         self.description = description
         self._indexing_threshold: dict[str, int] = {}  # deferred builds: what to restore
+        self._uint8: dict[str, frozenset[str]] = {}  # physical collection -> uint8 vectors
 
     def __repr__(self) -> str:  # never shows an api key
         return f"ClientStore({self.description})"
@@ -148,10 +150,14 @@ class ClientStore(Store):
 
     def delete_collection(self, name: str) -> None:
         self.client.delete_collection(name)
+        self._uint8.pop(name, None)
 
     # -- points ------------------------------------------------------------------------------
 
     def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
+        points = uint8_codec.encode_points(
+            points, self._uint8_of(collection), arrays_ok=self.accepts_arrays
+        )
         self.client.upsert(collection, points=list(points), wait=True)
 
     def delete(self, collection: str, selector: Selector) -> None:
@@ -173,12 +179,13 @@ class ClientStore(Store):
         with_payload: bool | Sequence[str] = True,
         with_vectors: bool | Sequence[str] = False,
     ) -> list[models.Record]:
-        return self.client.retrieve(
+        found = self.client.retrieve(
             collection,
             ids=list(ids),
             with_payload=_names(with_payload),
             with_vectors=_names(with_vectors),
         )
+        return self._decoded(collection, found, with_vectors)
 
     def scroll(
         self,
@@ -190,7 +197,7 @@ class ClientStore(Store):
         with_payload: bool | Sequence[str] = True,
         with_vectors: bool | Sequence[str] = False,
     ) -> tuple[list[models.Record], Any]:
-        return self.client.scroll(
+        found, next_offset = self.client.scroll(
             collection,
             scroll_filter=flt,
             limit=limit,
@@ -198,9 +205,41 @@ class ClientStore(Store):
             with_payload=_names(with_payload),
             with_vectors=_names(with_vectors),
         )
+        return self._decoded(collection, found, with_vectors), next_offset
 
     def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:
-        return self.client.query_points(**request).points
+        uint8 = self._uint8_of(request["collection_name"])
+        found = self.client.query_points(**uint8_codec.encode_request(request, uint8)).points
+        offset = uint8_codec.top_offset(request, uint8)
+        if offset is not None:  # MaxSim over uint8 codes: back on the cosine scale
+            found = [
+                p.model_copy(update={"score": uint8_codec.to_cosine_scale(p.score, offset)})
+                for p in found
+            ]
+        return self._decoded(request["collection_name"], found, request.get("with_vectors"))
+
+    def _uint8_of(self, name: str) -> frozenset[str]:
+        """The vectors of ``name`` stored as uint8 (``uint8_codec.py``). An alias is resolved
+        on every call (one request): a rebuild may point it at a collection stored otherwise;
+        a physical collection's datatypes never change, so they are asked for once."""
+        physical = self.resolve(name)
+        names = self._uint8.get(physical)
+        if names is None:
+            names = self._uint8[physical] = uint8_codec.uint8_names(
+                self.collection_params(physical)
+            )
+        return names
+
+    def _decoded(self, collection: str, found: list[Any], with_vectors: Any) -> list[Any]:
+        if not with_vectors:
+            return found
+        names = self._uint8_of(collection)
+        if names:
+            found = [
+                p.model_copy(update={"vector": uint8_codec.decode_vectors(p.vector, names)})
+                for p in found
+            ]
+        return found
 
     def query_groups(self, request: dict[str, Any]) -> list[models.PointGroup]:
         # Qdrant groups it (a server: prefetch limits times ``limit``, then rounds that skip

@@ -38,9 +38,16 @@ from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store import edge_convert as cv
 from poolq.sinks.store import edge_groups as eg
 from poolq.sinks.store import edge_params as ep
+from poolq.sinks.store import uint8_codec
 from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.edge_catalog import Catalog
-from poolq.sinks.store.edge_shard import Shard, edge_errors, indexing_deferred, warm
+from poolq.sinks.store.edge_shard import (
+    Shard,
+    edge_errors,
+    enable_wal,
+    indexing_deferred,
+    warm,
+)
 from poolq.sinks.store.errors import EdgeError
 
 log = logging.getLogger(__name__)
@@ -65,6 +72,7 @@ class EdgeStore(Store):
         self._mutex = threading.Lock()  # the catalog and the open shards
         self._open: dict[str, Shard] = {}
         self._maintenance: threading.Thread | None = None
+        self._uint8: dict[Path, frozenset[str]] = {}  # shard folder -> its uint8 vectors
         self.optimizations = 0
 
     def __repr__(self) -> str:
@@ -94,10 +102,23 @@ class EdgeStore(Store):
     def create_collection(
         self, name: str, schema: CollectionSchema, *, defer_indexing: bool = False
     ) -> bool:
+        return self._create(name, schema, defer_indexing=defer_indexing, wal=True)
+
+    def create_for_import(self, name: str, schema: CollectionSchema) -> None:
+        """Without a WAL until :meth:`finish_build`: Edge 0.9 replays the whole WAL on every
+        load (finish_build loads twice), and the points are written once more by it; a
+        crash leaves an unnamed collection, as before."""
+        if not self._create(name, schema, defer_indexing=True, wal=False):
+            raise ValueError(f"collection {name!r} exists already")
+
+    def _create(
+        self, name: str, schema: CollectionSchema, *, defer_indexing: bool, wal: bool
+    ) -> bool:
         config = ep.edge_config(
             cc.vectors_config(schema),
             cc.sparse_vectors_config(schema),
             defer_indexing=defer_indexing,
+            wal=wal,
         )
         with self._mutex:
             if name in self._catalog.collections:
@@ -112,7 +133,7 @@ class EdgeStore(Store):
                     shard.update(qe.UpdateOperation.create_field_index(key, _EDGE_INDEX[kind]))
             self._catalog.collections[name] = folder_name
             self._catalog.save()
-            self._open[name] = Shard(name, folder, shard, deferred=defer_indexing)
+            self._open[name] = Shard(name, folder, shard, deferred=defer_indexing, unlogged=not wal)
         return True
 
     def finish_build(self, name: str) -> None:
@@ -121,7 +142,10 @@ class EdgeStore(Store):
         vectors = params.vectors if isinstance(params.vectors, dict) else {}
         config = ep.edge_config(vectors, dict(params.sparse_vectors or {}))
         with sh.lock.exclusive(), edge_errors(f"building the indexes of {name!r}"):
-            sh.shard.close()
+            sh.shard.close()  # segments flushed: a bulk load is on disk from here
+            if sh.unlogged:
+                enable_wal(sh.folder)
+                sh.unlogged = False
             sh.shard = qe.EdgeShard.load(str(sh.folder), config)  # indexing on again
             sh.deferred = False
         self._optimize(sh)
@@ -160,6 +184,7 @@ class EdgeStore(Store):
     # -- points ------------------------------------------------------------------------------
 
     def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
+        points = uint8_codec.encode_points(points, self._uint8_of(collection), arrays_ok=True)
         converted = [cv.point(p) for p in points]
         with self._using(collection) as sh, edge_errors(f"upsert into {collection!r}"):
             sh.shard.update(qe.UpdateOperation.upsert_points(converted))
@@ -198,7 +223,7 @@ class EdgeStore(Store):
             found = sh.shard.retrieve(
                 list(ids), cv.selection(with_payload), cv.selection(with_vectors)
             )
-        return [cv.record(r) for r in found]
+        return self._decoded(collection, [cv.record(r) for r in found])
 
     def scroll(
         self,
@@ -219,14 +244,35 @@ class EdgeStore(Store):
         )
         with self._using(collection) as sh, edge_errors(f"scroll of {collection!r}"):
             records, next_offset = sh.shard.scroll(request)
-        return [cv.record(r) for r in records], next_offset
+        return self._decoded(collection, [cv.record(r) for r in records]), next_offset
 
     def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:
         collection = request["collection_name"]
-        edge_request = cv.query_request(request)
+        uint8 = self._uint8_of(collection)
+        edge_request = cv.query_request(uint8_codec.encode_request(request, uint8))
         with self._using(collection) as sh, edge_errors(f"query of {collection!r}"):
             found = sh.shard.query(edge_request)
-        return [cv.scored(p) for p in found]
+        scored = self._decoded(collection, [cv.scored(p) for p in found])
+        offset = uint8_codec.top_offset(request, uint8)
+        if offset is not None:  # MaxSim over uint8 codes: back on the cosine scale
+            for p in scored:
+                p.score = uint8_codec.to_cosine_scale(p.score, offset)
+        return scored
+
+    def _uint8_of(self, name: str) -> frozenset[str]:
+        """The vectors of ``name`` stored as uint8 (``uint8_codec.py``), read once a shard."""
+        folder = self._shard(name).folder
+        names = self._uint8.get(folder)
+        if names is None:
+            names = self._uint8[folder] = uint8_codec.uint8_names(self.collection_params(name))
+        return names
+
+    def _decoded(self, collection: str, found: list[Any]) -> list[Any]:
+        names = self._uint8_of(collection)
+        if names:
+            for p in found:
+                p.vector = uint8_codec.decode_vectors(p.vector, names)
+        return found
 
     def query_groups(self, request: dict[str, Any]) -> list[models.PointGroup]:
         # Edge 0.9 has no grouping query: grouped here (``edge_groups.py``)

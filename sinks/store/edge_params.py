@@ -38,10 +38,12 @@ def edge_config(
     sparse: dict[str, models.SparseVectorParams],
     *,
     defer_indexing: bool = False,
+    wal: bool = True,
 ) -> qe.EdgeConfig:
     """The shard config of a collection's parameters; ``defer_indexing`` turns indexing off
     (``indexing_threshold = 0``) until the shard is loaded again without it. The WAL is on
-    (``wal_enabled=None``): an acknowledged update survives the process."""
+    (``wal_enabled=None``): an acknowledged update survives the process; ``wal=False`` only for
+    a bulk load that nothing names yet (``EdgeStore.create_for_import``)."""
     return qe.EdgeConfig(
         vectors={name: _vector_params(name, p) for name, p in vectors.items()},
         hnsw_config=qe.HnswIndexConfig(
@@ -50,7 +52,7 @@ def edge_config(
         sparse_vectors={name: _sparse_params(p) for name, p in sparse.items()},
         # given whole, so that loading with it also turns deferred indexing back on
         optimizers=qe.EdgeOptimizersConfig(indexing_threshold=0 if defer_indexing else None),
-        wal_enabled=None,
+        wal_enabled=None if wal else False,
     )
 
 

@@ -34,6 +34,7 @@ class Shard:
     folder: Path
     shard: Any  # qe.EdgeShard; None once closed for good
     deferred: bool = False
+    unlogged: bool = False  # created without a WAL for a bulk load (until finish_build)
     written: int = 0  # points written since the last optimize
     lock: RWLock = field(default_factory=RWLock)
 
@@ -64,6 +65,18 @@ def warm(folder: Path) -> None:
                     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
                 finally:
                     os.close(fd)
+
+
+def enable_wal(folder: Path) -> None:
+    """Turn the WAL of a closed shard created without one back on: Qdrant Edge 0.9 keeps the
+    ``wal_enabled`` of ``edge_config.json`` whatever config it is loaded with (measured: a write
+    after such a load was lost to SIGKILL); with it unset, loading creates the WAL."""
+    path = folder / "edge_config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["wal_enabled"] = None
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(config), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def indexing_deferred(folder: Path) -> bool:

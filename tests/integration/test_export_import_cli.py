@@ -84,3 +84,64 @@ def test_the_worker_refuses_an_old_local_mode_folder_with_the_way_to_move_it(tmp
         held.close()
     assert r.returncode == 2 and "held by another process" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_npy_is_the_default_and_jsonl_an_option(tmp_path):
+    """-o NEW_DIR writes .npy shards (the default), -o FILE.jsonl / --format jsonl JSON lines;
+    import tells them apart by the path; both give the same collection; a damaged shard is
+    refused in one line naming the file."""
+    from tests.sinks.test_npy_transfer import everything, filled
+
+    filled(tmp_path / "old", n=50).close()
+    src = ["--collection", "docs", "--qdrant-path", str(tmp_path / "old")]
+    r = poolq("export", *src, "-o", str(tmp_path / "dump"))
+    assert r.returncode == 0, r.stderr
+    assert "exported 50 points of 'docs'" in r.stderr and "(npy)" in r.stderr
+    assert (tmp_path / "dump" / "manifest.json").is_file()
+    r = poolq("export", *src, "-o", str(tmp_path / "dump.txt"), "--format", "jsonl")
+    assert r.returncode == 0 and len((tmp_path / "dump.txt").read_text().splitlines()) == 50
+    again = poolq("export", *src, "-o", str(tmp_path / "dump"))
+    assert again.returncode == 2 and "is a folder that exists" in again.stderr
+    bad = poolq("export", *src, "-o", "-", "--format", "npy")
+    assert bad.returncode == 2 and "--format npy writes a folder" in bad.stderr
+    bad = poolq("export", *src, "-o", str(tmp_path / "x"), "--format", "parquet")
+    assert (
+        bad.returncode == 2 and "--format: expected one of npy, jsonl, got 'parquet'" in bad.stderr
+    )
+
+    for i, (given, extra) in enumerate(
+        [(tmp_path / "dump", []), (tmp_path / "dump.txt", ["--format", "jsonl"])]
+    ):
+        dest = tmp_path / f"new{i}"
+        r = poolq("import", str(given), "--collection", "docs", "--qdrant-path", str(dest), *extra)
+        assert r.returncode == 0, r.stderr
+        assert "imported 50 points into 'docs'" in r.stderr and "count verified" in r.stderr
+    from poolq.sinks.store.edge import EdgeStore
+
+    stores = [EdgeStore(tmp_path / n) for n in ("old", "new0", "new1")]
+    try:
+        a, b, c = (everything(s) for s in stores)
+        assert a.keys() == b.keys() == c.keys()
+        for pid in a:
+            assert a[pid].payload == b[pid].payload == c[pid].payload
+            assert a[pid].vector == b[pid].vector == c[pid].vector
+    finally:
+        for s in stores:
+            s.close()
+
+    shard = tmp_path / "dump" / "00000.v0.npy"
+    shard.write_bytes(shard.read_bytes()[:-64])
+    r = poolq(
+        "import",
+        str(tmp_path / "dump"),
+        "--collection",
+        "d2",
+        "--qdrant-path",
+        str(tmp_path / "new0"),
+    )
+    assert r.returncode == 2 and "00000.v0.npy" in r.stderr and "(truncated?)" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = poolq(
+        "import", str(tmp_path), "--collection", "d2", "--qdrant-path", str(tmp_path / "new0")
+    )
+    assert r.returncode == 2 and "nor an npy export (no manifest.json in it)" in r.stderr
