@@ -159,7 +159,12 @@ class EdgeStore(Store):
     # -- points ------------------------------------------------------------------------------
 
     def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
-        converted = [cv.point(p) for p in points]
+        self.upsert_parts(collection, [(p.id, p.vector, p.payload) for p in points])
+
+    def upsert_parts(self, collection: str, parts: Sequence[cv.PointParts]) -> None:
+        """:meth:`upsert` of ``(id, vectors, payload)`` tuples (what a
+        :class:`~poolq.sinks.store.process.ProcessStore` sends)."""
+        converted = cv.points(parts)
         with self._using(collection) as sh, edge_errors(f"upsert into {collection!r}"):
             sh.shard.update(qe.UpdateOperation.upsert_points(converted))
             sh.written += len(converted)
