@@ -4,7 +4,7 @@ TOML form (all tables optional; the built-in default profile is used for what is
 
     [vectors]
     dense   = { model = "bundled:all-minilm-l6-v2", task = "embed" }
-    colbert = { model = "bundled:all-minilm-l6-v2", task = "token_embed" }
+    colbert = { model = "bundled:all-minilm-l6-v2", task = "token_embed" }   # pool_factor = 2
     sparse  = { model = "bundled:splade-tiny", task = "sparse", top_k = 256 }
 
     [models."bundled:all-minilm-l6-v2"]      # optional model options
@@ -49,7 +49,7 @@ DEFAULT_VECTORS: dict[str, dict[str, Any]] = {
     "colbert": {"model": "bundled:all-minilm-l6-v2", "task": "token_embed"},
     "sparse": {"model": "bundled:splade-tiny", "task": "sparse"},
 }
-_VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k"}
+_VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k", "pool_factor"}
 _MODEL_KEYS = {
     "dtype",
     "int8_floors",
@@ -81,6 +81,9 @@ class VectorConfig:
     dimensions: int | None = None
     normalize: bool | None = None
     top_k: int | None = None
+    # multi-vectors only: hierarchical token pooling of documents at index time (about
+    # 1/pool_factor of the rows are stored; queries are never pooled); None or 1: off
+    pool_factor: int | None = None
 
     def params(self) -> PoolingParams:
         return PoolingParams(self.task, self.dimensions, self.normalize, self.top_k)
@@ -149,6 +152,7 @@ class Profile:
                     spec.get("dimensions"),
                     spec.get("normalize"),
                     spec.get("top_k"),
+                    _pool_factor(name, task, spec.get("pool_factor")),
                 )
             )
         models = data.get("models") or {}
@@ -171,6 +175,21 @@ class Profile:
             int(chunking.get("overlap_tokens", 32)),
             collection,
         )
+
+
+def _pool_factor(name: str, task: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"profile: vector {name!r}: pool_factor: expected an integer >= 1, got {value!r}"
+        )
+    if task != "token_embed":
+        raise ValueError(
+            f"profile: vector {name!r}: pool_factor is for multi-vectors (task 'token_embed'), "
+            f"not task {task!r}"
+        )
+    return value
 
 
 def _check_precision(model: str, opts: dict[str, Any]) -> None:
