@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 import tempfile
@@ -103,7 +104,7 @@ async def stages_round(
         await vec.encode(warm, ["w"] * len(warm))
         st, points = await measure(
             vec, docs, schema, job_size=job_size, batch_points=batch_points,
-            redis_url=redis_url, reps=1,
+            redis_url=redis_url,
         )  # fmt: skip
         return st, grpc_requests_s(points, batch_points)
     finally:
@@ -117,41 +118,61 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pool-factor", type=int, default=None)
     ap.add_argument("--no-targets", action="store_true", help="print the figures, exit 0")
+    ap.add_argument(
+        "--compare-in-process",
+        action="store_true",
+        help="also run a worker with the store in its own interpreter (store_process = false), "
+        "interleaved with the default one: the before/after of sinks/store/process.py",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="poolq-host-"))
     model = build_tiny_bert(tmp / "model")
     toml = profile_toml(model, args.pool_factor)
-    (tmp / "poolq.toml").write_text(toml)
     profile = Profile.from_dict(tomllib.loads(toml))
+    modes = {"default": True, "in-process store": False} if args.compare_in_process else {
+        "default": True
+    }  # fmt: skip
     docs = documents(args.docs)
     batch_points = 128  # the writer's default batch
-    best_q = float("inf")
+    best_q = dict.fromkeys(modes, float("inf"))
     chunks = 0
     best_st = Stages()
     grpc_s = float("inf")
-    env = {"POOLQ_CONFIG": str(tmp / "poolq.toml")}
-    with (
-        LocalRedis(tmp / "redis") as redis_server,
-        WorkerProcess(redis_server.url, tmp / "qdrant", env=env),
-    ):
-        for r in range(args.rounds):
-            with Conditions() as c:
-                dt, chunks = asyncio.run(
-                    through_queue(redis_server.url, docs, args.job_size, f"bench{r}")
+    with contextlib.ExitStack() as stack:
+        urls = {}
+        for mode, in_child in modes.items():
+            cfg = tmp / f"poolq-{in_child}.toml"
+            cfg.write_text(f"[worker]\nstore_process = {str(in_child).lower()}\n\n{toml}")
+            server = stack.enter_context(LocalRedis(tmp / f"redis-{in_child}"))
+            stack.enter_context(
+                WorkerProcess(
+                    server.url, tmp / f"qdrant-{in_child}", env={"POOLQ_CONFIG": str(cfg)}
                 )
-            best_q = min(best_q, dt)
-            print(f"round {r + 1}: queue {chunks / dt:7.1f} chunks/s ({dt:.2f}s; {c})", flush=True)
+            )
+            urls[mode] = server.url
+        for r in range(args.rounds):
+            for mode, url in urls.items():
+                with Conditions() as c:
+                    dt, chunks = asyncio.run(through_queue(url, docs, args.job_size, f"bench{r}"))
+                best_q[mode] = min(best_q[mode], dt)
+                print(
+                    f"round {r + 1}: queue, {mode:16} {chunks / dt:7.1f} chunks/s ({dt:.2f}s; {c})",
+                    flush=True,
+                )
             with Conditions() as c:
                 st, g = asyncio.run(
-                    stages_round(profile, docs, args.job_size, batch_points, redis_server.url)
+                    stages_round(profile, docs, args.job_size, batch_points, urls["default"])
                 )
             for name, s in st.seconds.items():
                 best_st.best(name, s)
             best_st.chunks, best_st.tokens_per_chunk = st.chunks, st.tokens_per_chunk
             grpc_s = min(grpc_s, g)
             host = sum(st.seconds[n] for n in HOST_STAGES)
-            print(f"round {r + 1}: stages host {st.chunks / host:7.1f} chunks/s ({c})", flush=True)
-    report(args, chunks, best_q, best_st, grpc_s)
+            print(f"round {r + 1}: stages, host {st.chunks / host:7.1f} chunks/s ({c})", flush=True)
+    for mode, q in best_q.items():
+        if mode != "default":
+            print(f"enqueue -> durable write, {mode}: {chunks / q:7.1f} chunks/s ({q:.2f}s)")
+    report(args, chunks, best_q["default"], best_st, grpc_s)
 
 
 def report(

@@ -1,5 +1,5 @@
 """The per-stage costs of ``bench_host_path.py``, each stage measured alone (in this process, on
-the benchmark's documents and shapes, best of ``reps``): what one chunk costs the host around
+the benchmark's documents and shapes): what one chunk costs the host around
 the model, stage by stage, and the store's own floor (conversion + write at the same shape)."""
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ async def measure(
     job_size: int,
     batch_points: int,
     redis_url: str,
-    reps: int,
 ) -> tuple[Stages, list[PointRecord]]:
     import redis.asyncio as aioredis
 
@@ -88,72 +87,77 @@ async def measure(
     tmp = Path(tempfile.mkdtemp(prefix="poolq-stages-"))
     redis = aioredis.Redis.from_url(redis_url)
     try:
-        for rep in range(reps):
 
-            def decode_all() -> list[Document]:
-                out: list[Document] = []
-                for p in payloads:
-                    out += validate_documents(decode(p)["a"][1])[0]
-                return out
+        def decode_all() -> list[Document]:
+            out: list[Document] = []
+            for p in payloads:
+                out += validate_documents(decode(p)["a"][1])[0]
+            return out
 
-            s, docs = timed(decode_all)
-            st.best("decode", s)
-            s, chunked = timed(lambda: [vec.chunk(d.text) for d in docs])
-            st.best("chunk", s)
-            texts = [c.text for cs in chunked for c in cs]
-            st.chunks = len(texts)
-            parts = [texts[i : i + batch_points] for i in range(0, len(texts), batch_points)]
-            s, _ = timed(lambda: [engine._tokenize(p, form) for p in parts])
-            st.best("tokenize", s)
-            obs = _Observer()
-            engine.set_observer(obs)
-            encoded = await vec.encode(texts, [str(i) for i in range(len(texts))], whole_turn=True)
-            engine.set_observer(None)
-            st.best("forward", obs.forward_s)
-            st.best("pool", obs.pool_s)
-            now = "2026-01-01T00:00:00+00:00"
-            models = vec.model_ids()
+        s, docs = timed(decode_all)
+        st.best("decode", s)
+        s, chunked = timed(
+            lambda: (
+                vec.chunk_many([d.text for d in docs])
+                if hasattr(vec, "chunk_many")
+                else [vec.chunk(d.text) for d in docs]
+            )
+        )
+        st.best("chunk", s)
+        texts = [c.text for cs in chunked for c in cs]
+        st.chunks = len(texts)
+        parts = [texts[i : i + batch_points] for i in range(0, len(texts), batch_points)]
+        s, _ = timed(lambda: [engine._tokenize(p, form) for p in parts])
+        st.best("tokenize", s)
+        obs = _Observer()
+        engine.set_observer(obs)
+        encoded = await vec.encode(texts, [str(i) for i in range(len(texts))], whole_turn=True)
+        engine.set_observer(None)
+        st.best("forward", obs.forward_s)
+        st.best("pool", obs.pool_s)
+        now = "2026-01-01T00:00:00+00:00"
+        models = vec.model_ids()
 
-            def build() -> list[PointRecord]:
-                out: list[PointRecord] = []
-                k = 0
-                for d, cs in zip(docs, chunked, strict=True):
-                    vs = encoded[k : k + len(cs)]
-                    k += len(cs)
-                    out += document_points(
-                        d, cs, vs, models=models, ingested_at=now, profile_version=vec.version
-                    )  # type: ignore[arg-type]
-                [to_point_struct(r, arrays_ok=True) for r in out]
-                return out
+        def build() -> list[PointRecord]:
+            out: list[PointRecord] = []
+            k = 0
+            for d, cs in zip(docs, chunked, strict=True):
+                vs = encoded[k : k + len(cs)]
+                k += len(cs)
+                out += document_points(
+                    d, cs, vs, models=models, ingested_at=now, profile_version=vec.version
+                )  # type: ignore[arg-type]
+            [to_point_struct(r, arrays_ok=True) for r in out]
+            return out
 
-            s, points = timed(build)
-            st.best("point build", s)
-            multi = [v for v in points[0].vectors.values() if getattr(v, "ndim", 1) == 2]
-            st.tokens_per_chunk = sum(
-                p.vectors[n].shape[0] for p in points for n in points[0].vectors
-                if getattr(p.vectors[n], "ndim", 1) == 2
-            ) / max(1, len(points) * len(multi))  # fmt: skip
-            conv_s, write_s = store_floor(points, schema, tmp / f"store{rep}", batch_points)
-            st.best("store conversion", conv_s)
-            st.best("store write", write_s)
+        s, points = timed(build)
+        st.best("point build", s)
+        multi = [v for v in points[0].vectors.values() if getattr(v, "ndim", 1) == 2]
+        st.tokens_per_chunk = sum(
+            p.vectors[n].shape[0] for p in points for n in points[0].vectors
+            if getattr(p.vectors[n], "ndim", 1) == 2
+        ) / max(1, len(points) * len(multi))  # fmt: skip
+        conv_s, write_s = store_floor(points, schema, tmp / "store", batch_points)
+        st.best("store conversion", conv_s)
+        st.best("store write", write_s)
 
-            async def progress_all() -> None:
-                k = 0
-                for j in range(len(payloads)):
-                    n_docs = min(job_size, len(docs) - j * job_size)
-                    prog = JobProgress(redis, f"bench-{rep}-{j}", documents=n_docs)
-                    async with prog:
-                        n_chunks = sum(len(c) for c in chunked[k : k + n_docs])
-                        k += n_docs
-                        prog.add(chunks=n_chunks)
+        async def progress_all() -> None:
+            k = 0
+            for j in range(len(payloads)):
+                n_docs = min(job_size, len(docs) - j * job_size)
+                prog = JobProgress(redis, f"bench-{j}", documents=n_docs)
+                async with prog:
+                    n_chunks = sum(len(c) for c in chunked[k : k + n_docs])
+                    k += n_docs
+                    prog.add(chunks=n_chunks)
+                    await prog.publish()
+                    for _ in range(max(1, n_chunks // batch_points)):
+                        prog.add(points=batch_points, done=1)
                         await prog.publish()
-                        for _ in range(max(1, n_chunks // batch_points)):
-                            prog.add(points=batch_points, done=1)
-                            await prog.publish()
 
-            t0 = time.perf_counter()
-            await progress_all()
-            st.best("progress", time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        await progress_all()
+        st.best("progress", time.perf_counter() - t0)
     finally:
         await redis.aclose()
         shutil.rmtree(tmp, ignore_errors=True)
