@@ -186,6 +186,25 @@ async def evaluate(
     }
 
 
+def multivector_bytes(folder: Path, name: str = "colbert") -> int:
+    """Bytes of the stored ``name`` multi-vectors (float32 rows), read back once the worker
+    has let go of the folder."""
+    from poolq.sinks.store.edge import EdgeStore
+
+    store = EdgeStore(folder)
+    try:
+        total, offset = 0, None
+        while True:
+            page, offset = store.scroll(COLLECTION, limit=256, offset=offset, with_vectors=[name])
+            for r in page:
+                rows = (r.vector or {}).get(name) or []  # type: ignore[union-attr]
+                total += sum(len(row) for row in rows) * 4
+            if offset is None:
+                return total
+    finally:
+        store.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--corpus-size", type=int, default=400)
@@ -195,6 +214,12 @@ def main() -> None:
     )
     ap.add_argument("--json", action="store_true", help="print machine-readable results")
     ap.add_argument("--dtype", default=None, help="precision of the profile's models")
+    ap.add_argument(
+        "--pool-factor",
+        type=int,
+        default=None,
+        help="pool_factor of the colbert vector (documents' token pooling; rerank uses it)",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="poolq-eval-"))
     corpus = tmp / "corpus.jsonl"
@@ -209,20 +234,30 @@ def main() -> None:
     if not queries:
         raise SystemExit("no query has a relevant document in this corpus")
     worker_args: list[str] = []
-    if args.dtype:
-        config = tmp / "poolq.toml"
-        config.write_text(
-            "".join(
-                f'[models."{m}"]\ndtype = "{args.dtype}"\n'
-                for m in ("bundled:all-minilm-l6-v2", "bundled:splade-tiny")
-            )
+    config_text = ""
+    if args.pool_factor is not None:
+        config_text += (
+            "[vectors]\n"
+            'dense = { model = "bundled:all-minilm-l6-v2", task = "embed" }\n'
+            'colbert = { model = "bundled:all-minilm-l6-v2", task = "token_embed", '
+            f"pool_factor = {args.pool_factor} }}\n"
+            'sparse = { model = "bundled:splade-tiny", task = "sparse" }\n'
         )
+    if args.dtype:
+        config_text += "".join(
+            f'[models."{m}"]\ndtype = "{args.dtype}"\n'
+            for m in ("bundled:all-minilm-l6-v2", "bundled:splade-tiny")
+        )
+    if config_text:
+        config = tmp / "poolq.toml"
+        config.write_text(config_text)
         worker_args = ["--config", str(config)]
     with (
         LocalRedis(tmp / "redis") as redis_server,
         WorkerProcess(redis_server.url, tmp / "qdrant", *worker_args, log=tmp / "worker.log"),
     ):
         out = asyncio.run(evaluate(redis_server.url, corpus, queries, args.candidates))
+    out["colbert_bytes"] = multivector_bytes(tmp / "qdrant")
     modes = out["modes"]
     best_single = max(modes["dense"]["recall@10"], modes["sparse"]["recall@10"])
     out["requirement"] = {
@@ -244,6 +279,10 @@ def main() -> None:
         sys.exit(1 if misses else 0)
     kinds = sorted(next(iter(modes.values()))["by_kind"])
     counts = ", ".join(f"{k} {modes['dense']['by_kind'][k]['n']}" for k in kinds)
+    print(
+        f"pool_factor {args.pool_factor or 1}: colbert multi-vectors {out['colbert_bytes']} bytes "
+        f"({out['colbert_bytes'] / max(1, out['points']):.0f} per point)"
+    )
     print(
         f"dtype {args.dtype or 'default'}: "
         f"{out['documents']} documents ({out['points']} points) ingested in "

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,12 @@ from poolq.ingest.documents import Document, validate_documents
 from poolq.ingest.points import document_points
 from poolq.sinks.points import PointRecord, to_point_struct
 from poolq.sinks.schema import CollectionSchema
-from poolq.worker.runtime.vectorizer import Vectorizer
+from poolq.worker.runtime.vectorizer import Vectorizer, pool_documents
 from poolq.worker.wire.serialization import job_deserializer, serialize
 
-HOST_STAGES = ("decode", "chunk", "tokenize", "forward", "pool", "point build", "progress")
+HOST_STAGES = (
+    "decode", "chunk", "tokenize", "forward", "pool", "pool_factor", "point build", "progress"
+)  # fmt: skip
 STORE_STAGES = ("store conversion", "store write")
 
 
@@ -111,7 +113,18 @@ async def measure(
         st.best("tokenize", s)
         obs = _Observer()
         engine.set_observer(obs)
-        encoded = await vec.encode(texts, [str(i) for i in range(len(texts))], whole_turn=True)
+        # pool_factor's token pooling, timed on its own: encoded unpooled, then pooled here
+        factors = {v.name: v.pool_factor for v in vec.profile.vectors if (v.pool_factor or 1) > 1}
+        profile = vec.profile
+        vec.profile = replace(
+            profile, vectors=tuple(replace(v, pool_factor=None) for v in profile.vectors)
+        )
+        try:
+            encoded = await vec.encode(texts, [str(i) for i in range(len(texts))], whole_turn=True)
+        finally:
+            vec.profile = profile
+        s, _ = timed(lambda: pool_documents(encoded, factors))
+        st.best("pool_factor", s)
         engine.set_observer(None)
         st.best("forward", obs.forward_s)
         st.best("pool", obs.pool_s)

@@ -12,7 +12,9 @@ Protocol: one pipe per calling role (writes: the store thread; reads: the read t
 pipes join this process and its own child only, never anything another user can write to.
 
 Durability is the embedded store's: :meth:`upsert` returns once the child's ``update``
-returned, i.e. once the points are in the WAL. The child dies with the worker (Linux
+returned, i.e. once the points are in the WAL. A child that dies (out of memory, killed) is
+started again on the next call; the call it was serving fails with a transient error, which the
+writer retries. The child dies with the worker (Linux
 ``PR_SET_PDEATHSIG``; elsewhere when its pipes close): a write the worker never saw
 acknowledged may or may not be in the WAL, as when the store ran in the worker itself.
 The child ignores SIGINT/SIGTERM: the worker drains its jobs, then closes the store.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import pickle
 import signal
@@ -46,6 +49,12 @@ _READS = frozenset(
      "scroll", "query"}
 )  # fmt: skip
 _START_TIMEOUT_S = 120.0
+log = logging.getLogger(__name__)
+
+
+class StoreProcessLostError(ConnectionError):
+    """The store process exited during a call (transient: the next call starts a new one, and
+    the writer retries, which is safe since point ids are deterministic)."""
 
 
 class ProcessStore(Store):
@@ -56,6 +65,13 @@ class ProcessStore(Store):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self._locks = {role: threading.Lock() for role in _ROLES}
+        self._restart_lock = threading.Lock()
+        self._closed = False
+        self._start()
+
+    def _start(self) -> None:
+        """Start the child and wait until it has opened the folder (or failed to)."""
         # a fresh interpreter running this module (not multiprocessing's spawn, which would
         # import the caller's main script again), its pipes passed as file descriptors
         pairs = {role: socket.socketpair() for role in _ROLES}
@@ -69,8 +85,6 @@ class ProcessStore(Store):
         for _, theirs in pairs.values():
             theirs.close()  # the child's ends live in the child only: EOF when it exits
         self._conns = {role: Connection(ours.detach()) for role, (ours, _) in pairs.items()}
-        self._locks = {role: threading.Lock() for role in _ROLES}
-        self._closed = False
         conn = self._conns["write"]
         try:
             if not conn.poll(_START_TIMEOUT_S):
@@ -91,21 +105,37 @@ class ProcessStore(Store):
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         role = "read" if method in _READS else "build" if method == "finish_build" else "write"
-        conn = self._conns[role]
         with self._locks[role]:
             if self._closed:
                 raise EdgeError(f"{self!r} is closed")
+            proc = self._proc
+            if proc.poll() is not None:
+                self._restart(proc)
             try:
+                conn = self._conns[role]
                 conn.send((method, args, kwargs))
                 status, value = conn.recv()
             except (EOFError, OSError) as e:
-                raise EdgeError(
+                raise StoreProcessLostError(
                     f"the store process of {str(self.path)!r} exited "
-                    f"(exit code {self._proc.poll()}) during {method}: {e!r}"
+                    f"(exit code {proc.poll()}) during {method}: {e!r}; it is started again "
+                    "on the next call"
                 ) from None
         if status != "ok":
             raise value
         return value
+
+    def _restart(self, dead: subprocess.Popen[bytes]) -> None:
+        """A child that died (killed, out of memory) is replaced by a new one, which opens the
+        folder again (Edge replays its WAL). Calls other threads had in flight on the old pipes
+        fail with :class:`StoreProcessLostError`, a transient error: the writer retries them."""
+        with self._restart_lock:
+            if self._proc is not dead:  # another thread restarted it already
+                return
+            log.error("the store process %s exited (%s): starting it again", dead.pid, dead.poll())
+            for conn in self._conns.values():
+                conn.close()
+            self._start()
 
     # -- names -------------------------------------------------------------------------------
 
@@ -207,8 +237,9 @@ class ProcessStore(Store):
     def close(self) -> None:
         if self._closed:
             return
-        with contextlib.suppress(EdgeError):
-            self._call("close")
+        if self._proc.poll() is None:  # (a dead child is not started again to be closed)
+            with contextlib.suppress(EdgeError, StoreProcessLostError):
+                self._call("close")
         self._closed = True
         for conn in self._conns.values():
             conn.close()
@@ -258,10 +289,8 @@ def main() -> None:
 def _serve(path: str, conns: dict[str, Connection]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    from poolq.sinks.store.edge import EdgeStore
-
     try:
-        store = EdgeStore(path)
+        store = _open(path)
     except Exception as e:
         _reply(conns["write"], "error", e)
         return
@@ -277,6 +306,25 @@ def _serve(path: str, conns: dict[str, Connection]) -> None:
         t.start()
     _loop(store, conns["write"], closing)
     store.close()
+
+
+def _open(path: str, wait_s: float = 5.0) -> Any:
+    """The folder's EdgeStore. Held by another process, it is tried again for ``wait_s``: the
+    worker holds the folder's own lock already, so the holder is most likely the store process
+    of a worker that was just killed, still on its way out."""
+    import time
+
+    from poolq.sinks.store.edge import EdgeStore
+    from poolq.sinks.store.errors import StoreLockedError
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return EdgeStore(path)
+        except StoreLockedError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _loop(store: Any, conn: Connection, closing: threading.Event) -> None:

@@ -4,10 +4,12 @@ message, the folder stays one process's, and the child never outlives the worker
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import time
+from multiprocessing.connection import Connection
 
 import numpy as np
 import pytest
@@ -15,8 +17,8 @@ from qdrant_client import models
 
 from poolq.sinks.store import open_store
 from poolq.sinks.store.edge import CollectionNotFoundError, EdgeStore
-from poolq.sinks.store.errors import EdgeError, StoreLockedError
-from poolq.sinks.store.process import ProcessStore
+from poolq.sinks.store.errors import StoreLockedError, is_transient
+from poolq.sinks.store.process import ProcessStore, StoreProcessLostError
 from tests.sinks.test_edge_store import SCHEMA, points
 
 pytestmark = pytest.mark.slow  # starts a process
@@ -86,14 +88,32 @@ def test_errors_cross_with_their_type_and_message(tmp_path):
     open_store(path=tmp_path / "s").close()  # released on close
 
 
-def test_a_dead_child_fails_calls_clearly(tmp_path):
+def test_a_call_the_child_never_answers_fails_transiently(tmp_path):
+    store = ProcessStore(tmp_path / "s")
+    try:
+        ours, theirs = socket.socketpair()
+        theirs.close()  # as if the child died while the call was on its way
+        store._conns["write"] = Connection(ours.detach())
+        with pytest.raises(
+            StoreProcessLostError, match=r"store process .* exited .* during upsert"
+        ):
+            store.upsert("c", points(1))
+        assert is_transient(StoreProcessLostError("x"))  # the writer's retry policy retries it
+    finally:
+        store.close()
+
+
+def test_a_dead_child_is_started_again(tmp_path):
     store = ProcessStore(tmp_path / "s")
     try:
         store.create_collection("c", SCHEMA)
-        os.kill(store._proc.pid, signal.SIGKILL)
+        store.upsert("c", points(3))
+        first = store._proc.pid
+        os.kill(first, signal.SIGKILL)
         store._proc.wait()
-        with pytest.raises(EdgeError, match=r"store process .* exited"):
-            store.upsert("c", points(2))
+        store.upsert("c", points(5, start=3))  # a new child, on the same folder
+        assert store._proc.pid != first
+        assert store.count("c") == 8  # what the first child acknowledged is still there
     finally:
         store.close()
 
