@@ -14,7 +14,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import torch
+from scipy.cluster.hierarchy import ClusterWarning
+
+# the rows of a distance matrix are Ward's observations on purpose (as PyLate): not a mistake
+warnings.filterwarnings("ignore", "The symmetric non-negative hollow", ClusterWarning)
 
 PROTECTED_TOKENS = 1  # PyLate's default: the [CLS] row is never merged
 
@@ -27,13 +30,13 @@ def pool_tokens(x: np.ndarray, pool_factor: int, protected: int = PROTECTED_TOKE
     n = rest.shape[0]
     if pool_factor <= 1 or n < 2:
         return x
-    from scipy.cluster.hierarchy import ClusterWarning, fcluster, linkage
+    from scipy.cluster.hierarchy import fcluster, linkage
 
-    # the rows of a distance matrix are the observations on purpose (as PyLate): not a mistake
-    warnings.filterwarnings("ignore", "The symmetric non-negative hollow", ClusterWarning)
-
-    t = torch.from_numpy(np.ascontiguousarray(rest, dtype=np.float32))
-    distances = 1 - torch.mm(t, t.t()).numpy()  # [n, n] float32 (rows: Ward's observations)
+    rest = np.ascontiguousarray(rest, dtype=np.float32)
+    # [n, n] float32 (its rows are Ward's observations). einsum's own loop, not BLAS: a
+    # thread pool (torch's OpenMP, OpenBLAS) for a ~100x100 product costs more than it saves,
+    # and on a busy machine 10-100x more (its threads wait for cores)
+    distances = 1 - np.einsum("id,jd->ij", rest, rest)
     labels = fcluster(
         linkage(distances, method="ward"), t=max(n // pool_factor, 1), criterion="maxclust"
     )
