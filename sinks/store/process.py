@@ -140,16 +140,16 @@ class ProcessStore(Store):
     # -- names -------------------------------------------------------------------------------
 
     def collections(self) -> list[str]:
-        return self._call("collections")  # type: ignore[no-any-return]
+        return self._call("collections")
 
     def aliases(self) -> dict[str, str]:
-        return self._call("aliases")  # type: ignore[no-any-return]
+        return self._call("aliases")
 
     def resolve(self, name: str) -> str:
-        return self._call("resolve", name)  # type: ignore[no-any-return]
+        return self._call("resolve", name)
 
     def exists(self, name: str) -> bool:
-        return self._call("exists", name)  # type: ignore[no-any-return]
+        return self._call("exists", name)
 
     def switch_alias(self, alias: str, target: str) -> None:
         self._call("switch_alias", alias, target)
@@ -159,15 +159,13 @@ class ProcessStore(Store):
     def create_collection(
         self, name: str, schema: CollectionSchema, *, defer_indexing: bool = False
     ) -> bool:
-        return self._call(  # type: ignore[no-any-return]
-            "create_collection", name, schema, defer_indexing=defer_indexing
-        )
+        return self._call("create_collection", name, schema, defer_indexing=defer_indexing)
 
     def finish_build(self, name: str) -> None:
         self._call("finish_build", name)
 
     def collection_params(self, name: str) -> models.CollectionParams:
-        return self._call("collection_params", name)  # type: ignore[no-any-return]
+        return self._call("collection_params", name)
 
     def ensure_payload_indexes(self, name: str) -> None:
         self._call("ensure_payload_indexes", name)
@@ -189,7 +187,7 @@ class ProcessStore(Store):
         self._call("set_payload", collection, list(ids), payload)
 
     def count(self, collection: str, flt: models.Filter | None = None) -> int:
-        return self._call("count", collection, flt)  # type: ignore[no-any-return]
+        return self._call("count", collection, flt)
 
     def retrieve(
         self,
@@ -199,7 +197,7 @@ class ProcessStore(Store):
         with_payload: bool | Sequence[str] = True,
         with_vectors: bool | Sequence[str] = False,
     ) -> list[models.Record]:
-        return self._call(  # type: ignore[no-any-return]
+        return self._call(
             "retrieve", collection, list(ids), with_payload=with_payload, with_vectors=with_vectors
         )
 
@@ -213,7 +211,7 @@ class ProcessStore(Store):
         with_payload: bool | Sequence[str] = True,
         with_vectors: bool | Sequence[str] = False,
     ) -> tuple[list[models.Record], Any]:
-        return self._call(  # type: ignore[no-any-return]
+        return self._call(
             "scroll",
             collection,
             limit=limit,
@@ -224,7 +222,7 @@ class ProcessStore(Store):
         )
 
     def query(self, request: dict[str, Any]) -> list[models.ScoredPoint]:
-        return self._call("query", request)  # type: ignore[no-any-return]
+        return self._call("query", request)
 
     # -- lifecycle ---------------------------------------------------------------------------
 

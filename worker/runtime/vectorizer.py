@@ -139,7 +139,8 @@ class Vectorizer:
                 for v in self.profile.vectors_of(m):
                     vectors[v.name] = to_qdrant_value(res[v.task])
             out.append(error if error is not None else vectors)
-        pooled = {v.name: v.pool_factor for v in self.profile.vectors if (v.pool_factor or 1) > 1}
+        pooled = {v.name: v.pool_factor or 1 for v in self.profile.vectors}
+        pooled = {name: f for name, f in pooled.items() if f > 1}
         if pooled:  # documents only (queries: encode_query); CPU work, off the event loop
             await asyncio.to_thread(pool_documents, out, pooled)
         return out
