@@ -279,6 +279,12 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="a [collection] setting (TOML value), e.g. multivector_datatype='\"uint8\"'",
     )
+    ap.add_argument(
+        "--pool-factor",
+        type=int,
+        default=None,
+        help="pool_factor of the colbert vector (documents' token pooling; rerank uses it)",
+    )
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="poolq-eval-"))
     corpus = tmp / "corpus.jsonl"
@@ -293,16 +299,25 @@ def main() -> None:
     if not queries:
         raise SystemExit("no query has a relevant document in this corpus")
     worker_args: list[str] = []
-    if args.dtype or args.collection:
-        config = tmp / "poolq.toml"
-        text = "".join(
+    config_text = ""
+    if args.pool_factor is not None:
+        config_text += (
+            "[vectors]\n"
+            'dense = { model = "bundled:all-minilm-l6-v2", task = "embed" }\n'
+            'colbert = { model = "bundled:all-minilm-l6-v2", task = "token_embed", '
+            f"pool_factor = {args.pool_factor} }}\n"
+            'sparse = { model = "bundled:splade-tiny", task = "sparse" }\n'
+        )
+    if args.dtype:
+        config_text += "".join(
             f'[models."{m}"]\ndtype = "{args.dtype}"\n'
             for m in ("bundled:all-minilm-l6-v2", "bundled:splade-tiny")
-            if args.dtype
         )
-        if args.collection:
-            text += "[collection]\n" + "\n".join(args.collection) + "\n"
-        config.write_text(text)
+    if args.collection:
+        config_text += "[collection]\n" + "\n".join(args.collection) + "\n"
+    if config_text:
+        config = tmp / "poolq.toml"
+        config.write_text(config_text)
         worker_args = ["--config", str(config)]
     with (
         LocalRedis(tmp / "redis") as redis_server,
@@ -331,6 +346,7 @@ def main() -> None:
         sys.exit(1 if misses else 0)
     kinds = sorted(next(iter(modes.values()))["by_kind"])
     counts = ", ".join(f"{k} {modes['dense']['by_kind'][k]['n']}" for k in kinds)
+    print(f"pool_factor {args.pool_factor or 1} (the multi-vector's bytes are printed below)")
     print(
         f"dtype {args.dtype or 'default'}: "
         f"{out['documents']} documents ({out['points']} points) ingested in "

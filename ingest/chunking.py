@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 from poolq.ingest.documents import content_hash
 
@@ -53,13 +53,39 @@ class TokenCounter:
         return self.max_length - self.special_tokens
 
     def offsets(self, text: str) -> tuple[list[int], list[int]]:
-        enc = self._tok.encode(text, add_special_tokens=False)
-        return [s for s, _ in enc.offsets], [e for _, e in enc.offsets]
+        return _offsets(self.encode_batch([text])[0])
+
+    def encode_batch(self, texts: list[str]) -> list[Encoding]:
+        """One call into Rust for many texts (the GIL is released for all of it)."""
+        return self._tok.encode_batch(texts, add_special_tokens=False)
+
+
+def _offsets(enc: Encoding) -> tuple[list[int], list[int]]:
+    offsets = enc.offsets
+    return [s for s, _ in offsets], [e for _, e in offsets]
 
 
 class _SpanCounter:
-    def __init__(self, counter: TokenCounter, text: str) -> None:
-        self.starts, self.ends = counter.offsets(text)
+    """Token counts of spans of one text; the offsets (a Python object per token) are only
+    built when a count below the whole text is asked for."""
+
+    def __init__(self, encoding: Encoding) -> None:
+        self.encoding = encoding
+        self.total = len(encoding)  # every token of the text
+        self._offsets: tuple[list[int], list[int]] | None = None
+
+    @property
+    def starts(self) -> list[int]:
+        return self._spans()[0]
+
+    @property
+    def ends(self) -> list[int]:
+        return self._spans()[1]
+
+    def _spans(self) -> tuple[list[int], list[int]]:
+        if self._offsets is None:
+            self._offsets = _offsets(self.encoding)
+        return self._offsets
 
     def count(self, start: int, end: int) -> int:
         # tokens whose span lies within [start, end) (a token straddling a boundary counts once
@@ -110,7 +136,23 @@ class Chunker:
         self.overlap_tokens = overlap_tokens
 
     def chunk(self, text: str) -> list[Chunk]:
-        spans = [_SpanCounter(c, text) for c in self.counters]
+        return self.chunk_many([text])[0]
+
+    def chunk_many(self, texts: Sequence[str]) -> list[list[Chunk]]:
+        """:meth:`chunk` of each text, each tokenizer called once for all of them."""
+        texts = list(texts)
+        encodings = [c.encode_batch(texts) for c in self.counters]
+        return [
+            self._chunk(text, [_SpanCounter(e[i]) for e in encodings])
+            for i, text in enumerate(texts)
+        ]
+
+    def _chunk(self, text: str, spans: list[_SpanCounter], shortcut: bool = True) -> list[Chunk]:
+        # the usual case: the whole text fits, one chunk (what the general path finds, without
+        # the offsets of every token)
+        if shortcut and all(s.total <= self.max_tokens for s in spans):
+            a, b = _strip(text, 0, len(text))
+            return [Chunk(0, text[a:b], a, b)]
 
         def tokens(a: int, b: int) -> int:
             return max(s.count(a, b) for s in spans)

@@ -4,7 +4,7 @@ TOML form (all tables optional; the built-in default profile is used for what is
 
     [vectors]
     dense   = { model = "bundled:all-minilm-l6-v2", task = "embed" }
-    colbert = { model = "bundled:all-minilm-l6-v2", task = "token_embed" }
+    colbert = { model = "bundled:all-minilm-l6-v2", task = "token_embed" }   # pool_factor = 2
     sparse  = { model = "bundled:splade-tiny", task = "sparse", max_terms = 256, min_weight = 0.05 }
 
     [models."bundled:all-minilm-l6-v2"]      # optional model options
@@ -53,7 +53,16 @@ DEFAULT_VECTORS: dict[str, dict[str, Any]] = {
     "sparse": {"model": "bundled:splade-tiny", "task": "sparse"},
 }
 # max_terms: the largest weights kept per sparse vector (top_k: its older name)
-_VECTOR_KEYS = {"model", "task", "dimensions", "normalize", "top_k", "max_terms", "min_weight"}
+_VECTOR_KEYS = {
+    "model",
+    "task",
+    "dimensions",
+    "normalize",
+    "top_k",
+    "max_terms",
+    "min_weight",
+    "pool_factor",
+}
 # every ModelConfig field but the model itself is a profile model option
 _MODEL_KEYS = {f.name for f in fields(ModelConfig)} - {"model"}
 
@@ -78,6 +87,9 @@ class VectorConfig:
     normalize: bool | None = None
     top_k: int | None = None  # max_terms
     min_weight: float | None = None
+    # multi-vectors only: hierarchical token pooling of documents at index time (about
+    # 1/pool_factor of the rows are stored; queries are never pooled); None or 1: off
+    pool_factor: int | None = None
 
     def params(self) -> PoolingParams:
         return PoolingParams(
@@ -159,6 +171,7 @@ class Profile:
                 spec.get("normalize"),
                 spec.get("max_terms", spec.get("top_k")),
                 spec.get("min_weight"),
+                _pool_factor(name, task, spec.get("pool_factor")),
             )
             try:
                 vector.params()
@@ -221,6 +234,21 @@ def _check_choices(model: str, opts: dict[str, Any]) -> None:
             f"profile: model {model!r}: matryoshka_dims: expected a list of positive integers, "
             f"got {dims!r}"
         )
+
+
+def _pool_factor(name: str, task: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"profile: vector {name!r}: pool_factor: expected an integer >= 1, got {value!r}"
+        )
+    if task != "token_embed":
+        raise ValueError(
+            f"profile: vector {name!r}: pool_factor is for multi-vectors (task 'token_embed'), "
+            f"not task {task!r}"
+        )
+    return value
 
 
 def _check_precision(model: str, opts: dict[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """Profile versions: what a point's vectors depend on, as one short hash.
 
 A point records the version of the profile that encoded it. The version covers each vector's
-definition (name, model, task, dimensions, normalisation, top_k), the chunking, and a fingerprint
+definition (name, model, task, dimensions, normalisation, top_k, a pool_factor above 1), the
+chunking, and a fingerprint
 of each model's files (config, tokenizer, weights), so changing a model's weights in place is
 seen too. Reindexing re-encodes the documents whose points carry another version.
 """
@@ -45,6 +46,8 @@ def profile_version(profile: Profile, fingerprints: Mapping[str, str]) -> str:
             # min_weight only when set: the versions of profiles without it do not change
             [v.name, v.model, fingerprints[v.model], v.task, v.dimensions, v.normalize, v.top_k]
             + ([v.min_weight] if v.min_weight is not None else [])
+            # only when set: versions written before pool_factor existed stay the same
+            + ([v.pool_factor] if (v.pool_factor or 1) > 1 else [])
             for v in profile.vectors
         ],
         "models": {m: profile.model_options.get(m, {}) for m in profile.models},

@@ -35,7 +35,9 @@ T = TypeVar("T")
 
 
 class QdrantWriter(StoreOwner):
-    """Writes points through one owner task; see the module docstring."""
+    """Writes points through one owner task; see the module docstring. ``store_process``: an
+    embedded folder is served by a child process (``sinks/store/process.py``; the worker's
+    choice: conversion and writes then run beside the worker's interpreter, not in it)."""
 
     def __init__(
         self,
@@ -49,6 +51,7 @@ class QdrantWriter(StoreOwner):
         max_backoff_s: float = 5.0,
         queue_size: int = 64,
         store_factory: Callable[[], Store] | None = None,
+        store_process: bool = False,
     ) -> None:
         if store_factory is not None:
             if url is not None or path is not None or api_key is not None:
@@ -57,7 +60,7 @@ class QdrantWriter(StoreOwner):
                 )
             factory, target = store_factory, "store_factory"
         else:
-            factory, target = _factory(url, path, api_key)
+            factory, target = _factory(url, path, api_key, store_process)
         policy = RetryPolicy(max_retries, backoff_s, max_backoff_s)
         super().__init__(factory, target, queue_size=queue_size, policy=policy)
         b = batch_points
@@ -236,10 +239,10 @@ class QdrantWriter(StoreOwner):
 
 
 def _factory(
-    url: str | None, path: str | None, api_key: str | None
+    url: str | None, path: str | None, api_key: str | None, process: bool = False
 ) -> tuple[Callable[[], Store], str]:
     try:
-        return store_factory(url, path, api_key)
+        return store_factory(url, path, api_key, process=process)
     except ValueError as e:
         raise ValueError(f"QdrantWriter: {e}") from None
 

@@ -21,12 +21,14 @@ def store_factory(
     api_key: str | None = None,
     *,
     local_mode_ok: bool = False,
+    process: bool = False,
 ) -> tuple[Callable[[], Store], str]:
     """The function that opens the store, and a description of it without secrets.
 
     ``url``: a Qdrant server. ``path``: an embedded folder, opened with Qdrant Edge; a
     qdrant-client local-mode folder is refused (with how to move it) unless ``local_mode_ok``
-    (``poolq export`` reads one)."""
+    (``poolq export`` reads one). ``process``: the Qdrant Edge folder is served by a child
+    process (``process.py``: conversion and writes off this interpreter; what a worker uses)."""
     if (url is None) == (path is None):
         raise ValueError(
             "a store needs exactly one of url= (a Qdrant server) or path= (an embedded "
@@ -35,7 +37,7 @@ def store_factory(
     if path is not None:
         if api_key is not None:
             raise ValueError("api_key is for a Qdrant server url, not a local path")
-        return partial(_open_folder, Path(path), local_mode_ok), f"path={str(path)!r}"
+        return partial(_open_folder, Path(path), local_mode_ok, process), f"path={str(path)!r}"
     assert url is not None
     parts = urlsplit(url)
     shown = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
@@ -63,7 +65,7 @@ def open_store(
     return factory()
 
 
-def _open_folder(path: Path, local_mode_ok: bool) -> Store:
+def _open_folder(path: Path, local_mode_ok: bool, process: bool = False) -> Store:
     from poolq.sinks.store.edge_catalog import is_local_mode_folder, migration_hint
 
     if is_local_mode_folder(path):
@@ -74,6 +76,10 @@ def _open_folder(path: Path, local_mode_ok: bool) -> Store:
         return ClientStore(
             open_local_mode(path), description=f"local mode {str(path)!r}", local=True
         )
+    if process:
+        from poolq.sinks.store.process import ProcessStore
+
+        return ProcessStore(path)
     from poolq.sinks.store.edge import EdgeStore
 
     return EdgeStore(path)

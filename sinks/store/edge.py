@@ -185,7 +185,17 @@ class EdgeStore(Store):
 
     def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
         points = uint8_codec.encode_points(points, self._uint8_of(collection), arrays_ok=True)
-        converted = [cv.point(p) for p in points]
+        self._write(collection, cv.points([(p.id, p.vector, p.payload) for p in points]))
+
+    def upsert_parts(self, collection: str, parts: Sequence[cv.PointParts]) -> None:
+        """:meth:`upsert` of ``(id, vectors, payload)`` tuples (what a
+        :class:`~poolq.sinks.store.process.ProcessStore` sends)."""
+        self.upsert(
+            collection,
+            [models.PointStruct.model_construct(id=i, vector=v, payload=pl) for i, v, pl in parts],
+        )
+
+    def _write(self, collection: str, converted: list[Any]) -> None:
         with self._using(collection) as sh, edge_errors(f"upsert into {collection!r}"):
             sh.shard.update(qe.UpdateOperation.upsert_points(converted))
             sh.written += len(converted)

@@ -79,3 +79,25 @@ def test_any_text_chunks_fit_and_cover(text, max_len, overlap):
             covered.update(range(c.start, c.end))
         missing = [i for i in range(len(text)) if i not in covered and not text[i].isspace()]
         assert not missing, "every non-space character is in some chunk"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.text(max_size=300), st.sampled_from(["  short one.  ", "", " \n "])),
+        min_size=1,
+        max_size=6,
+    ),
+    st.integers(16, 96),
+)
+def test_many_texts_at_once_chunk_as_one_by_one_and_as_the_general_path(texts, max_len):
+    from poolq.ingest.chunking import _SpanCounter
+
+    counters = [TokenCounter(MINILM, max_len), TokenCounter(SPLADE, max_len + 7)]
+    chunker = Chunker(counters, overlap_tokens=3)
+    many = chunker.chunk_many(texts)
+    assert many == [chunker.chunk(t) for t in texts]
+    for text, chunks in zip(texts, many, strict=True):
+        # the one-chunk shortcut gives what the general path (every token's offsets) gives
+        spans = [_SpanCounter(c.encode_batch([text])[0]) for c in chunker.counters]
+        assert chunks == chunker._chunk(text, spans, shortcut=False)

@@ -30,6 +30,9 @@ class Settings:
     qdrant_url: str | None = None
     qdrant_path: str = constants.DEFAULT_QDRANT_PATH  # embedded Qdrant, when no URL is given
     qdrant_api_key: str | None = field(default=None, repr=False)
+    # the embedded folder served by a process of its own (sinks/store/process.py): converting
+    # and writing points then runs beside this interpreter instead of holding its GIL
+    store_process: bool = False  # opt-in: measured under load only (see README)
     max_jobs: int = 32  # upper limit on running jobs; admission is by queued tokens (below)
     # a job is taken only while its engines' queued tokens stay below this (None: 8 batches of
     # the ingest engine, runtime/admission.py); jobs beyond it wait in Redis, where no timeout runs
@@ -93,12 +96,20 @@ class Settings:
 
 
 _INT_FIELDS = {f.name for f in fields(Settings) if f.type in ("int", "int | None")}
+_BOOL_FIELDS = {f.name for f in fields(Settings) if f.type == "bool"}
+_BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 _SETTING_NAMES = {f.name for f in fields(Settings)} - {"profile", "reindex"}
 
 
 def _coerce(name: str, value: Any) -> Any:
     if value is None or value == "":
         return None
+    if name in _BOOL_FIELDS:
+        if isinstance(value, bool):
+            return value
+        if str(value).strip().lower() in _BOOL_WORDS:
+            return _BOOL_WORDS[str(value).strip().lower()]
+        raise ValueError(f"setting {name}: expected true or false, got {value!r}")
     if name in _INT_FIELDS:
         try:
             return int(value)

@@ -3,6 +3,7 @@ integration tests and the benchmarks use it); ready once its heartbeat is in Red
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -88,6 +89,7 @@ class WorkerProcess:
     def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 60) -> int:
         if self.proc is None:
             return 0
+        children = _children(self.proc.pid)  # its store process (sinks/store/process.py)
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
         try:
@@ -95,6 +97,7 @@ class WorkerProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             rc = self.proc.wait(10)
+        _wait_gone(children)  # killed with the worker: gone, and its locks with it
         self._log_f.close()
         self.proc = None
         return rc
@@ -104,3 +107,25 @@ class WorkerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _children(pid: int) -> list[int]:
+    """Linux: the pids of a process's children (empty elsewhere)."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            out += [int(c) for c in task.read_text().split()]
+    return out
+
+
+def _wait_gone(pids: list[int], timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    for pid in pids:
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            except PermissionError:  # pragma: no cover - a reused pid of another user
+                break
+            time.sleep(0.02)

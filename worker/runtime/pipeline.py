@@ -73,7 +73,7 @@ async def ingest_documents(
             on_queued(group)
         return out
     # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
-    chunked = await asyncio.to_thread(lambda: [rt.vectorizer.chunk(d.text) for d in docs])
+    chunked = await asyncio.to_thread(rt.vectorizer.chunk_many, [d.text for d in docs])
     out.chunks = sum(len(c) for c in chunked)
     if progress is not None:
         progress.add(chunks=out.chunks)

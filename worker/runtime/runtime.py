@@ -24,10 +24,11 @@ if TYPE_CHECKING:
 
 def open_writer(settings: Settings) -> QdrantWriter:
     """The Qdrant writer the settings name: a server URL, else the embedded folder (Qdrant
-    Edge, created if missing)."""
+    Edge, created if missing), by default served by a process of its own
+    (``sinks/store/process.py``)."""
     if settings.qdrant_url:
         return QdrantWriter(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
-    return QdrantWriter(path=settings.qdrant_path)
+    return QdrantWriter(path=settings.qdrant_path, store_process=settings.store_process)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from poolq.ingest.chunking import Chunk, Chunker, TokenCounter
@@ -20,6 +21,7 @@ from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import load_model
 from poolq.worker.pooling import SparseEmbedding
+from poolq.worker.pooling.token_pooling import pool_tokens
 from poolq.worker.runtime.fingerprints import cached_fingerprint
 
 
@@ -104,6 +106,10 @@ class Vectorizer:
     def chunk(self, text: str) -> list[Chunk]:
         return self.chunker.chunk(text)
 
+    def chunk_many(self, texts: Sequence[str]) -> list[list[Chunk]]:
+        """:meth:`chunk` of each text (one tokenizer call for all: the GIL released for it)."""
+        return self.chunker.chunk_many(texts)
+
     async def encode(
         self,
         texts: Sequence[str],
@@ -150,6 +156,10 @@ class Vectorizer:
                 for v in self.profile.vectors_of(m):
                     vectors[v.name] = to_qdrant_value(res[v.task])
             out.append(error if error is not None else vectors)
+        pooled = {v.name: v.pool_factor or 1 for v in self.profile.vectors}
+        pooled = {name: f for name, f in pooled.items() if f > 1}
+        if pooled:  # documents only (queries: encode_query); CPU work, off the event loop
+            await asyncio.to_thread(pool_documents, out, pooled)
         return out
 
     async def encode_query(
@@ -209,6 +219,18 @@ def query_prompt_name(description: ModelDescription) -> str | None:
     """The sentence-transformers prompt for queries, when the model defines one."""
     names = dict(description.prompts)
     return "query" if "query" in names else None
+
+
+def pool_documents(
+    encoded: list[dict[str, VectorValue] | Exception], pool_factors: dict[str, int]
+) -> None:
+    """Replace, in place, each named multi-vector by its hierarchical token pooling."""
+    for vectors in encoded:
+        if isinstance(vectors, dict):
+            for name, factor in pool_factors.items():
+                value = vectors[name]
+                if isinstance(value, np.ndarray):
+                    vectors[name] = pool_tokens(value, factor)
 
 
 def to_qdrant_value(output: object) -> VectorValue:
