@@ -22,7 +22,9 @@ from tests.integration.test_reliability import _enqueue, _wait, assert_exact, co
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
-def wait_part_written(url: str, job_id: str, total: int, timeout_s: float = 600) -> dict:
+def wait_part_written(
+    url: str, job_id: str, total: int, worker: WorkerProcess, timeout_s: float = 600
+) -> dict:
     """The job's progress once some documents are written and others not yet."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -31,7 +33,7 @@ def wait_part_written(url: str, job_id: str, total: int, timeout_s: float = 600)
             return p
         assert p.get("done", 0) < total, f"the job ended before the kill: {p}"
         time.sleep(0.01)
-    raise TimeoutError("the job wrote nothing")
+    raise TimeoutError(f"the job wrote nothing: {p}\n{worker.log.read_text()[-3000:]}")
 
 
 def test_a_retry_after_sigkill_counts_the_crashed_tries_writes_as_written(redis_server, tmp_path):
@@ -39,9 +41,11 @@ def test_a_retry_after_sigkill_counts_the_crashed_tries_writes_as_written(redis_
     qpath = tmp_path / "qdrant"
     url = redis_server.url
     a = WorkerProcess(url, qpath).start()
-    (job_id,) = asyncio.run(_enqueue(url, docs, job_size=200))
-    at_kill = wait_part_written(url, job_id, len(docs))
-    a.stop(signal.SIGKILL)
+    try:
+        (job_id,) = asyncio.run(_enqueue(url, docs, job_size=200))
+        at_kill = wait_part_written(url, job_id, len(docs), a)
+    finally:
+        a.stop(signal.SIGKILL)
     b = WorkerProcess(url, qpath).start()
     try:
         (outcome,) = asyncio.run(_wait(url, [job_id], timeout_s=600))
