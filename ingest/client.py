@@ -27,7 +27,7 @@ from arq.connections import ArqRedis, create_pool
 from redis.exceptions import AuthenticationError, RedisError
 
 from poolq.ingest.job_index import (
-    STATUSES,
+    GIVEN_STATUSES,
     JobOutcome,
     index_jobs,
     index_status,
@@ -329,7 +329,7 @@ class PoolqClient:
         live = [str(w.get("worker_id")) for w in workers if is_alive(w)]
         if job_ids:
             listed = await outcomes(self.redis, list(job_ids), queue_name=constants.INGEST_QUEUE)
-            counts = dict.fromkeys(STATUSES, 0)
+            counts = dict.fromkeys(GIVEN_STATUSES, 0)
             for o in listed:
                 counts[o.status] = counts.get(o.status, 0) + 1
         else:

@@ -39,7 +39,10 @@ from poolq.worker.wire import constants
 from poolq.worker.wire.serialization import deserialize, error_info, serialize
 
 CHUNK = 1000  # job ids per command (or pipeline)
-STATUSES = ("queued", "running", "done", "refused", "failed", "not_found", "deferred")
+STATUSES = ("queued", "running", "done", "failed", "not_found", "deferred")
+# of given jobs, also: ingest jobs whose every document was refused (see JobOutcome); the
+# index counts them among done (it does not read results)
+GIVEN_STATUSES = (*STATUSES, "refused")
 DONE, FAILED = constants.JOB_INDEX_DONE_KEY, constants.JOB_INDEX_FAILED_KEY
 SEEN = constants.WORKER_LAST_SEEN_KEY
 # a stopped worker's final heartbeat lives 20 heartbeat TTLs: look for workers seen since then

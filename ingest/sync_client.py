@@ -53,11 +53,12 @@ class SyncPoolqClient:
     def enqueue(
         self, collection: str, documents: Iterable[dict[str, Any]], **kwargs: Any
     ) -> list[str]:
-        """See :meth:`PoolqClient.enqueue` (``job_size``, ``force``)."""
+        """See :meth:`PoolqClient.enqueue` (``job_size``, ``force``, ``priority``)."""
         return self._run(self._client.enqueue(collection, documents, **kwargs))
 
     def wait(self, job_ids: Sequence[str], **kwargs: Any) -> list[JobOutcome]:
-        """See :meth:`PoolqClient.wait` (``timeout_s``, ``progress``, ...)."""
+        """See :meth:`PoolqClient.wait` (``timeout_s``, ``progress``, ...; rides out a Redis
+        outage of up to the client's ``redis_outage_limit_s``)."""
         return self._run(self._client.wait(job_ids, **kwargs))
 
     def status(self, job_ids: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:

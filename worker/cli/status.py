@@ -43,10 +43,10 @@ def format_reindex(r: dict[str, Any]) -> str:
 
 
 STATUS_JSON = (
-    'one line, one object: {"counts": {"queued", "running", "done", "refused", "failed", '
-    '"deferred", "not_found"} (refused: ingest jobs whose every document was refused, counted '
-    'apart among the given jobs, under done without job ids), "jobs": [{"job_id", "status", '
-    '"result", "error"}] (the given jobs; [] '
+    'one line, one object: {"counts": {"queued", "running", "done", "failed", "deferred", '
+    '"not_found", and with job ids "refused": ingest jobs whose every document was refused '
+    '(without job ids they count as done)}, "jobs": [{"job_id", "status", "result", "error"}] '
+    "(the given jobs; [] "
     'without), "workers": a list of heartbeat records, "reindex": a list of progress records, '
     '"workers_alive": n, "last_heartbeat_age_s": seconds since a worker was last seen (null: '
     "never)}."
