@@ -43,7 +43,7 @@ def test_storage_settings_are_not_part_of_the_profile_version():
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"multivector_datatype": "int4"}, "multivector_datatype: expected one of 'float32', 'float16', got 'int4'"),
+        ({"multivector_datatype": "int4"}, "multivector_datatype: expected one of 'float32', 'float16', 'uint8', got 'int4'"),
         ({"dense_quantization": "pq"}, "dense_quantization: expected one of 'none', 'int8', got 'pq'"),
         ({"multivector_on_disk": "yes"}, "multivector_on_disk: expected true or false, got 'yes'"),
         ({"shard_number": 0}, "shard_number: expected an integer >= 1, got 0"),
