@@ -174,7 +174,10 @@ def test_error_info_reads_a_failed_jobs_stored_result() -> None:
     )  # fmt: skip
     result = deserialize_result(raw, deserializer=deserialize)
     assert error_info(result.result) == "ValueError: bad doc"
-    assert error_info({"__error__": "KeyError"}) == "KeyError: "
+    # an empty message never reaches a user (issue 19: "TimeoutError: " and nothing else)
+    assert error_info({"__error__": "KeyError"}) == "KeyError: raised without a message"
+    stored = deserialize(serialize(TimeoutError()))
+    assert error_info(stored) == "TimeoutError: timed out (the exception carried no message)"
 
 
 @pytest.mark.parametrize(
