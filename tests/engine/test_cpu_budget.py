@@ -7,15 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from poolq.worker.cli.openmp_env import SPIN_COUNT, openmp_wait_env
 from poolq.worker.engine.cpu_budget import (
-    SPIN_COUNT,
     CpuSample,
     affinity_cpus,
     busy_elsewhere,
     cgroup_quota_cpus,
     choose_threads,
     explicit_threads,
-    openmp_wait_env,
     parse_proc_stat,
     plan,
 )

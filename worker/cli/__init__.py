@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from poolq.worker.engine.cpu_budget import openmp_wait_env
+from poolq.worker.cli.openmp_env import openmp_wait_env
 
 try:
     import typer

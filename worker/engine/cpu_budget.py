@@ -28,10 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 THREADS_ENV = "POOLQ_THREADS"
-# libgomp spins this many times (about 0.1 ms) at a barrier before it sleeps; its default when
-# OMP_WAIT_POLICY is unset is 300,000 (about 3 ms, more on slow-pause CPUs): a thread whose
-# partner lost its core to a neighbour then burns its own core for milliseconds per operator.
-SPIN_COUNT = "10000"
 # CPUs left to the process's other threads (estimates, not measured: they only tip a budget
 # that is nearly a whole CPU short of the next thread, see choose_threads)
 RESERVED_ENCODE_CPUS = 0.1  # poolq encode: one tokenizer thread and the event loop
@@ -100,14 +96,6 @@ def cgroup_quota_cpus(
                     limits += [q for f in _ancestors(mount, rel) if (q := _quota_v1(f))]
                     break
     return min(limits) if limits else None
-
-
-def openmp_wait_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """Variables to set before torch loads libgomp (they are read once, then): a short spin,
-    unless the user chose a wait policy or spin count."""
-    if "OMP_WAIT_POLICY" in environ or "GOMP_SPINCOUNT" in environ:
-        return {}
-    return {"GOMP_SPINCOUNT": SPIN_COUNT}
 
 
 # What the neighbours take now -----------------------------------------------------------------
