@@ -120,7 +120,7 @@ async def measure(
             profile, vectors=tuple(replace(v, pool_factor=None) for v in profile.vectors)
         )
         try:
-            encoded = await vec.encode(texts, [str(i) for i in range(len(texts))], whole_turn=True)
+            encoded = await vec.encode(texts, [str(i) for i in range(len(texts))], group="bench")
         finally:
             vec.profile = profile
         s, _ = timed(lambda: pool_documents(encoded, factors))

@@ -8,8 +8,9 @@ another core while the worker prepares the next batch.
 
 Protocol: one pipe per calling role (writes: the store thread; reads: the read thread; builds:
 ``finish_build``'s own thread), each served by a thread of the child, in order. A call is
-``(method, args, kwargs)``; numpy vectors travel as buffers (pickle protocol 5), not lists. The
-pipes join this process and its own child only, never anything another user can write to.
+``(method, args, kwargs)`` and a reply ``(status, value)``, both msgpack (``process_codec.py``:
+numpy vectors travel as raw buffers, not lists; never pickle). The pipes join this process and
+its own child only, never anything another user can write to.
 
 Durability is the embedded store's: :meth:`upsert` returns once the child's ``update``
 returned, i.e. once the points are in the WAL. A child that dies (out of memory, killed) is
@@ -26,7 +27,6 @@ import contextlib
 import json
 import logging
 import os
-import pickle
 import signal
 import socket
 import subprocess
@@ -42,6 +42,7 @@ from qdrant_client import models
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.errors import EdgeError
+from poolq.sinks.store.process_codec import pack, unpack
 
 _ROLES = ("write", "read", "build")
 _READS = frozenset(
@@ -89,7 +90,7 @@ class ProcessStore(Store):
         try:
             if not conn.poll(_START_TIMEOUT_S):
                 raise EOFError
-            status, value = conn.recv()
+            status, value = unpack(conn.recv_bytes())
         except (EOFError, OSError):
             self._kill()
             raise EdgeError(
@@ -113,8 +114,8 @@ class ProcessStore(Store):
                 self._restart(proc)
             try:
                 conn = self._conns[role]
-                conn.send((method, args, kwargs))
-                status, value = conn.recv()
+                conn.send_bytes(pack((method, args, kwargs)))
+                status, value = unpack(conn.recv_bytes())
             except (EOFError, OSError) as e:
                 raise StoreProcessLostError(
                     f"the store process of {str(self.path)!r} exited "
@@ -176,7 +177,7 @@ class ProcessStore(Store):
     # -- points ------------------------------------------------------------------------------
 
     def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
-        # plain tuples: numpy vectors pickle as buffers, pydantic models are slower to pickle
+        # plain tuples: numpy vectors travel as buffers; a pydantic point is slower to encode
         parts = [(p.id, p.vector, p.payload) for p in points]
         self._call("upsert_parts", collection, parts)
 
@@ -272,12 +273,10 @@ def _die_with_parent(parent: int) -> None:
 
 def _reply(conn: Connection, status: str, value: Any) -> None:
     try:
-        conn.send((status, value))
-    except (pickle.PicklingError, TypeError, AttributeError) as e:
-        # an exception that does not pickle: its type and message, as an EdgeError
-        if status == "ok":
-            raise
-        conn.send(("error", EdgeError(f"{type(value).__name__}: {value} ({e})")))
+        data = pack((status, value))
+    except (TypeError, ValueError) as e:  # a value the codec does not carry: say so, as an error
+        data = pack(("error", EdgeError(f"{type(value).__name__}: {value} ({e})")))
+    conn.send_bytes(data)
 
 
 def main() -> None:
@@ -295,7 +294,7 @@ def _serve(path: str, conns: dict[str, Connection]) -> None:
     except Exception as e:
         _reply(conns["write"], "error", e)
         return
-    conns["write"].send(("ok", None))
+    _reply(conns["write"], "ok", None)
     closing = threading.Event()
     threads = [
         threading.Thread(target=_loop, args=(store, conns[r], closing), name=f"poolq-store-{r}")
@@ -331,7 +330,7 @@ def _open(path: str, wait_s: float = 5.0) -> Any:
 def _loop(store: Any, conn: Connection, closing: threading.Event) -> None:
     while not closing.is_set():
         try:
-            method, args, kwargs = conn.recv()
+            method, args, kwargs = unpack(conn.recv_bytes())
         except (EOFError, OSError):  # the worker is gone (or closed the store)
             closing.set()
             return
