@@ -13,7 +13,7 @@ import bisect
 import itertools
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tokenizers import Encoding, Tokenizer
 
@@ -30,6 +30,9 @@ class Chunk:
     text: str
     start: int  # character span in the document text: text == doc[start:end]
     end: int
+    # a chunk that is its whole (stripped) document: each counter's tokens of exactly ``text``
+    # (no special tokens), which the engines reuse instead of tokenizing the chunk again
+    encodings: tuple[Encoding, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def content_hash(self) -> str:
@@ -69,8 +72,11 @@ class _SpanCounter:
     """Token counts of spans of one text; the offsets (a Python object per token) are only
     built when a count below the whole text is asked for."""
 
-    def __init__(self, encoding: Encoding) -> None:
+    def __init__(self, encoding: Encoding, shift: int = 0, length: int | None = None) -> None:
+        # the tokens of text[shift:shift + length] (offsets are moved by ``shift``)
         self.encoding = encoding
+        self.shift = shift
+        self.length = length
         self.total = len(encoding)  # every token of the text
         self._offsets: tuple[list[int], list[int]] | None = None
 
@@ -84,7 +90,11 @@ class _SpanCounter:
 
     def _spans(self) -> tuple[list[int], list[int]]:
         if self._offsets is None:
-            self._offsets = _offsets(self.encoding)
+            starts, ends = _offsets(self.encoding)
+            if self.shift:
+                starts = [x + self.shift for x in starts]
+                ends = [x + self.shift for x in ends]
+            self._offsets = starts, ends
         return self._offsets
 
     def count(self, start: int, end: int) -> int:
@@ -139,12 +149,17 @@ class Chunker:
         return self.chunk_many([text])[0]
 
     def chunk_many(self, texts: Sequence[str]) -> list[list[Chunk]]:
-        """:meth:`chunk` of each text, each tokenizer called once for all of them."""
+        """:meth:`chunk` of each text, each tokenizer called once for all of them. Each text
+        is tokenized without its leading and trailing whitespace (no chunk holds it): a text
+        that fits one chunk is then tokenized exactly as its chunk, and the chunk carries those
+        tokens (:attr:`Chunk.encodings`) so that no engine tokenizes it again."""
         texts = list(texts)
-        encodings = [c.encode_batch(texts) for c in self.counters]
+        spans = [_strip(t, 0, len(t)) for t in texts]
+        stripped = [t[a:b] for t, (a, b) in zip(texts, spans, strict=True)]
+        encodings = [c.encode_batch(stripped) for c in self.counters]
         return [
-            self._chunk(text, [_SpanCounter(e[i]) for e in encodings])
-            for i, text in enumerate(texts)
+            self._chunk(text, [_SpanCounter(e[i], a, b - a) for e in encodings])
+            for i, (text, (a, b)) in enumerate(zip(texts, spans, strict=True))
         ]
 
     def _chunk(self, text: str, spans: list[_SpanCounter], shortcut: bool = True) -> list[Chunk]:
@@ -152,7 +167,9 @@ class Chunker:
         # the offsets of every token)
         if shortcut and all(s.total <= self.max_tokens for s in spans):
             a, b = _strip(text, 0, len(text))
-            return [Chunk(0, text[a:b], a, b)]
+            whole = all(s.shift == a and s.length == b - a for s in spans)
+            encodings = tuple(s.encoding for s in spans) if whole else None
+            return [Chunk(0, text[a:b], a, b, encodings)]
 
         def tokens(a: int, b: int) -> int:
             return max(s.count(a, b) for s in spans)

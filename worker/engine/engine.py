@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
+from tokenizers import Encoding
 
 from poolq.worker.engine.compute_thread import CPU_COMPUTE
 from poolq.worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm, InputFormName
@@ -168,6 +169,7 @@ class AsyncEngine:
         group: str | None = None,
         input_form: InputFormName = "document",
         on_queued: Callable[[], None] | None = None,
+        pretokenized: Sequence[Encoding | None] | None = None,
     ) -> list[EncodeResult]:
         """Encode ``texts``; ``tasks`` is one task list for all texts or one per text.
 
@@ -182,6 +184,10 @@ class AsyncEngine:
         ``lane`` (default: the engine's) and ``group`` (the caller: a job id) place the texts in
         the queue (``lanes.py``): callers of one lane share it by tokens. ``on_queued()`` is
         called once the texts are in the queue (or none will be: all refused).
+
+        ``pretokenized``: per text, its tokens as this model's tokenizer splits it, without
+        special tokens (what chunking found: ``Chunk.encodings``), or None. They are used when
+        the text is sent as it is (no prompt, no input form): only the special tokens are added.
         """
         if not self._running or self._loop is None:
             raise RuntimeError(
@@ -201,6 +207,8 @@ class AsyncEngine:
         ids = list(request_ids) if request_ids is not None else [f"#{i}" for i in range(n)]
         if len(ids) != n:
             raise ValueError(f"request_ids: expected {n} entries, got {len(ids)}")
+        if pretokenized is not None and len(pretokenized) != n:
+            raise ValueError(f"pretokenized: expected {n} entries, got {len(pretokenized)}")
         per_text = bool(tasks) and not isinstance(tasks[0], str | PoolingParams)
         if per_text and len(tasks) != n:
             raise ValueError(f"tasks: expected one task list per text ({n}), got {len(tasks)}")
@@ -227,7 +235,10 @@ class AsyncEngine:
         ok = [i for i in range(n) if i not in errors]
         prefix = self.description.prompt(prompt_name)
         inputs = [prefix + texts[i] for i in ok]
-        tokenized = await self._loop.run_in_executor(self._tok_pool, self._tokenize, inputs, form)
+        pre = [pretokenized[i] for i in ok] if pretokenized and not prefix and not form else None
+        tokenized = await self._loop.run_in_executor(
+            self._tok_pool, self._tokenize, inputs, form, pre
+        )
         max_length = form.max_length if form is not None else self.description.max_length
         futures: dict[int, asyncio.Future[EncodeResult]] = {}
         requests: list[EncodeRequest] = []
@@ -282,13 +293,26 @@ class AsyncEngine:
     ) -> EncodeResult:
         return (await self.encode([text], tasks, **kw))[0]  # type: ignore[arg-type]
 
-    def _tokenize(self, texts: list[str], form: InputForm | None) -> list[FormedInput]:
-        """Runs in the tokenizer pool: tokenize, then write each text in its input form."""
+    def _tokenize(
+        self,
+        texts: list[str],
+        form: InputForm | None,
+        pretokenized: list[Encoding | None] | None = None,
+    ) -> list[FormedInput]:
+        """Runs in the tokenizer pool: tokenize, then write each text in its input form.
+        ``pretokenized`` (no form): the texts' tokens already split, used where given."""
         t0 = time.perf_counter()
         if form is None:
-            out = [
-                FormedInput(t.ids, t.truncated) for t in self.model.tokenizer.encode_batch(texts)
-            ]
+            tok = self.model.tokenizer
+            todo = [i for i, e in enumerate(pretokenized or ()) if e is None]
+            if pretokenized is None or len(todo) == len(texts):
+                done = tok.encode_batch(texts)
+            else:
+                done = tok.post_process([e for e in pretokenized if e is not None])
+                fresh = iter(tok.encode_batch([texts[i] for i in todo]) if todo else ())
+                reused = iter(done)
+                done = [next(fresh) if e is None else next(reused) for e in pretokenized]
+            out = [FormedInput(t.ids, t.truncated) for t in done]
         else:
             tokenized = self.model.tokenizer.encode_batch([form.text(t) for t in texts])
             out = [form.apply(t) for t in tokenized]

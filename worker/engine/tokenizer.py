@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tokenizers import Tokenizer
+from tokenizers import Encoding, Tokenizer
 
 
 @dataclass(frozen=True)
@@ -56,3 +56,13 @@ class TextTokenizer:
     def encode_batch(self, texts: list[str]) -> list[TokenizedText]:
         encodings = self._tok.encode_batch(texts, add_special_tokens=True)
         return [TokenizedText(e.ids, bool(e.overflowing)) for e in encodings]
+
+    def post_process(self, encodings: list[Encoding]) -> list[TokenizedText]:
+        """What :meth:`encode_batch` gives for texts this tokenizer's own pipeline (a copy
+        without truncation, as chunking uses) has already split into ``encodings``, without
+        special tokens: they are added, and the result truncated, here (no new tokenizing)."""
+        out = []
+        for e in encodings:
+            done = self._tok.post_process(e, None, True)
+            out.append(TokenizedText(done.ids, bool(done.overflowing)))
+        return out

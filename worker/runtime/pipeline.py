@@ -87,8 +87,9 @@ async def ingest_documents(
             f"{d.id}#{c.index}" for d, cs in zip(part_docs, part_chunks, strict=True) for c in cs
         ]
         # every part of the job is queued at once; jobs share the engines by tokens
+        encodings = [c.encodings for chunks in part_chunks for c in chunks]
         encoded = await rt.vectorizer.encode(
-            texts, ids, group=group, lane=lane, on_queued=part_queued
+            texts, ids, group=group, lane=lane, on_queued=part_queued, encodings=encodings
         )
         points, replace_docs, errors = _points(rt, part_docs, part_chunks, encoded, now)
         out.errors += errors

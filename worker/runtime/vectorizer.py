@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tokenizers import Encoding
 
 from poolq.ingest.chunking import Chunk, Chunker, TokenCounter
 from poolq.ingest.profile import Profile
@@ -118,9 +119,12 @@ class Vectorizer:
         group: str | None = None,
         lane: Lane = Lane.BULK,
         on_queued: Callable[[], None] | None = None,
+        encodings: Sequence[tuple[Encoding, ...] | None] | None = None,
     ) -> list[dict[str, VectorValue] | Exception]:
         """Per text, every vector of the profile (or the error that kept it from being encoded).
-        ``on_queued()``: called once the texts wait in every model's engine."""
+        ``on_queued()``: called once the texts wait in every model's engine. ``encodings``: per
+        text, the chunker's tokens of it (``Chunk.encodings``, one per model) or None: the
+        engines add special tokens to them instead of tokenizing the text again."""
         models = self.profile.models
         waiting = len(models)
 
@@ -140,6 +144,7 @@ class Vectorizer:
                     lane=lane,
                     return_exceptions=True,
                     on_queued=queued,
+                    pretokenized=self._pretokenized(m, encodings),
                 )
                 for m in models
             )
@@ -161,6 +166,15 @@ class Vectorizer:
         if pooled:  # documents only (queries: encode_query); CPU work, off the event loop
             await asyncio.to_thread(pool_documents, out, pooled)
         return out
+
+    def _pretokenized(
+        self, model: str, encodings: Sequence[tuple[Encoding, ...] | None] | None
+    ) -> list[Encoding | None] | None:
+        """``model``'s share of the chunker's encodings (its counters follow the engines)."""
+        if encodings is None or len(self.chunker.counters) != len(self.engines):
+            return None
+        k = list(self.engines).index(model)
+        return [e[k] if e is not None else None for e in encodings]
 
     async def encode_query(
         self, text: str, vector_names: Sequence[str] | None = None, *, request_id: str = "query"
