@@ -204,6 +204,8 @@ def report(
     floor = sum(st.seconds[x] for x in STORE_STAGES)
     host_rate, floor_rate, queue_rate = n / host, n / floor, chunks / queue_s
     print(f"{'all but the store':18} {1000 * host / n:9.3f} {host_rate:10.1f}")
+    around = host - st.seconds["forward"]  # what a GPU leaves to the host: all but model, store
+    print(f"{'  of it, not model':18} {1000 * around / n:9.3f} {n / around:10.1f}  (no forward)")
     print(f"{'store floor':18} {1000 * floor / n:9.3f} {floor_rate:10.1f}  (conversion + write)")
     print(f"{'server client side':18} {1000 * grpc_s / n:9.3f} {n / grpc_s:10.1f}  (gRPC requests)")
     print(f"enqueue -> durable write: {queue_rate:7.1f} chunks/s ({queue_s:.2f}s)")
