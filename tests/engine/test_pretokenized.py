@@ -23,7 +23,9 @@ def model(minilm):
 
 @pytest.fixture(scope="module")
 def chunker(model):
-    return Chunker([chunk_counter(model.description, model.tokenizer.backend)], max_tokens=64, overlap_tokens=8)
+    return Chunker(
+        [chunk_counter(model.description, model.tokenizer.backend)], max_tokens=64, overlap_tokens=8
+    )
 
 
 def _engine_inputs(model, chunker, texts):
@@ -31,7 +33,9 @@ def _engine_inputs(model, chunker, texts):
     return [c.text for c in chunks], [c.encodings[0] if c.encodings else None for c in chunks]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     st.lists(
         st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=0, max_size=400),
