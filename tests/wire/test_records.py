@@ -62,7 +62,7 @@ FULL: list[WireRecord] = [
         {"dense": "int8"},
         {"dense": {"passed": True}},
         True,
-    ),  # fmt: skip
+    ),
     WorkerLimits(1, 2, 3),
     SearchCall("r-1", "q", {"collection": "docs"}, constants.SEARCH_REPLY_PREFIX + "r-1", 9.5),
     SearchReply("r-1", {"query": "q"}, None),
@@ -145,7 +145,7 @@ def test_a_missing_or_mistyped_field_is_named(cls: Any, data: Any, message: str)
 
 
 def test_unpack_refuses_what_is_not_msgpack() -> None:
-    with pytest.raises(WireError, match="^heartbeat: not msgpack"):
+    with pytest.raises(WireError, match=r"^heartbeat: not msgpack"):
         Heartbeat.unpack(b"\x80\x04junk")
 
 
@@ -196,13 +196,13 @@ def test_a_search_error_reaches_the_client_classified_by_its_code(
 
 def test_the_client_decides_by_code_not_by_class_name() -> None:
     renamed = SearchReply("r-1", error=ErrorRecord(ErrorCode.BAD_REQUEST, "RenamedError", "bad"))
-    with pytest.raises(SearchError, match="^bad$"):
+    with pytest.raises(SearchError, match=r"^bad$"):
         read_reply(renamed.pack())
     internal = SearchReply("r-1", error=ErrorRecord(ErrorCode.INTERNAL, "ValueError", "boom"))
     with pytest.raises(RuntimeError, match=r"\(internal\): ValueError: boom"):
         read_reply(internal.pack())
     legacy = serialize({"id": "r-1", "error": {"type": "SchemaMismatchError", "message": "m"}})
-    with pytest.raises(SearchError, match="^m$"):  # an older worker: no code, its class name
+    with pytest.raises(SearchError, match=r"^m$"):  # an older worker: no code, its class name
         read_reply(legacy)
 
 
