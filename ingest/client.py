@@ -56,6 +56,7 @@ from poolq.worker.wire.connection import (
     redact_url,
     redis_settings,
 )
+from poolq.worker.wire.records.job_args import IngestArgs, ReindexArgs
 from poolq.worker.wire.serialization import deserialize, serialize
 
 __all__ = [
@@ -190,13 +191,11 @@ class PoolqClient:
         priority: str = "bulk",
     ) -> str:
         job_id = uuid.uuid4().hex
-        kwargs: dict[str, Any] = {"force": True} if force else {}
+        args, kwargs = IngestArgs(collection, docs, force, priority).call()
         job = await self.redis.enqueue_job(
             constants.INGEST_JOB,
-            collection,
-            docs,
+            *args,
             _job_id=job_id,
-            priority=priority,
             **kwargs,
             **queue_placement(priority, time.time(), self.redis.expires_extra_ms),
         )
@@ -218,12 +217,13 @@ class PoolqClient:
         (cached for a few seconds)."""
         now = time.monotonic()
         if self._limits is None or now - self._limits[0] > LIMITS_CACHE_S:
-            self._limits = (now, Limits.from_heartbeats(await self.live_workers()))
+            self._limits = (now, Limits.from_heartbeats(await live_workers(self.redis)))
         return self._limits[1]
 
     async def live_workers(self) -> list[dict[str, Any]]:
-        """Heartbeats of the workers alive on this Redis (not expired, not stopped)."""
-        return await live_workers(self.redis)
+        """Heartbeats of the workers alive on this Redis (not expired, not stopped), as maps
+        (:class:`~poolq.worker.wire.records.heartbeat.Heartbeat` on the wire)."""
+        return [h.to_wire() for h in await live_workers(self.redis)]
 
     async def progress(self, job_ids: Sequence[str]) -> dict[str, dict[str, int]]:
         """job id -> its progress record (``documents``, ``done``, ``chunks``, ``points``,
@@ -240,9 +240,8 @@ class PoolqClient:
         worker can read; give an absolute path). Returns the job id; see :meth:`wait` and
         :meth:`reindex_progress`."""
         job_id = f"reindex-{uuid.uuid4().hex}"
-        job = await self.redis.enqueue_job(
-            constants.REINDEX_JOB, source, collection, full, keep_old, _job_id=job_id
-        )
+        args, _ = ReindexArgs(source, collection, full, keep_old).call()
+        job = await self.redis.enqueue_job(constants.REINDEX_JOB, *args, _job_id=job_id)
         if job is None:  # pragma: no cover - only when the id already exists
             raise RuntimeError(f"job {job_id} already exists")
         await self._index(job_id)
@@ -322,11 +321,11 @@ class PoolqClient:
         return await ride_out(lambda: self._status(job_ids, limit), self.outage(), on_outage)
 
     async def _status(self, job_ids: Sequence[str] | None, limit: int) -> dict[str, Any]:
-        from poolq.ingest.job_index import is_alive, worker_records
+        from poolq.ingest.job_index import worker_records
 
         now = self._clock()
         workers, last_seen = await worker_records(self.redis, now=now)
-        live = [str(w.get("worker_id")) for w in workers if is_alive(w)]
+        live = [w.worker_id for w in workers if w.alive]
         if job_ids:
             listed = await outcomes(self.redis, list(job_ids), queue_name=constants.INGEST_QUEUE)
             counts = dict.fromkeys(GIVEN_STATUSES, 0)
@@ -344,7 +343,7 @@ class PoolqClient:
         return {
             "counts": counts,
             "jobs": listed,
-            "workers": workers,
+            "workers": [w.to_wire() for w in workers],
             "reindex": await self.reindex_progress(),
             "workers_alive": len(live),
             "last_heartbeat_age_s": (
@@ -391,4 +390,4 @@ class PoolqClient:
         from poolq.ingest.job_index import worker_records
 
         records, _ = await worker_records(self.redis, now=self._clock())
-        return records
+        return [r.to_wire() for r in records]

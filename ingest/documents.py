@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from poolq.worker.wire.records.results import DocumentErrorRecord
+
 MAX_ID_CHARS = 512
 DEFAULT_MAX_DOCUMENT_BYTES = 1 << 20  # 1 MiB of UTF-8 text per document
 MAX_METADATA_DEPTH = 16
@@ -45,8 +47,11 @@ class DocumentError:
     field: str
     message: str
 
-    def as_dict(self) -> dict[str, str]:
-        return {"id": self.ref, "field": self.field, "error": f"{self.field}: {self.message}"}
+    def as_record(self) -> DocumentErrorRecord:
+        return DocumentErrorRecord(self.ref, self.field, f"{self.field}: {self.message}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.as_record().to_wire()
 
 
 def content_hash(text: str) -> str:

@@ -36,7 +36,12 @@ from arq.constants import in_progress_key_prefix, result_key_prefix
 from arq.jobs import deserialize_result
 
 from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize, error_info, serialize
+from poolq.worker.wire.records.base import WireError
+from poolq.worker.wire.records.codes import ErrorCode
+from poolq.worker.wire.records.heartbeat import Heartbeat, read_heartbeat
+from poolq.worker.wire.records.outcome import JobOutcomeRecord
+from poolq.worker.wire.records.results import ingest_result
+from poolq.worker.wire.serialization import deserialize, error_info
 
 CHUNK = 1000  # job ids per command (or pipeline)
 STATUSES = ("queued", "running", "done", "failed", "not_found", "deferred")
@@ -70,10 +75,8 @@ def ended(job_id: str, result: Any) -> JobOutcome:
 
 def all_refused(result: Any) -> bool:
     """Whether an ingest job's ``result`` refused documents and wrote or skipped none."""
-    if not isinstance(result, dict) or not isinstance(result.get("errors"), list):
-        return False
-    written = (result.get(k) for k in ("documents", "skipped", "points"))
-    return bool(result["errors"]) and not any(isinstance(n, int) and n > 0 for n in written)
+    record = ingest_result(result)
+    return record is not None and record.all_refused
 
 
 def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -99,6 +102,7 @@ def add_outcome(
     success: bool,
     result: Any = None,
     error: str | None = None,
+    code: ErrorCode | None = None,
     now: float | None = None,
     ttl_s: float = constants.JOB_INDEX_TTL_S,
 ) -> None:
@@ -110,9 +114,12 @@ def add_outcome(
     pipe.zrem(other, job_id)  # a job re-run after its worker died ends once, as it last ended
     for key in (DONE, FAILED):
         pipe.zremrangebyscore(key, "-inf", f"({now - ttl}")
-    record: dict[str, Any] = {"status": "done" if success else "failed", "finished_at": now}
-    record["result" if success else "error"] = result if success else error
-    pipe.set(outcome_key(job_id), serialize(record), ex=ttl)
+    record = (
+        JobOutcomeRecord("done", now, result=result)
+        if success
+        else JobOutcomeRecord("failed", now, error=error, code=code)
+    )
+    pipe.set(outcome_key(job_id), record.pack(), ex=ttl)
 
 
 async def record_outcome(redis: Any, job_id: str, **outcome: Any) -> None:
@@ -161,15 +168,15 @@ async def index_jobs(
 
 
 def _recorded(job_id: str, raw: bytes | None) -> JobOutcome | None:
+    if not raw:
+        return None
     try:
-        record = deserialize(raw) if raw else None
-    except Exception:  # not an outcome record: read arq's result instead
+        record = JobOutcomeRecord.unpack(raw)
+    except WireError:  # not an outcome record: read arq's result instead
         return None
-    if not isinstance(record, dict) or record.get("status") not in ("done", "failed"):
-        return None
-    if record["status"] == "done":
-        return ended(job_id, record.get("result"))
-    return JobOutcome(job_id, "failed", None, record.get("error"))
+    if record.status == "done":
+        return ended(job_id, record.result)
+    return JobOutcome(job_id, "failed", None, record.error)
 
 
 def from_arq_result(job_id: str, raw: bytes) -> JobOutcome:
@@ -243,11 +250,7 @@ async def read_finished(
     return found
 
 
-def is_alive(record: Any) -> bool:
-    return isinstance(record, dict) and not record.get("stopped")
-
-
-async def worker_records(redis: Any, *, now: float) -> tuple[list[dict[str, Any]], float | None]:
+async def worker_records(redis: Any, *, now: float) -> tuple[list[Heartbeat], float | None]:
     """The heartbeats of the workers seen lately (stopped ones included while their final
     heartbeat lasts), by worker id, and when a worker was last seen (None: never)."""
     async with redis.pipeline(transaction=False) as p:
@@ -255,18 +258,10 @@ async def worker_records(redis: Any, *, now: float) -> tuple[list[dict[str, Any]
         p.zrevrange(SEEN, 0, 0, withscores=True)
         ids, newest = await p.execute()
     keys = [constants.HEARTBEAT_KEY.format(worker_id=_text(w)) for w in ids]
-    records = []
-    for raw in await redis.mget(keys) if keys else []:
-        try:
-            record = deserialize(raw) if raw else None
-        except Exception:
-            continue
-        if isinstance(record, dict):
-            records.append(record)
-    seen = [s for _, s in newest] + [
-        r["seen_at"] for r in records if isinstance(r.get("seen_at"), int | float)
-    ]
-    return sorted(records, key=lambda r: str(r.get("worker_id"))), max(seen, default=None)
+    raws = await redis.mget(keys) if keys else []
+    records = [h for raw in raws if (h := read_heartbeat(raw)) is not None]
+    seen = [s for _, s in newest] + [r.seen_at for r in records if r.seen_at is not None]
+    return sorted(records, key=lambda r: r.worker_id), max(seen, default=None)
 
 
 async def reindex_collections(redis: Any) -> list[str]:

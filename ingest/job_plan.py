@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from poolq.worker.wire import constants
+from poolq.worker.wire.records.heartbeat import Heartbeat, WorkerLimits
 from poolq.worker.wire.serialization import serialize
 
 # What an arq job adds around its documents: function name, collection, kwargs, try count,
@@ -32,14 +33,14 @@ class Limits:
     source: str = "defaults"
 
     @classmethod
-    def from_heartbeats(cls, heartbeats: Iterable[Mapping[str, Any]]) -> Limits:
+    def from_heartbeats(cls, heartbeats: Iterable[Heartbeat]) -> Limits:
         """The smallest of each limit among ``heartbeats`` (live workers) that report limits."""
-        reported = [h["limits"] for h in heartbeats if isinstance(h.get("limits"), Mapping)]
+        reported = [h.limits for h in heartbeats if h.limits is not None]
         if not reported:
             return cls()
         values: dict[str, int] = {}
-        for name in ("max_documents_per_job", "max_document_bytes", "max_job_bytes"):
-            found = [r[name] for r in reported if isinstance(r.get(name), int) and r[name] > 0]
+        for name in WorkerLimits.field_names():
+            found = [n for r in reported if (n := getattr(r, name)) > 0]
             values[name] = min(found) if found else getattr(cls, name)
         return cls(**values, source="worker")
 

@@ -12,6 +12,7 @@ up with the finished jobs' results into one :class:`WaitProgress`; :func:`wait_j
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -24,23 +25,19 @@ from poolq.ingest.outage import OUTAGE_ERRORS
 from poolq.ingest.workers_alive import no_worker_message
 from poolq.worker.wire import constants
 from poolq.worker.wire.connection import RedisUnavailableError
+from poolq.worker.wire.records.base import WireError
+from poolq.worker.wire.records.progress import JobProgressRecord
+from poolq.worker.wire.records.results import IngestResult, ingest_result
 
 if TYPE_CHECKING:
     from poolq.ingest.client import PoolqClient
 
-FIELDS = ("documents", "done", "chunks", "points", "errors", "skipped")
 LOOK_EVERY_S = constants.HEARTBEAT_INTERVAL_S  # how often a wait looks for live workers
 
 
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
-
-
 async def read_progress(redis: Any, job_ids: Sequence[str]) -> dict[str, dict[str, int]]:
-    """job id -> its progress record, for the jobs that have one."""
+    """job id -> its progress record (:class:`JobProgressRecord` as a map), for the jobs that
+    have a readable one."""
     out: dict[str, dict[str, int]] = {}
     for part in chunks(list(job_ids)):
         pipe = redis.pipeline(transaction=False)
@@ -48,8 +45,8 @@ async def read_progress(redis: Any, job_ids: Sequence[str]) -> dict[str, dict[st
             pipe.hgetall(constants.JOB_PROGRESS_KEY.format(job_id=job_id))
         for job_id, raw in zip(part, await pipe.execute(), strict=True):
             if raw:
-                record = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
-                out[job_id] = {f: _int(record.get(f)) for f in FIELDS}
+                with contextlib.suppress(WireError):  # not a hash a worker wrote: no progress
+                    out[job_id] = JobProgressRecord.from_hash(raw).to_wire()
     return out
 
 
@@ -96,18 +93,16 @@ def totals(
         if outcome is None:
             part = {f: rec.get(f, 0) for f in ("done", "chunks", "points", "errors", "skipped")}
         else:
-            result = outcome.result or {}
-            errors = result.get("errors")
+            result = ingest_result(outcome.result) or IngestResult(0, 0)
             failed += outcome.status == "failed"
             if not size:  # neither the caller nor a record knows: count what the result says
-                n_errors = len(errors) if isinstance(errors, list) else 0
-                size = _int(result.get("documents")) + n_errors + _int(result.get("skipped"))
+                size = result.size
             part = {
                 "done": size,
                 "chunks": rec.get("chunks", 0),
-                "points": _int(result.get("points")),
-                "errors": len(errors) if isinstance(errors, list) else 0,
-                "skipped": _int(result.get("skipped")),
+                "points": result.points,
+                "errors": len(result.errors),
+                "skipped": result.skipped,
             }
         sums["documents"] += size
         for k, v in part.items():

@@ -24,11 +24,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from poolq.ingest.documents import Document, DocumentError, validate_documents
 from poolq.ingest.sources import Source, open_source
 from poolq.sinks.inventory import StoredDocument
+from poolq.worker.wire.records.job_args import ReindexArgs
 
 if TYPE_CHECKING:
     pass
@@ -39,22 +40,8 @@ BATCHES_IN_FLIGHT = 4  # batches encoding at once: keeps the engine's batches fu
 PROGRESS_EVERY_S = 0.5
 
 
-@dataclass(frozen=True)
-class ReindexOptions:
-    source: str
-    collection: str
-    full: bool = False
-    keep_old: bool = False
-
-    @classmethod
-    def checked(cls, source: Any, collection: Any, full: Any, keep_old: Any) -> ReindexOptions:
-        for name, value in (("source", source), ("collection", collection)):
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"{name}: expected a non-empty string, got {value!r}")
-        for name, value in (("full", full), ("keep_old", keep_old)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name}: expected true or false, got {value!r}")
-        return cls(source, collection, full, keep_old)
+# a reindex's options are its job's arguments (one definition: records/job_args.py)
+ReindexOptions = ReindexArgs
 
 
 @dataclass

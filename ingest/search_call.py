@@ -17,12 +17,9 @@ from poolq.ingest.workers_alive import NoWorkerError, live_workers, no_worker_me
 from poolq.sinks.search_types import SearchError, SearchRequest, SearchResult
 from poolq.worker.wire import constants
 from poolq.worker.wire.connection import redact_url
-from poolq.worker.wire.serialization import deserialize, serialize
+from poolq.worker.wire.records.codes import ErrorCode
+from poolq.worker.wire.records.search import SearchCall, SearchReply
 
-# errors in the request itself (raised as SearchError); anything else is the worker's failure
-REQUEST_ERRORS = frozenset(
-    {"SearchError", "ValueError", "SchemaMismatchError", "PoolingParamsError", "InputTooLongError"}
-)
 FIRST_LOOK_S = 1.0  # a reply this fast needs no look at the heartbeats
 LOOK_EVERY_S = constants.HEARTBEAT_INTERVAL_S
 
@@ -34,14 +31,7 @@ async def search_via_workers(
         raise SearchError(f"query: expected a non-empty string, got {query!r}")
     rid = uuid.uuid4().hex
     reply_to = constants.SEARCH_REPLY_PREFIX + rid
-    msg = {
-        "id": rid,
-        "query": query,
-        "request": request.to_dict(),
-        "reply_to": reply_to,
-        "deadline": time.time() + timeout_s,
-    }
-    raw = serialize(msg)
+    raw = search_call(rid, query, request, timeout_s).pack()
     deadline = time.monotonic() + timeout_s
     if not await live_workers(redis):  # (one lookup in the workers' own list: no SCAN)
         raise NoWorkerError(no_worker_message(redis_url))
@@ -64,10 +54,29 @@ async def search_via_workers(
                 raise NoWorkerError(no_worker_message(redis_url))
             taken = True
         step = LOOK_EVERY_S
-    reply = deserialize(item[1])
-    if "error" in reply:
-        err = reply["error"]
-        if err.get("type") in REQUEST_ERRORS:
-            raise SearchError(err.get("message", "search refused"))
-        raise RuntimeError(f"search failed in the worker: {err.get('type')}: {err.get('message')}")
-    return SearchResult.from_dict(reply["result"])
+    return read_reply(item[1])
+
+
+def search_call(rid: str, query: str, request: SearchRequest, timeout_s: float) -> SearchCall:
+    """The call a client pushes onto the search queue (``records/search.py``)."""
+    return SearchCall(
+        id=rid,
+        query=query,
+        request=request.to_dict(),
+        reply_to=constants.SEARCH_REPLY_PREFIX + rid,
+        deadline=time.time() + timeout_s,
+    )
+
+
+def read_reply(raw: bytes) -> SearchResult:
+    """The result a worker's reply holds; its error raised by code: ``bad_request`` as
+    :class:`SearchError`, anything else as the worker's failure (``RuntimeError``)."""
+    reply = SearchReply.unpack(raw)
+    if reply.error is not None:
+        if reply.error.code == ErrorCode.BAD_REQUEST:
+            raise SearchError(reply.error.message)
+        raise RuntimeError(
+            f"search failed in the worker ({reply.error.code}): {reply.error.text()}"
+        )
+    assert reply.result is not None  # (SearchReply holds exactly one)
+    return SearchResult.from_dict(reply.result)

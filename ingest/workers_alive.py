@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from poolq.ingest.job_index import is_alive, worker_records
+from poolq.ingest.job_index import worker_records
 from poolq.worker.wire import constants
 from poolq.worker.wire.connection import describe_address
-from poolq.worker.wire.serialization import deserialize
+from poolq.worker.wire.records.heartbeat import Heartbeat, read_heartbeat
 
 # keys per SCAN step (arq's results share the keyspace: it grows with the jobs of the last day)
 SCAN_COUNT = 1000
@@ -34,24 +34,16 @@ def no_worker_message(redis_url: str) -> str:
     )
 
 
-async def heartbeats(redis: Any) -> list[dict[str, Any]]:
-    """Every worker's heartbeat record (stopped ones included), by worker id, by SCAN."""
+async def heartbeats(redis: Any) -> list[Heartbeat]:
+    """Every worker's heartbeat (stopped ones included), by worker id, by SCAN (a value that is
+    no heartbeat poolq wrote is no worker)."""
     keys = [k async for k in redis.scan_iter(match=constants.HEARTBEAT_PATTERN, count=SCAN_COUNT)]
     raws = list(await redis.mget(keys)) if keys else []
-    out = []
-    for raw in raws:
-        if not raw:
-            continue
-        try:
-            record = deserialize(raw)
-        except Exception:  # not a heartbeat poolq wrote: not a worker
-            continue
-        if isinstance(record, dict):
-            out.append(record)
-    return sorted(out, key=lambda w: str(w.get("worker_id")))
+    out = [h for raw in raws if (h := read_heartbeat(raw)) is not None]
+    return sorted(out, key=lambda w: w.worker_id)
 
 
-async def live_workers(redis: Any) -> list[dict[str, Any]]:
+async def live_workers(redis: Any) -> list[Heartbeat]:
     records, _ = await worker_records(redis, now=time.time())
-    live = [r for r in records if is_alive(r)]
-    return live or [h for h in await heartbeats(redis) if is_alive(h)]
+    live = [r for r in records if r.alive]
+    return live or [h for h in await heartbeats(redis) if h.alive]

@@ -9,6 +9,8 @@ from pydantic import ValidationError
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+from poolq.worker.wire.records.codes import ErrorCode
+
 try:  # grpcio comes with qdrant-client; guarded all the same
     import grpc
 
@@ -24,6 +26,8 @@ except ImportError:  # pragma: no cover
 
 class SinkUnavailableError(RuntimeError):
     """Qdrant kept failing with transient errors until the retries ran out."""
+
+    code = ErrorCode.SINK
 
     def __init__(self, what: str, attempts: int, last: BaseException) -> None:
         self.attempts = attempts

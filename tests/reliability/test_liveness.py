@@ -25,6 +25,7 @@ from poolq.worker.reliability.job_guard import guarded
 from poolq.worker.reliability.reaper import WorkerJobs, confirmed_dead, reap_dead_workers
 from poolq.worker.reliability.run_lock import RunLocks, lock_key
 from poolq.worker.wire import constants
+from poolq.worker.wire.records.heartbeat import Heartbeat
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +63,7 @@ async def test_the_heartbeat_outlives_a_blocked_event_loop_beside_busy_neighbour
     hb = HeartbeatThread(
         redis_server.url,
         "w-busy",
-        lambda: {"worker_id": "w-busy"},
+        lambda: Heartbeat("w-busy"),
         interval_s=interval_s,
         ttl_s=ttl_s,
     ).start()

@@ -23,8 +23,8 @@ def test_heartbeat_reports_precision_and_int8_gate_figures():
     )
     writer = SimpleNamespace(points_written=0, write_calls=0, retries=0)
     beat = Runtime(Settings(), vectorizer, writer).heartbeat()  # type: ignore[arg-type]
-    assert beat["precision"] == {"dense": "int8", "sparse": "float32"}
-    assert beat["int8_quality"] == {
+    assert beat.precision == {"dense": "int8", "sparse": "float32"}
+    assert beat.int8_quality == {
         "dense": {
             "texts": 42,
             "passed": True,

@@ -20,9 +20,9 @@ OLD_KEYS = {"collection", "mode", "limit", "filters", "score_threshold", "fusion
 
 
 def over_the_wire(request: dict[str, Any]) -> SearchRequest:
-    env = Envelope("r-1", constants.SEARCH_REPLY_PREFIX + "r-1", "q", request)
-    raw = deserialize(serialize({"request": env.request}))["request"]
-    return parse_search(Envelope(env.id, env.reply_to, env.query, raw))[1]
+    reply_to = constants.SEARCH_REPLY_PREFIX + "r-1"
+    message = {"id": "r-1", "query": "q", "request": request, "reply_to": reply_to}
+    return parse_search(Envelope("r-1", reply_to, deserialize(serialize(message))))[1]
 
 
 def test_an_old_clients_request_asks_for_chunks() -> None:
@@ -66,13 +66,13 @@ def _result(group_by: str | None) -> SearchResult:
 
 def test_grouped_and_chunk_replies_read_back_as_sent() -> None:
     for group_by in ("doc_id", None):
-        reply = deserialize(serialize(result_reply("r-1", _result(group_by))))
+        reply = deserialize(result_reply("r-1", _result(group_by)).pack())
         assert SearchResult.from_dict(reply["result"]) == _result(group_by)
-    grouped = deserialize(serialize(result_reply("r-1", _result("doc_id"))))["result"]
+    grouped = deserialize(result_reply("r-1", _result("doc_id")).pack())["result"]
     assert grouped["hits"][0]["chunks"] == [
         {"id": "p-2", "score": 0.4, "chunk_index": 3, "text": "more json"}
     ]
-    flat = deserialize(serialize(result_reply("r-1", _result(None))))["result"]
+    flat = deserialize(result_reply("r-1", _result(None)).pack())["result"]
     assert set(flat["hits"][0]) == {"id", "score", "doc_id", "chunk_index", "text", "metadata"}
 
 

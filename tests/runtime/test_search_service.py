@@ -53,7 +53,7 @@ def result() -> SearchResult:
 
 def test_a_clients_request_decodes_to_its_envelope_and_search() -> None:
     env = decode_request(serialize(message()), NOW)
-    assert env == Envelope("r-1", REPLY_TO, "parse a JSON document", message()["request"])
+    assert env == Envelope("r-1", REPLY_TO, message())
     query, request = parse_search(env)
     assert query == "parse a JSON document"
     assert request == SearchRequest("docs", "hybrid", 5, ("lang=en",))
@@ -125,9 +125,10 @@ def test_a_request_expires_exactly_when_now_is_past_its_deadline(
 @pytest.mark.parametrize(
     "over, match",
     [
-        ({"query": None}, "query: expected a string, got NoneType"),
-        ({"query": ["q"]}, "query: expected a string, got list"),
-        ({"request": None}, "search request:"),  # no collection
+        ({"query": None}, "^search call: query: expected a string, got None$"),
+        ({"query": ["q"]}, "^search call: query: expected a string, got list$"),
+        ({"request": None}, "^search call: request: expected a map, got None$"),
+        ({"request": {}}, "search request:"),  # no collection
         ({"request": {"collection": "docs", "limit": 0}}, "limit"),
         ({"request": {"collection": "docs", "mode": "fuzzy"}}, "mode"),
         ({"request": {"collection": "docs", "shards": 2}}, "unknown keys"),
@@ -142,11 +143,14 @@ def test_a_malformed_search_is_a_search_error(over: dict[str, Any], match: str) 
 
 
 def test_the_replies_have_the_shape_the_client_reads() -> None:
-    ok = deserialize(serialize(result_reply("r-1", result())))
+    ok = deserialize(result_reply("r-1", result()).pack())
     assert set(ok) == {"id", "result"} and ok["id"] == "r-1"
     assert SearchResult.from_dict(ok["result"]) == result()
-    err = deserialize(serialize(error_reply("r-1", SearchError("no collection 'docs'"))))
-    assert err == {"id": "r-1", "error": {"type": "SearchError", "message": "no collection 'docs'"}}
+    err = deserialize(error_reply("r-1", SearchError("no collection 'docs'")).pack())
+    assert err == {
+        "id": "r-1",
+        "error": {"code": "bad_request", "type": "SearchError", "message": "no collection 'docs'"},
+    }
 
 
 # ---------------------------------------------------------------- the service
@@ -185,17 +189,23 @@ async def test_the_service_answers_a_search() -> None:
 
 
 @pytest.mark.parametrize(
-    "error, logged",
-    [(SearchError("no collection 'docs'"), False), (RuntimeError("qdrant exploded"), True)],
+    "error, logged, code",
+    [
+        (SearchError("no collection 'docs'"), False, "bad_request"),
+        (RuntimeError("qdrant exploded"), True, "internal"),
+    ],
 )
 async def test_a_failed_search_is_answered_with_its_error(
-    error: BaseException, logged: bool, caplog: pytest.LogCaptureFixture
+    error: BaseException, logged: bool, code: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     svc = service(Queries(error))
     with caplog.at_level(logging.WARNING, logger="poolq.search"):
         reply_to, reply = await svc._answer(live())
     assert reply_to == REPLY_TO
-    assert reply == {"id": "r-1", "error": {"type": type(error).__name__, "message": str(error)}}
+    assert reply is not None and reply.to_wire() == {
+        "id": "r-1",
+        "error": {"code": code, "type": type(error).__name__, "message": str(error)},
+    }
     assert ("search r-1 failed" in caplog.text) == logged  # bad requests are not worth a warning
     assert svc.bad_requests == 0 and svc.dropped_expired == 0
 
@@ -203,7 +213,8 @@ async def test_a_failed_search_is_answered_with_its_error(
 async def test_a_malformed_search_is_answered_without_searching() -> None:
     queries = Queries()
     _, reply = await service(queries)._answer(live(query=3))
-    assert reply["error"]["type"] == "SearchError" and queries.calls == []
+    assert reply is not None and reply.error is not None and queries.calls == []
+    assert (reply.error.type, reply.error.code) == ("SearchError", "bad_request")
 
 
 @pytest.mark.parametrize(
@@ -220,7 +231,7 @@ async def test_dropped_requests_are_counted_and_never_searched(
 ) -> None:
     queries = Queries()
     svc = service(queries)
-    assert await svc._answer(raw) == (None, {})
+    assert await svc._answer(raw) == (None, None)
     assert (svc.bad_requests, svc.dropped_expired) == (bad, expired)
     assert queries.calls == []
 
@@ -239,7 +250,7 @@ async def test_the_reply_is_pushed_onto_reply_to_which_expires(redis_server: Loc
         await slots.acquire()
         await svc._handle(redis, live(), slots)
         replies = [deserialize(v) for v in await redis.lrange(REPLY_TO, 0, -1)]
-        assert replies == [result_reply("r-1", result())]
+        assert replies == [result_reply("r-1", result()).to_wire()]
         full_ms = constants.SEARCH_REPLY_TTL_S * 1000
         assert full_ms - 5000 < await redis.pttl(REPLY_TO) <= full_ms  # real, counting down
         calls = await command_calls(redis)

@@ -61,12 +61,16 @@ def test_tuples_and_sets_travel_as_lists(items: list[int]) -> None:
     assert sorted(deserialize(serialize(frozenset(items)))) == sorted(set(items))
 
 
-def test_exceptions_travel_as_type_and_message() -> None:
+def test_exceptions_travel_as_code_type_and_message() -> None:
+    # an ErrorRecord, plus the "__error__" key clients older than codes read
     assert deserialize(serialize(KeyError("text"))) == {
-        "__error__": "KeyError",
+        "code": "internal",
+        "type": "KeyError",
         "message": "'text'",
+        "__error__": "KeyError",
     }
-    assert deserialize(serialize({"r": ValueError("bad")}))["r"]["__error__"] == "ValueError"
+    bad = deserialize(serialize({"r": ValueError("bad")}))["r"]
+    assert (bad["__error__"], bad["code"]) == ("ValueError", "bad_request")
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import replace
 from typing import Any
 
 from arq.worker import func
@@ -94,7 +95,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
         await rt.search_service.stop()
     heartbeat: HeartbeatThread | None = ctx.pop("heartbeat", None)
     if heartbeat is not None:
-        final = rt.heartbeat() | {"stopped": True}
+        final = replace(rt.heartbeat(), stopped=True)
         await asyncio.to_thread(heartbeat.stop, final)
     await rt.close()
 

@@ -18,12 +18,12 @@ from poolq.worker.cli.options import (
     resolve_redis_url,
 )
 from poolq.worker.reliability import dead_letter
+from poolq.worker.wire.records.dead_letter import DeadLetter
 
 
-def _args_summary(e: dict[str, Any]) -> str:
-    args = e.get("args") or []
+def _args_summary(e: DeadLetter) -> str:
     parts = []
-    for a in args:
+    for a in e.args:
         if isinstance(a, list):
             parts.append(f"[{len(a)} items]")
         else:
@@ -45,14 +45,14 @@ async def _run(action: str, job_ids: list[str] | None, redis_url: str) -> Any:
 
 DLQ_JSON = (
     "JSON lines, one object per line: list: an entry {job_id, function, args, kwargs, error, "
-    "tries, failed_at} per dead-lettered job (oldest first; none: no lines); retry: "
+    "tries, failed_at, code} per dead-lettered job (oldest first; none: no lines); retry: "
     "{job_id, new_job_id} per job enqueued again; drop: {job_id} per job dropped."
 )
 
 
 def json_lines(action: str, out: Any) -> list[dict[str, Any]]:
     if action == "list":
-        return list(out)
+        return [e.to_wire() for e in out]
     if action == "retry":
         return [{"job_id": old, "new_job_id": new} for old, new in out.items()]
     return [{"job_id": job_id} for job_id in out]
@@ -83,10 +83,10 @@ def run_dlq(
         if not out:
             print("the dead-letter list is empty")
         for entry in out:
-            age = time.time() - entry.get("failed_at", time.time())
+            age = time.time() - entry.failed_at
             print(
-                f"{entry['job_id']}  {entry['function']}({_args_summary(entry)})  "
-                f"tries {entry['tries']}, {age:.0f}s ago: {entry['error']}"
+                f"{entry.job_id}  {entry.function}({_args_summary(entry)})  "
+                f"tries {entry.tries}, {age:.0f}s ago: {entry.error}"
             )
     elif action == "retry":
         for old, new in out.items():

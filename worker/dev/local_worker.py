@@ -15,7 +15,7 @@ from typing import Any
 import redis
 
 from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize
+from poolq.worker.wire.records.heartbeat import read_heartbeat
 
 
 class WorkerProcess:
@@ -59,10 +59,12 @@ class WorkerProcess:
         return self
 
     def heartbeats(self) -> list[dict[str, Any]]:
+        """Every worker's heartbeat in this Redis, as maps (decoded through the record)."""
         r = redis.Redis.from_url(self.redis_url)
         try:
             raws = [r.get(k) for k in r.scan_iter(match=constants.HEARTBEAT_PATTERN)]
-            return [deserialize(raw) for raw in raws if isinstance(raw, bytes)]
+            beats = [read_heartbeat(raw) for raw in raws if isinstance(raw, bytes)]
+            return [h.to_wire() for h in beats if h is not None]
         finally:
             r.close()
 

@@ -26,6 +26,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
+from poolq.worker.wire.records.codes import ErrorCode
+from poolq.worker.wire.records.progress import JobProgressRecord
+
 CHECK_EVERY_S = 1.0  # how often the watchdog looks (at most: a quarter of the stall limit)
 
 
@@ -34,15 +37,15 @@ class JobDeadlineError(TimeoutError):
 
 
 class JobStalledError(JobDeadlineError):
-    pass
+    code = ErrorCode.STALLED
 
 
 class JobTimedOutError(JobDeadlineError):
-    pass
+    code = ErrorCode.TIMEOUT
 
 
 class ProgressState(Protocol):
-    def state(self) -> dict[str, int]: ...
+    def state(self) -> JobProgressRecord: ...
 
 
 class JobClock:
@@ -60,7 +63,7 @@ class JobClock:
         if self.progress is None:
             return "no document started"
         s = self.progress.state()
-        return f"{s['done']}/{s['documents']} documents done, {s['points']} points written"
+        return f"{s.done}/{s.documents} documents done, {s.points} points written"
 
 
 async def run_with_deadlines(

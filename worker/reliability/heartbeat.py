@@ -15,14 +15,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import redis as redis_sync
 
 from poolq.worker.reliability.run_lock import RunLocks
 from poolq.worker.wire import constants
 from poolq.worker.wire.connection import redact_text
-from poolq.worker.wire.serialization import serialize
+from poolq.worker.wire.records.heartbeat import Heartbeat
 
 log = logging.getLogger("poolq.worker")
 
@@ -32,7 +31,7 @@ class HeartbeatThread:
         self,
         redis_url: str,
         worker_id: str,
-        payload: Callable[[], dict[str, Any]],
+        payload: Callable[[], Heartbeat],
         locks: RunLocks | None = None,
         *,
         interval_s: float = constants.HEARTBEAT_INTERVAL_S,
@@ -57,7 +56,7 @@ class HeartbeatThread:
         self._thread.start()
         return self
 
-    def stop(self, final: dict[str, Any] | None = None) -> None:
+    def stop(self, final: Heartbeat | None = None) -> None:
         """Stop beating; ``final``: one last payload, kept longer (``poolq status`` shows a
         stopped worker for a while)."""
         self._stop.set()
@@ -65,7 +64,7 @@ class HeartbeatThread:
             self._thread.join(timeout=self.interval_s + 3)
         if final is not None:
             try:
-                self._redis.set(self.key, serialize(final), ex=int(self.ttl_s * 20))
+                self._redis.set(self.key, final.pack(), ex=int(self.ttl_s * 20))
             except Exception as e:
                 log.warning("could not write the final heartbeat: %s", redact_text(str(e)))
         self._redis.close()
@@ -73,7 +72,7 @@ class HeartbeatThread:
     def beat(self) -> bool:
         """One beat (and the run locks' refresh); False when Redis did not take it."""
         try:
-            self._redis.set(self.key, serialize(self.payload()), ex=int(self.ttl_s))
+            self._redis.set(self.key, self.payload().pack(), ex=int(self.ttl_s))
             if self.locks is not None:
                 self.locks.refresh(self._redis)
         except Exception as e:  # Redis restarting: the next beat will do

@@ -32,6 +32,7 @@ from poolq.worker.reliability.arq_overrides import adopt_running
 from poolq.worker.reliability.deadlines import JobClock, JobDeadlineError, run_with_deadlines
 from poolq.worker.reliability.run_lock import RunLocks
 from poolq.worker.wire import constants
+from poolq.worker.wire.records.outcome import JobOutcomeRecord
 from poolq.worker.wire.serialization import deserialize, error_info
 
 log = logging.getLogger("poolq.jobs")
@@ -170,13 +171,14 @@ async def _wait_for_other_run(redis: Any, locks: RunLocks, job_id: str) -> Any:
     if await locks.wait_turn(redis, job_id, finished):
         return None
     raw = await redis.get(job_index.outcome_key(job_id))
-    outcome = deserialize(raw) if raw is not None else {}
-    if outcome.get("status") != "done":
+    outcome = JobOutcomeRecord.unpack(raw) if raw is not None else None
+    if outcome is None or outcome.status != "done":
+        error = outcome.error if outcome is not None else None
         raise JobRanElsewhereError(
-            f"job {job_id}: its other run failed: {outcome.get('error') or 'no error recorded'}"
+            f"job {job_id}: its other run failed: {error or 'no error recorded'}"
         )
     log.info("job %s: its other run finished; returning that run's result", job_id)
-    return outcome.get("result")
+    return outcome.result
 
 
 class JobRanElsewhereError(RuntimeError):

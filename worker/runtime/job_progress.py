@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from poolq.worker.wire import constants
-
-FIELDS = ("documents", "done", "chunks", "points", "errors", "skipped")
+from poolq.worker.wire.records.progress import JobProgressRecord
 
 
 @dataclass
@@ -31,15 +30,17 @@ class JobProgress:
     errors: int = 0
     skipped: int = 0
     clock: Any = None  # the job's deadlines.JobClock: every change is progress
-    _published: dict[str, int] = field(default_factory=dict)
+    _published: JobProgressRecord | None = None
     _ticker: asyncio.Task[None] | None = None
 
     @property
     def key(self) -> str:
         return constants.JOB_PROGRESS_KEY.format(job_id=self.job_id)
 
-    def state(self) -> dict[str, int]:
-        return {name: int(getattr(self, name)) for name in FIELDS}
+    def state(self) -> JobProgressRecord:
+        return JobProgressRecord(
+            self.documents, self.done, self.chunks, self.points, self.errors, self.skipped
+        )
 
     def __post_init__(self) -> None:
         if self.clock is not None:
@@ -58,7 +59,7 @@ class JobProgress:
             return
         with contextlib.suppress(Exception):  # best effort: never fail the job over progress
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.hset(self.key, mapping=state)
+                pipe.hset(self.key, mapping=state.to_hash())
                 pipe.expire(self.key, constants.JOB_PROGRESS_TTL_S)
                 await pipe.execute()
             self._published = state

@@ -17,6 +17,7 @@ from poolq.worker.config.settings import Settings
 from poolq.worker.runtime.admission import Admission, default_bound
 from poolq.worker.runtime.query import QueryService
 from poolq.worker.runtime.vectorizer import Vectorizer
+from poolq.worker.wire.records.heartbeat import Heartbeat, WorkerLimits
 
 if TYPE_CHECKING:
     from poolq.worker.runtime.search_service import SearchService
@@ -100,43 +101,33 @@ class Runtime:
             self._queries = QueryService(self.vectorizer, self.writer, self.worker_id)
         return self._queries
 
-    def heartbeat(self) -> dict[str, Any]:
-        return {
-            "worker_id": self.worker_id,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started_at": self.started_at,
-            "seen_at": time.time(),
-            "jobs_done": self.jobs_done,
-            "jobs_failed": self.jobs_failed,
-            "jobs_retried": self.jobs_retried,
-            "points_written": self.writer.points_written,
-            "write_calls": self.writer.write_calls,
-            "sink_retries": self.writer.retries,
-            "searches": self._queries.searches if self._queries else 0,
-            "engines": {m: e.stats_snapshot() for m, e in self.vectorizer.engines.items()},
-            "query_engines": {
-                m: e.stats_snapshot() for m, e in self.vectorizer.query_engines.items()
-            },
-            "limits": self.limits(),
-            **self.precision_fields(),
-        }
-
-    def limits(self) -> dict[str, int]:
-        """What this worker refuses past (clients check before sending a job)."""
-        s = self.settings
-        return {
-            "max_documents_per_job": s.max_documents_per_job,
-            "max_document_bytes": s.max_document_bytes,
-            "max_job_bytes": s.max_job_bytes,
-        }
-
-    def precision_fields(self) -> dict[str, Any]:
-        """Each model's precision and, for int8 models, the quality gate's figures at load."""
+    def heartbeat(self) -> Heartbeat:
+        """What the heartbeat thread writes (``records/heartbeat.py``); models' precision and,
+        for int8 models, the quality gate's figures at load."""
         models = {m: e.model for m, e in self.vectorizer.engines.items()}
-        return {
-            "precision": {m: pm.precision for m, pm in models.items()},
-            "int8_quality": {
+        return Heartbeat(
+            worker_id=self.worker_id,
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            started_at=self.started_at,
+            seen_at=time.time(),
+            jobs_done=self.jobs_done,
+            jobs_failed=self.jobs_failed,
+            jobs_retried=self.jobs_retried,
+            points_written=self.writer.points_written,
+            write_calls=self.writer.write_calls,
+            sink_retries=self.writer.retries,
+            searches=self._queries.searches if self._queries else 0,
+            engines={m: e.stats_snapshot() for m, e in self.vectorizer.engines.items()},
+            query_engines={m: e.stats_snapshot() for m, e in self.vectorizer.query_engines.items()},
+            limits=self.limits(),
+            precision={m: pm.precision for m, pm in models.items()},
+            int8_quality={
                 m: pm.int8_report.as_dict() for m, pm in models.items() if pm.int8_report
             },
-        }
+        )
+
+    def limits(self) -> WorkerLimits:
+        """What this worker refuses past (clients check before sending a job)."""
+        s = self.settings
+        return WorkerLimits(s.max_documents_per_job, s.max_document_bytes, s.max_job_bytes)

@@ -5,14 +5,9 @@ themselves: they push a request onto the ``SEARCH_QUEUE`` list and wait on a rep
 request goes to exactly one worker (``BLPOP``); it is not an arq job, so it never waits behind
 the ingestion queue or arq's polling, and its query is encoded ahead of ingestion.
 
-Request (msgpack map)::
-
-    {"id": str, "query": str, "request": SearchRequest.to_dict(), "reply_to": str,
-     "deadline": epoch seconds}
-
-Reply, pushed onto ``reply_to`` (which expires after ``SEARCH_REPLY_TTL_S``)::
-
-    {"id": str, "result": SearchResult.to_dict()}   or   {"id": str, "error": {"type", "message"}}
+Request: a :class:`~poolq.worker.wire.records.search.SearchCall`; reply, pushed onto
+``reply_to`` (which expires after ``SEARCH_REPLY_TTL_S``): a ``SearchReply`` holding the
+result, or an ``ErrorRecord`` whose ``code`` tells the client what it means.
 
 A request whose deadline has passed is dropped unanswered (its client has given up).
 
@@ -53,7 +48,10 @@ from poolq.worker.runtime.collection_fields import (
     record_fields,
 )
 from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize, serialize
+from poolq.worker.wire.records.base import WireError
+from poolq.worker.wire.records.errors import ErrorRecord
+from poolq.worker.wire.records.search import SearchCall, SearchReply
+from poolq.worker.wire.serialization import deserialize
 
 if TYPE_CHECKING:
     from poolq.worker.runtime.query import QueryService
@@ -66,13 +64,12 @@ log = logging.getLogger("poolq.search")
 
 @dataclass(frozen=True)
 class Envelope:
-    """A decoded request that has someone to answer: ``query`` and ``request`` as they came
-    (checked by :func:`parse_search`)."""
+    """A request that has someone to answer: its ``id`` and ``reply_to``, and the whole
+    ``message`` as it came (checked as a ``SearchCall`` by :func:`parse_search`)."""
 
     id: Any
     reply_to: str
-    query: Any
-    request: Any
+    message: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -98,23 +95,25 @@ def decode_request(raw: bytes, now: float) -> Envelope | Dropped:
     deadline = msg.get("deadline")
     if isinstance(deadline, int | float) and now > deadline:
         return Dropped("expired")
-    return Envelope(msg.get("id"), reply_to, msg.get("query"), msg.get("request"))
+    return Envelope(msg.get("id"), reply_to, msg)
 
 
 def parse_search(envelope: Envelope) -> tuple[str, SearchRequest]:
     """The query text and request to run; :class:`SearchError` for a malformed one."""
-    query = envelope.query
-    if not isinstance(query, str):
-        raise SearchError(f"query: expected a string, got {type(query).__name__}")
-    return query, SearchRequest.from_dict(envelope.request or {})
+    try:
+        call = SearchCall.from_wire(envelope.message)
+    except WireError as e:
+        raise SearchError(str(e)) from None
+    return call.query, SearchRequest.from_dict(call.request)
 
 
-def result_reply(rid: Any, result: SearchResult) -> dict[str, Any]:
-    return {"id": rid, "result": result.to_dict()}
+def result_reply(rid: Any, result: SearchResult) -> SearchReply:
+    return SearchReply(rid, result=result.to_dict())
 
 
-def error_reply(rid: Any, e: BaseException) -> dict[str, Any]:
-    return {"id": rid, "error": {"type": type(e).__name__, "message": str(e)}}
+def error_reply(rid: Any, e: BaseException) -> SearchReply:
+    """The error ``e`` as the client reads it: its code decides (``records/codes.py``)."""
+    return SearchReply(rid, error=ErrorRecord.of(e))
 
 
 # ---------------------------------------------------------------- the service
@@ -174,10 +173,10 @@ class SearchService:
     async def _handle(self, redis: Redis, raw: bytes, slots: asyncio.Semaphore) -> None:
         try:
             reply_to, reply = await self._answer(raw, redis)
-            if reply_to is not None:
+            if reply_to is not None and reply is not None:
                 with contextlib.suppress(RedisConnectionError, RedisTimeoutError, OSError):
                     async with redis.pipeline(transaction=False) as pipe:
-                        pipe.rpush(reply_to, serialize(reply))
+                        pipe.rpush(reply_to, reply.pack())
                         pipe.expire(reply_to, constants.SEARCH_REPLY_TTL_S)
                         await pipe.execute()
         except Exception:  # never let one request take the service down
@@ -210,12 +209,12 @@ class SearchService:
 
     async def _answer(
         self, raw: bytes, redis: Redis | None = None
-    ) -> tuple[str | None, dict[str, Any]]:
+    ) -> tuple[str | None, SearchReply | None]:
         envelope = decode_request(raw, time.time())
         if isinstance(envelope, Dropped):
             if envelope.reason == "expired":
                 self.dropped_expired += 1
-                return None, {}
+                return None, None
             self.bad_requests += 1
             if envelope.reason == "undecodable":
                 log.warning("search queue: undecodable request dropped: %s", envelope.detail)
@@ -225,7 +224,7 @@ class SearchService:
                 log.warning(
                     "search queue: reply_to outside %s dropped", constants.SEARCH_REPLY_PREFIX
                 )
-            return None, {}
+            return None, None
         try:
             query, request = parse_search(envelope)
             if redis is not None:

@@ -9,13 +9,18 @@ from typing import Any
 
 import msgpack
 
+from poolq.worker.wire.records.codes import ErrorCode
+
 DEFAULT_MAX_JOB_BYTES = 64 << 20  # a job's whole payload (documents included)
 
 
 def _default(obj: Any) -> Any:
-    # arq stores a failed job's exception as its result: keep type and message, as plain data.
+    # arq stores a failed job's exception as its result: as an ErrorRecord (code, type,
+    # message), plain data, with the "__error__" key older clients read.
     if isinstance(obj, BaseException):
-        return {"__error__": type(obj).__name__, "message": error_message(obj)}
+        from poolq.worker.wire.records.errors import ErrorRecord
+
+        return ErrorRecord.of(obj).as_result()
     if isinstance(obj, set | frozenset | tuple):
         return list(obj)
     raise TypeError(f"cannot serialize {type(obj).__name__} with msgpack")
@@ -67,7 +72,7 @@ async def rejected_payload(ctx: dict[str, Any], message: str) -> None:
 
 
 class PayloadRejectedError(ValueError):
-    pass
+    code = ErrorCode.PAYLOAD_REJECTED
 
 
 def error_message(e: BaseException) -> str:
@@ -87,7 +92,11 @@ def error_text(e: BaseException) -> str:
 
 
 def error_info(result: Any) -> str | None:
-    """The message of a failed job's result, if it is a serialized exception."""
-    if isinstance(result, dict) and "__error__" in result:
-        return f"{result['__error__']}: {result.get('message') or 'raised without a message'}"
-    return None
+    """``Type: message`` of a failed job's result, if it is a serialized exception (an
+    ``ErrorRecord``, or the ``{"__error__", "message"}`` map of workers older than codes)."""
+    from poolq.worker.wire.records.errors import ErrorRecord
+
+    if not isinstance(result, dict) or not ({"__error__", "code"} & result.keys()):
+        return None
+    record = ErrorRecord.from_result(result)
+    return record.text() if record is not None else None

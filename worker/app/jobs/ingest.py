@@ -34,7 +34,8 @@ from poolq.worker.engine.lanes import lane_of_priority
 from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.pipeline import ingest_documents
 from poolq.worker.runtime.runtime import Runtime
-from poolq.worker.wire import constants
+from poolq.worker.wire.records.job_args import IngestArgs
+from poolq.worker.wire.records.results import IngestResult
 
 
 def _runtime(ctx: dict[str, Any]) -> Runtime:
@@ -51,16 +52,7 @@ async def ingest(
     rt = _runtime(ctx)
     job_id = str(ctx.get("job_id", "local"))
     t0 = time.perf_counter()
-    if not isinstance(collection, str) or not collection:
-        raise ValueError(f"collection: expected a non-empty string, got {collection!r}")
-    if not isinstance(documents, list):
-        raise ValueError(f"documents: expected a list, got {type(documents).__name__}")
-    if not isinstance(force, bool):
-        raise ValueError(f"force: expected true or false, got {force!r}")
-    if priority not in constants.PRIORITIES:
-        raise ValueError(
-            f"priority: expected one of {list(constants.PRIORITIES)}, got {priority!r}"
-        )
+    args = IngestArgs.checked(collection, documents, force, priority)
     limit = rt.settings.max_documents_per_job
     if len(documents) > limit:
         raise ValueError(
@@ -72,29 +64,29 @@ async def ingest(
     )
     progress.add(errors=len(errors), done=len(errors))
     async with progress:
-        await rt.ensure_collection(collection)
-        todo, earlier = (docs, {}) if force else await _changed(rt, collection, docs, ctx)
+        await rt.ensure_collection(args.collection)
+        todo, earlier = (docs, {}) if args.force else await _changed(rt, args.collection, docs, ctx)
         skipped = len(docs) - len(todo) - len(earlier)
         earlier_points = sum(earlier.values())
         progress.add(skipped=skipped, done=skipped + len(earlier), points=earlier_points)
         await progress.publish()
         outcome = await ingest_documents(
             rt,
-            collection,
+            args.collection,
             todo,
             group=job_id,
-            lane=lane_of_priority(priority),
+            lane=lane_of_priority(args.priority),
             progress=progress,
             on_queued=rt.admission.queued if rt.admission is not None else None,
         )
     rt.jobs_done += 1
-    return {
-        "points": outcome.points + earlier_points,
-        "documents": outcome.documents + len(earlier),
-        "errors": [e.as_dict() for e in errors + outcome.errors],
-        "skipped": skipped,
-        "seconds": round(time.perf_counter() - t0, 3),
-    }
+    return IngestResult(
+        points=outcome.points + earlier_points,
+        documents=outcome.documents + len(earlier),
+        errors=[e.as_record() for e in errors + outcome.errors],
+        skipped=skipped,
+        seconds=round(time.perf_counter() - t0, 3),
+    ).to_wire()
 
 
 async def _changed(

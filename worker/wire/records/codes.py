@@ -1,0 +1,51 @@
+"""Error codes carried in the records that cross Redis (job results that are exceptions, search
+reply errors, dead letters, job outcomes). A client decides what an error means by its code,
+never by the exception's class name: a class may be renamed or moved, its code stays.
+
+:func:`error_code` is the one place the worker maps an exception to its code. An exception class
+says its own code with a ``code`` class attribute (``JobStalledError.code``, say); otherwise the
+code follows from the built-in class it derives from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+
+
+class ErrorCode(enum.StrEnum):
+    BAD_REQUEST = "bad_request"  # the request itself is wrong: retrying it cannot help
+    TIMEOUT = "timeout"  # past a deadline (a job's ceiling, a wait)
+    STALLED = "stalled"  # a job that made no progress for its stall limit
+    PAYLOAD_REJECTED = "payload_rejected"  # a job payload refused before it was decoded
+    SINK = "sink"  # the vector store (Qdrant) unavailable past the writer's retries
+    CANCELLED = "cancelled"  # cancelled (a worker shutting down, a job aborted)
+    INTERNAL = "internal"  # anything else: the worker's own failure
+
+
+def error_code(e: BaseException) -> ErrorCode:
+    """The code of ``e``: its class's ``code`` attribute when it has one, else by kind
+    (``ValueError``: bad_request, ``TimeoutError``: timeout, a cancellation: cancelled, anything
+    else: internal)."""
+    code = getattr(e, "code", None)
+    if isinstance(code, ErrorCode):
+        return code
+    if isinstance(e, asyncio.CancelledError):
+        return ErrorCode.CANCELLED
+    if isinstance(e, ValueError):
+        return ErrorCode.BAD_REQUEST
+    if isinstance(e, TimeoutError):
+        return ErrorCode.TIMEOUT
+    return ErrorCode.INTERNAL
+
+
+# Only for records written before codes existed (no "code" key): the class names an older
+# worker sent for errors in a search request. Never used for a record that carries a code.
+LEGACY_REQUEST_ERRORS = frozenset(
+    {"SearchError", "ValueError", "SchemaMismatchError", "PoolingParamsError", "InputTooLongError"}
+)
+
+
+def legacy_code(type_name: object) -> ErrorCode:
+    """The code of an error recorded by an older worker, which sent only its class name."""
+    return ErrorCode.BAD_REQUEST if type_name in LEGACY_REQUEST_ERRORS else ErrorCode.INTERNAL

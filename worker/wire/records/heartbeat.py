@@ -1,0 +1,65 @@
+"""A worker's heartbeat: what it writes under ``HEARTBEAT_KEY`` every ``HEARTBEAT_INTERVAL_S``
+(``worker/reliability/heartbeat.py``, built by ``Runtime.heartbeat()``), and what clients read
+to know which workers are alive, their limits and stats (``poolq status``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from poolq.worker.wire import constants
+from poolq.worker.wire.records.base import WireError, WireRecord
+
+
+@dataclass(frozen=True)
+class WorkerLimits(WireRecord):
+    """What a worker refuses past (clients check a job against them before sending it)."""
+
+    wire_name = "worker limits"
+
+    max_documents_per_job: int = constants.MAX_DOCUMENTS_PER_JOB
+    max_document_bytes: int = constants.MAX_DOCUMENT_BYTES
+    max_job_bytes: int = constants.MAX_JOB_BYTES
+
+
+@dataclass(frozen=True)
+class Heartbeat(WireRecord):
+    """``engines``/``query_engines``: model -> its engine's stats snapshot; ``precision``:
+    model -> precision; ``int8_quality``: model -> the int8 gate's figures; ``stopped``: the
+    final heartbeat of a worker that stopped cleanly (absent while it runs)."""
+
+    wire_name = "heartbeat"
+
+    worker_id: str
+    # (None: not said; a worker always says, a minimal writer such as a test may not)
+    pid: int | None = None
+    host: str | None = None
+    started_at: float | None = None
+    seen_at: float | None = None
+    jobs_done: int = 0
+    jobs_failed: int = 0
+    jobs_retried: int = 0
+    points_written: int = 0
+    write_calls: int = 0
+    sink_retries: int = 0
+    searches: int = 0
+    engines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    query_engines: dict[str, dict[str, Any]] = field(default_factory=dict)
+    limits: WorkerLimits | None = None  # (None: a worker older than limits)
+    precision: dict[str, str] = field(default_factory=dict)
+    int8_quality: dict[str, Any] = field(default_factory=dict)
+    stopped: bool | None = None
+
+    @property
+    def alive(self) -> bool:
+        return not self.stopped
+
+
+def read_heartbeat(raw: bytes | None) -> Heartbeat | None:
+    """The heartbeat stored in ``raw`` (None: none, or not one a worker wrote)."""
+    if not raw:
+        return None
+    try:
+        return Heartbeat.unpack(raw)
+    except WireError:
+        return None

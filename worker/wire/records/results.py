@@ -1,0 +1,57 @@
+"""What an ingest job returns (arq stores it as the job's result; ``poolq status JOB_ID`` and
+:meth:`PoolqClient.wait` read it back)::
+
+    {"points": n, "documents": n, "errors": [{"id", "field", "error"}], "skipped": n,
+     "seconds": s}
+
+A failed job's result is an :class:`~poolq.worker.wire.records.errors.ErrorRecord` instead."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from poolq.worker.wire.records.base import WireError, WireRecord
+
+
+@dataclass(frozen=True)
+class DocumentErrorRecord(WireRecord):
+    """One refused document: ``id`` (its id, ``#position`` without a usable one, None for a
+    source line that is no document), the ``field`` at fault, and the message."""
+
+    wire_name = "document error"
+
+    id: str | None
+    field: str
+    error: str
+
+
+@dataclass(frozen=True)
+class IngestResult(WireRecord):
+    wire_name = "ingest result"
+
+    points: int
+    documents: int
+    errors: list[DocumentErrorRecord] = field(default_factory=list)
+    skipped: int = 0
+    seconds: float = 0.0
+
+    @property
+    def all_refused(self) -> bool:
+        """Documents were refused, and none written or skipped."""
+        return bool(self.errors) and not (self.documents or self.skipped or self.points)
+
+    @property
+    def size(self) -> int:
+        """Documents in the job: written, refused, or skipped."""
+        return self.documents + len(self.errors) + self.skipped
+
+
+def ingest_result(result: Any) -> IngestResult | None:
+    """``result`` read as an ingest result (None: it is not one; a reindex summary, say)."""
+    if not isinstance(result, dict) or not isinstance(result.get("errors"), list):
+        return None
+    try:
+        return IngestResult.from_wire(result)
+    except WireError:
+        return None
