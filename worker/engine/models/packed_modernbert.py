@@ -9,6 +9,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from poolq.worker.engine.attention_varlen import (
+    FULL,
+    VarlenArgs,
+    local_window,
+    use_varlen,
+    varlen_args,
+    varlen_attention,
+)
 from poolq.worker.engine.compute_thread import yield_to_urgent
 from poolq.worker.engine.hidden_act import hidden_activation
 from poolq.worker.engine.models.causal_attention import CausalPlan, plan_causal
@@ -80,12 +88,21 @@ class _Layer(nn.Module):
         self.mlp_out = EmptyLinear(spec.intermediate_size, h, spec.mlp_bias)
 
     def attention(
-        self, x: Tensor, cos: Tensor, sin: Tensor, plan: CausalPlan, valid: list
+        self,
+        x: Tensor,
+        cos: Tensor,
+        sin: Tensor,
+        plan: CausalPlan,
+        valid: list,
+        varlen: VarlenArgs | None = None,
     ) -> Tensor:
         t, heads, d = x.shape[0], self.heads, self.head_dim
         q, k, v = self.wqkv(x).view(t, 3, heads, d).unbind(1)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
+        if varlen is not None:  # CUDA, no key mask: one kernel call, the band as its window
+            window = FULL if self.half_window is None else local_window(self.half_window)
+            return varlen_attention(q, k, v, varlen, window).reshape(t, heads * d)
         out = q.new_empty(t, heads * d)
         for members, gather, rows, slots, mask in zip(
             plan.buckets, plan.gathers_dev, plan.rows_dev, plan.slots_dev, valid, strict=True
@@ -109,10 +126,15 @@ class _Layer(nn.Module):
         return out
 
     def forward(
-        self, x: Tensor, rope: dict[bool, tuple[Tensor, Tensor]], plan: CausalPlan, valid: list
+        self,
+        x: Tensor,
+        rope: dict[bool, tuple[Tensor, Tensor]],
+        plan: CausalPlan,
+        valid: list,
+        varlen: VarlenArgs | None = None,
     ) -> Tensor:
         cos, sin = rope[self.is_global]
-        x = x + self.wo(self.attention(self.attn_norm(x), cos, sin, plan, valid))
+        x = x + self.wo(self.attention(self.attn_norm(x), cos, sin, plan, valid, varlen))
         inp, gate = self.wi(self.mlp_norm(x)).chunk(2, dim=-1)
         return x + self.mlp_out(self.act(inp) * gate)
 
@@ -213,8 +235,10 @@ class PackedModernBert(nn.Module):
         }
         plan = plan_causal(seq_lens, device)
         valid = _bucket_masks(plan, key_mask_cpu, device)
+        on_varlen = key_mask_cpu is None and use_varlen(self.embed.weight)
+        varlen = varlen_args(seq_lens, device) if on_varlen else None
         x = self.emb_norm(self.embed(input_ids))
         for layer in self.layers:
-            x = layer(x, rope, plan, valid)
+            x = layer(x, rope, plan, valid, varlen)
             yield_to_urgent()
         return self.final_norm(x)
