@@ -29,7 +29,7 @@ FULL: Window = (-1, -1)
 try:
     from torch.nn.attention.varlen import varlen_attn as _torch_varlen_attn
 except ImportError:  # torch < 2.10
-    _torch_varlen_attn = None
+    _torch_varlen_attn = None  # type: ignore[assignment]
 
 
 def causal_window(window: int | None) -> Window:
