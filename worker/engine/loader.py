@@ -207,6 +207,8 @@ class PoolingModel:
     bf16_slowdown: float | None = None  # measured, when bf16 is emulated on this CPU
     # sparse models shipping idf.json: queries are weighted tokens, no forward (idf.py)
     query_idf: IdfWeights | None = None
+    # SPLADE heads: mean non-zero terms per text on a fixed sample (sparse_density.py)
+    sparse_terms_mean: float | None = None
 
 
 def load_model(config: ModelConfig | str) -> PoolingModel:
@@ -258,6 +260,10 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
         from poolq.worker.engine.int8_gate import quantize_with_gate
 
         model.int8_report = quantize_with_gate(model)
+    if "sparse" in desc.supported_tasks:  # warns when the head is positive on much of the vocab
+        from poolq.worker.engine.sparse_density import check_sparse_density
+
+        model.sparse_terms_mean = check_sparse_density(model)
     hidden, inter = (
         desc.hidden_size,
         int(ck.config.get("intermediate_size") or 4 * desc.hidden_size),

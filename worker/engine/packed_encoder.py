@@ -25,6 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from poolq.worker.engine.attention_varlen import flash_signature
 from poolq.worker.engine.compute_thread import yield_to_urgent
 from poolq.worker.engine.encoder_spec import EncoderSpec
 from poolq.worker.engine.hidden_act import hidden_activation
@@ -41,7 +42,8 @@ try:  # optional CUDA varlen kernel
 except (ImportError, OSError):  # not installed, or built against another torch
     _flash_attn_varlen_func = None
 
-_flash_varlen: Callable[..., Tensor] | None = _flash_attn_varlen_func
+# torch's varlen_attn behind flash_attn's signature; flash_attn's own only without it
+_flash_varlen: Callable[..., Tensor] | None = flash_signature(_flash_attn_varlen_func)
 
 
 class _Layer(nn.Module):

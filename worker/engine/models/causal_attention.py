@@ -19,6 +19,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from poolq.worker.engine.attention_varlen import (
+    causal_window,
+    use_varlen,
+    varlen_args,
+    varlen_attention,
+)
 from poolq.worker.engine.packed_attention import bucket_lengths
 
 
@@ -126,6 +132,9 @@ def causal_attention(
     q: Tensor, k: Tensor, v: Tensor, plan: CausalPlan, layer: int, window: int | None = None
 ) -> Tensor:
     t, heads, d = q.shape
+    if use_varlen(q) and all(c is None for c in plan.caches):  # CUDA: one kernel call
+        args = varlen_args(list(plan.seq_lens), q.device)
+        return varlen_attention(q, k, v, args, causal_window(window)).reshape(t, heads * d)
     out = q.new_empty(t, heads * d)  # [T, h * d]
     for i, cache in enumerate(plan.caches):  # sequences continuing earlier chunks: alone
         if cache is None:

@@ -9,6 +9,14 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from poolq.worker.engine.attention_varlen import (
+    FULL,
+    VarlenArgs,
+    local_window,
+    use_varlen,
+    varlen_args,
+    varlen_attention,
+)
 from poolq.worker.engine.compute_thread import yield_to_urgent
 from poolq.worker.engine.hidden_act import hidden_activation
 from poolq.worker.engine.models.causal_attention import CausalPlan, plan_causal
@@ -44,6 +52,25 @@ def _attend(
     return o.transpose(1, 2)
 
 
+def _bucket_masks(
+    plan: CausalPlan, key_mask_cpu: Tensor | None, device: torch.device
+) -> list[Tensor | None]:
+    """Per bucket: the bool ``[n, L]`` keys its rows may attend to (padding slots False, and
+    the ``key_mask_cpu`` [T] False tokens: a ColBERT query's expansion tokens); None: all."""
+    out: list[Tensor | None] = []
+    for members in plan.buckets:
+        length = plan.seq_lens[members[0]]
+        starts = torch.tensor([plan.starts[i] for i in members])  # [n]
+        lens = torch.tensor([plan.seq_lens[i] for i in members])  # [n]
+        pos = torch.arange(length)  # [L]
+        valid = pos[None, :] < lens[:, None]  # [n, L]
+        if key_mask_cpu is not None:
+            rows = starts[:, None] + torch.minimum(pos[None, :], lens[:, None] - 1)  # [n, L]
+            valid = valid & key_mask_cpu[rows]
+        out.append(None if bool(valid.all()) else valid.to(device))
+    return out
+
+
 class _Layer(nn.Module):
     def __init__(self, spec: ModernBertSpec, index: int) -> None:
         super().__init__()
@@ -61,12 +88,21 @@ class _Layer(nn.Module):
         self.mlp_out = EmptyLinear(spec.intermediate_size, h, spec.mlp_bias)
 
     def attention(
-        self, x: Tensor, cos: Tensor, sin: Tensor, plan: CausalPlan, valid: list
+        self,
+        x: Tensor,
+        cos: Tensor,
+        sin: Tensor,
+        plan: CausalPlan,
+        valid: list,
+        varlen: VarlenArgs | None = None,
     ) -> Tensor:
         t, heads, d = x.shape[0], self.heads, self.head_dim
         q, k, v = self.wqkv(x).view(t, 3, heads, d).unbind(1)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
+        if varlen is not None:  # CUDA, no key mask: one kernel call, the band as its window
+            window = FULL if self.half_window is None else local_window(self.half_window)
+            return varlen_attention(q, k, v, varlen, window).reshape(t, heads * d)
         out = q.new_empty(t, heads * d)
         for members, gather, rows, slots, mask in zip(
             plan.buckets, plan.gathers_dev, plan.rows_dev, plan.slots_dev, valid, strict=True
@@ -77,7 +113,7 @@ class _Layer(nn.Module):
                     q[None, s : s + n],
                     k[None, s : s + n],
                     v[None, s : s + n],
-                    None,
+                    mask,  # None, or the key mask [1, n] of a ColBERT query
                     self.half_window,
                 )
                 out[s : s + n] = o[0].reshape(n, heads * d)
@@ -90,10 +126,15 @@ class _Layer(nn.Module):
         return out
 
     def forward(
-        self, x: Tensor, rope: dict[bool, tuple[Tensor, Tensor]], plan: CausalPlan, valid: list
+        self,
+        x: Tensor,
+        rope: dict[bool, tuple[Tensor, Tensor]],
+        plan: CausalPlan,
+        valid: list,
+        varlen: VarlenArgs | None = None,
     ) -> Tensor:
         cos, sin = rope[self.is_global]
-        x = x + self.wo(self.attention(self.attn_norm(x), cos, sin, plan, valid))
+        x = x + self.wo(self.attention(self.attn_norm(x), cos, sin, plan, valid, varlen))
         inp, gate = self.wi(self.mlp_norm(x)).chunk(2, dim=-1)
         return x + self.mlp_out(self.act(inp) * gate)
 
@@ -172,8 +213,15 @@ class PackedModernBert(nn.Module):
             )
         if seq_lens and max(seq_lens) > self.spec.max_positions:
             raise ValueError(f"sequence lengths must be at most {self.spec.max_positions}")
-        if key_mask_cpu is not None and not bool(key_mask_cpu.all()):
-            raise ValueError("the packed ModernBERT takes no key mask (ColBERT query expansion)")
+        if key_mask_cpu is not None and (
+            key_mask_cpu.shape != (t,) or key_mask_cpu.dtype != torch.bool
+        ):
+            raise ValueError(
+                f"key_mask_cpu must be a host bool [{t}], got {key_mask_cpu.dtype} "
+                f"{tuple(key_mask_cpu.shape)}"
+            )
+        if key_mask_cpu is not None and bool(key_mask_cpu.all()):
+            key_mask_cpu = None
         device = input_ids.device
         lens_cpu = torch.tensor(seq_lens, dtype=torch.long)
         starts_cpu = torch.cumsum(lens_cpu, 0) - lens_cpu
@@ -186,18 +234,11 @@ class PackedModernBert(nn.Module):
             False: _rope(positions, self.spec.local_theta, d),
         }
         plan = plan_causal(seq_lens, device)
-        valid: list[
-            Tensor | None
-        ] = []  # per bucket: bool [n, L] key mask of its padded block (None: one sequence)
-        for members, gather in zip(plan.buckets, plan.gathers_dev, strict=True):
-            if gather is None:
-                valid.append(None)
-                continue
-            length = seq_lens[members[0]]
-            lens = torch.tensor([seq_lens[i] for i in members])
-            valid.append((torch.arange(length)[None, :] < lens[:, None]).to(device))
+        valid = _bucket_masks(plan, key_mask_cpu, device)
+        on_varlen = key_mask_cpu is None and use_varlen(self.embed.weight)
+        varlen = varlen_args(seq_lens, device) if on_varlen else None
         x = self.emb_norm(self.embed(input_ids))
         for layer in self.layers:
-            x = layer(x, rope, plan, valid)
+            x = layer(x, rope, plan, valid, varlen)
             yield_to_urgent()
         return self.final_norm(x)
