@@ -118,23 +118,3 @@ def test_pooling_changes_the_profile_version_and_nothing_else_does():
 
     assert version(None) == version(1)  # off: the versions points already carry stay valid
     assert version(2) != version(None) and version(2) != version(3)
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    n=st.integers(2, 90),
-    t=st.integers(1, 90),
-    dupes=st.integers(0, 10),
-    method=st.sampled_from(["ward", "average", "complete"]),
-    seed=st.integers(0, 2**16),
-)
-def test_maxclust_labels_are_fclusters(n, t, dupes, method, seed):
-    from poolq.worker.pooling.token_pooling import maxclust_labels
-
-    rng = np.random.default_rng(seed)
-    x = rng.integers(0, 4, (n, 3)).astype(np.float64)  # few values: ties between heights
-    x[: min(dupes, n)] = x[0]  # identical rows: merges at height 0
-    z = hierarchy.linkage(x, method=method)
-    t = min(t, n)
-    want = hierarchy.fcluster(z, t=t, criterion="maxclust")
-    np.testing.assert_array_equal(maxclust_labels(z, n, t), want)

@@ -30,11 +30,16 @@ def pool_tokens(x: np.ndarray, pool_factor: int, protected: int = PROTECTED_TOKE
     n = rest.shape[0]
     if pool_factor <= 1 or n < 2:
         return x
-    from scipy.cluster.hierarchy import linkage
+    from scipy.cluster.hierarchy import fcluster, linkage
 
     rest = np.ascontiguousarray(rest, dtype=np.float32)
-    distances = 1 - rest @ rest.T  # [n, n] float32 (its rows are Ward's observations)
-    labels = maxclust_labels(linkage(distances, method="ward"), n, max(n // pool_factor, 1))
+    # [n, n] float32 (its rows are Ward's observations). einsum's own loop, not BLAS: a
+    # thread pool (torch's OpenMP, OpenBLAS) for a ~100x100 product costs more than it saves,
+    # and on a busy machine 10-100x more (its threads wait for cores)
+    distances = 1 - np.einsum("id,jd->ij", rest, rest)
+    labels = fcluster(
+        linkage(distances, method="ward"), t=max(n // pool_factor, 1), criterion="maxclust"
+    )
     order = np.argsort(labels, kind="stable")
     ordered = labels[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # one per cluster present
@@ -42,48 +47,3 @@ def pool_tokens(x: np.ndarray, pool_factor: int, protected: int = PROTECTED_TOKE
     counts = np.diff(np.r_[starts, n])
     means = (sums / counts[:, None]).astype(np.float32)
     return np.concatenate([means, x[:protected].astype(np.float32, copy=False)])
-
-
-def maxclust_labels(z: np.ndarray, n: int, t: int) -> np.ndarray:
-    """scipy's ``fcluster(z, t, criterion="maxclust")`` labels (1..k) of a linkage ``z`` of
-    ``n`` leaves, without its per-call validation (which cost as much as the clustering): the
-    cut is the smallest merge height that leaves at most ``t`` clusters (ties at that height
-    merge together), and clusters are numbered in scipy's order (below)."""
-    if t >= n:  # no merge: every leaf its own cluster, in leaf order
-        return np.arange(1, n + 1, dtype=np.int64)
-    merges = n - 1
-    md = [0.0] * merges  # per merge, the highest merge below it (scipy's max_dists)
-    leaves: list[list[int]] = [[]] * merges
-    for i in range(merges):
-        a, b, h = int(z[i, 0]), int(z[i, 1]), float(z[i, 2])
-        la = [a] if a < n else leaves[a - n]
-        lb = [b] if b < n else leaves[b - n]
-        if a >= n:
-            h = max(h, md[a - n])
-        if b >= n:
-            h = max(h, md[b - n])
-        md[i], leaves[i] = h, la + lb
-    cut = sorted(md)[n - t - 1]
-    labels = np.zeros(n, dtype=np.int64)
-    k = 0
-    # scipy's walk (cluster_monocrit): a node under the cut is one cluster; else its internal
-    # children are walked first (left, then right), and its leaf children numbered on the way
-    # back (left, then right)
-    stack: list[tuple[int, bool]] = [(2 * n - 2, False)]
-    while stack:
-        node, back = stack.pop()
-        i = node - n
-        if not back and md[i] <= cut:
-            k += 1
-            labels[leaves[i]] = k
-            continue
-        kids = (int(z[i, 0]), int(z[i, 1]))
-        if back:
-            for c in kids:
-                if c < n:
-                    k += 1
-                    labels[c] = k
-            continue
-        stack.append((node, True))
-        stack += [(c, False) for c in reversed(kids) if c >= n]
-    return labels
