@@ -65,6 +65,8 @@ def kill_when_done(r: redis.Redis, url: str, worker: WorkerProcess, docs: list[d
     return result["r"]
 
 
+# 20 worker starts (model loads) and kills: ~15 s a round on a 2-core machine
+@pytest.mark.timeout(900)
 def test_points_of_a_job_reported_done_survive_sigkill_20_times(redis_server, tmp_path):
     qpath = tmp_path / "qdrant"
     r = redis.Redis.from_url(redis_server.url)
