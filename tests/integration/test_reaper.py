@@ -34,7 +34,7 @@ async def test_dead_workers_jobs_are_handed_back_and_live_ones_kept(redis_server
         assert not await r.exists(in_progress_key_prefix + "j-dead")
         assert not await r.exists(constants.WORKER_JOBS_KEY.format(worker_id="dead"))
         (entry,) = await dead_letter.entries(r)  # only the one on its last try
-        assert entry["job_id"] == "j-last" and "died during the job's last try" in entry["error"]
+        assert entry.job_id == "j-last" and "died during the job's last try" in entry.error
     finally:
         await r.aclose()
 

@@ -187,6 +187,6 @@ def test_a_job_whose_last_try_dies_with_its_worker_is_dead_lettered(redis_server
         b.stop()
     assert outcome.status == "failed" and "max 1 retries exceeded" in outcome.error
     (entry,) = entries
-    assert entry["job_id"] == job_id and entry["function"] == "ingest" and entry["tries"] == 1
-    assert "died during the job's last try" in entry["error"]
-    assert entry["args"][0] == COLLECTION and len(entry["args"][1]) == 200  # retryable as it was
+    assert entry.job_id == job_id and entry.function == "ingest" and entry.tries == 1
+    assert "died during the job's last try" in entry.error
+    assert entry.args[0] == COLLECTION and len(entry.args[1]) == 200  # retryable as it was

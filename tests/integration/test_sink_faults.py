@@ -99,9 +99,9 @@ async def test_a_sink_that_keeps_failing_ends_in_the_dead_letter_list(
         assert "Qdrant unavailable" in outcome.error
         (entry,) = await dead_letter.entries(client.redis)
     # 3 tries (2 retries by the queue), each 2 attempts by the writer
-    assert entry["job_id"] == job_id and entry["tries"] == 3 and flaky[0].injected == 6
-    assert entry["function"] == "ingest" and entry["args"][0] == "c"
-    assert "SinkUnavailableError" in entry["error"]
+    assert entry.job_id == job_id and entry.tries == 3 and flaky[0].injected == 6
+    assert entry.function == "ingest" and entry.args[0] == "c"
+    assert "SinkUnavailableError" in entry.error
 
     assert await asyncio.to_thread(run_dlq, "list", [], False, redis_server.url, False) == 0
     out = capsys.readouterr().out

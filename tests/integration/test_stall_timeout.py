@@ -63,8 +63,8 @@ async def test_a_job_whose_write_hangs_is_timed_out_retried_then_dead_lettered(
         stores[0].release.set()
         await w.close()
     assert outcome.status == "failed"
-    assert entry["job_id"] == job_id and entry["tries"] == 2
-    error = entry["error"]
+    assert entry.job_id == job_id and entry.tries == 2
+    error = entry.error
     assert error.startswith(f"JobStalledError: job {job_id} ingest (try 2 of 2): no progress for")
     assert "0/6 documents done, 0 points written" in error and "since it started" in error
     assert outcome.error and "no progress" in outcome.error
