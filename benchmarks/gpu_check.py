@@ -49,7 +49,8 @@ MIXES = {"short": (8, 64), "mixed": (8, 300), "long": (200, 400)}
 
 def write_tokenizer(folder: Path) -> dict[str, int]:
     """A lower-case WordPiece tokenizer (``[CLS] ... [SEP]``) from the standard-library corpus:
-    ``tokenizer.json``, ``tokenizer_config.json``, ``vocab.txt``. Returns the vocabulary."""
+    ``tokenizer.json``, ``tokenizer_config.json`` (special tokens named: transformers pads with
+    ``[PAD]``), ``special_tokens_map.json``, ``vocab.txt``. Returns the vocabulary."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
     words = collections.Counter(w.lower() for p in passages(2000) for w in p.split())
@@ -67,11 +68,24 @@ def write_tokenizer(folder: Path) -> dict[str, int]:
     )
     folder.mkdir(parents=True, exist_ok=True)
     tok.save(str(folder / "tokenizer.json"))
+    special_map = {
+        "unk_token": "[UNK]",
+        "sep_token": "[SEP]",
+        "pad_token": "[PAD]",
+        "cls_token": "[CLS]",
+        "mask_token": "[MASK]",
+    }
     (folder / "tokenizer_config.json").write_text(
         json.dumps(
-            {"model_max_length": 512, "tokenizer_class": "BertTokenizerFast", "do_lower_case": True}
+            {
+                "model_max_length": 512,
+                "tokenizer_class": "BertTokenizerFast",
+                "do_lower_case": True,
+                **special_map,
+            }
         )
     )
+    (folder / "special_tokens_map.json").write_text(json.dumps(special_map))
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
     return vocab
 
