@@ -47,9 +47,11 @@ FIDELITY_MIN = {"float16": 0.999, "bfloat16": 0.995}
 MIXES = {"short": (8, 64), "mixed": (8, 300), "long": (200, 400)}
 
 
-def build_checkpoint(folder: Path, layers: int, hidden: int, heads: int, inter: int) -> Path:
+def write_tokenizer(folder: Path) -> dict[str, int]:
+    """A lower-case WordPiece tokenizer (``[CLS] ... [SEP]``) from the standard-library corpus:
+    ``tokenizer.json``, ``tokenizer_config.json`` (special tokens named: transformers pads with
+    ``[PAD]``), ``special_tokens_map.json``, ``vocab.txt``. Returns the vocabulary."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
-    from transformers import BertConfig, BertModel
 
     words = collections.Counter(w.lower() for p in passages(2000) for w in p.split())
     special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -66,12 +68,32 @@ def build_checkpoint(folder: Path, layers: int, hidden: int, heads: int, inter: 
     )
     folder.mkdir(parents=True, exist_ok=True)
     tok.save(str(folder / "tokenizer.json"))
+    special_map = {
+        "unk_token": "[UNK]",
+        "sep_token": "[SEP]",
+        "pad_token": "[PAD]",
+        "cls_token": "[CLS]",
+        "mask_token": "[MASK]",
+    }
     (folder / "tokenizer_config.json").write_text(
         json.dumps(
-            {"model_max_length": 512, "tokenizer_class": "BertTokenizerFast", "do_lower_case": True}
+            {
+                "model_max_length": 512,
+                "tokenizer_class": "BertTokenizerFast",
+                "do_lower_case": True,
+                **special_map,
+            }
         )
     )
+    (folder / "special_tokens_map.json").write_text(json.dumps(special_map))
     (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    return vocab
+
+
+def build_checkpoint(folder: Path, layers: int, hidden: int, heads: int, inter: int) -> Path:
+    from transformers import BertConfig, BertModel
+
+    vocab = write_tokenizer(folder)
     torch.manual_seed(0)
     cfg = BertConfig(
         vocab_size=len(vocab),

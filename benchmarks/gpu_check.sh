@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The GPU checks, as one prepared script (under 8 minutes on one H100/H200-class GPU):
+# The GPU checks, as one prepared script (its steps' timeouts add up to 8 minutes):
 #   1. the CUDA tests (tests marked for CUDA, skipped elsewhere);
-#   2. benchmarks/gpu_check.py: fp16/bf16 fidelity against sentence-transformers on random-init
+#   2. benchmarks/gpu_varlen_check.py: torch's varlen_attn against the SDPA paths on random-init
+#      qwen3, modernbert and distilbert-SPLADE checkpoints in fp16 (max |diff|, min cosine),
+#      throughput against sentence-transformers fp16 (untested on a GPU when written);
+#   3. benchmarks/gpu_check.py: fp16/bf16 fidelity against sentence-transformers on random-init
 #      BERT checkpoints of MiniLM's and BERT-base's shapes built here, throughput against
 #      sentence-transformers fp16 at three length mixes, packed flash varlen against padded.
 # Usage: benchmarks/gpu_check.sh [OUT_DIR]   (logs go to OUT_DIR, default $OUT or ./gpu_check_out)
@@ -28,14 +31,19 @@ export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" HF_HUB_OFFLINE=1 TOKENIZERS_
 } 2>&1 | tee "$OUT_DIR/env.txt"
 status=0
 echo "== CUDA tests" | tee "$OUT_DIR/tests.txt"
-timeout 120 "$PY" -m pytest -q -p no:cacheprovider tests/engine/test_cuda.py \
+timeout 90 "$PY" -m pytest -q -p no:cacheprovider tests/engine/test_cuda.py \
   2>&1 | tail -30 | tee -a "$OUT_DIR/tests.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-timeout 60 "$PY" -m pytest -q -p no:cacheprovider tests/engine/test_packed_encoder.py \
+timeout 45 "$PY" -m pytest -q -p no:cacheprovider tests/engine/test_packed_encoder.py \
   tests/engine/test_colbert_forms.py -k cuda 2>&1 | tail -30 | tee -a "$OUT_DIR/tests.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "== varlen_attn vs SDPA, qwen3 / modernbert / distilbert-splade" | tee "$OUT_DIR/varlen.txt"
+timeout 120 "$PY" benchmarks/gpu_varlen_check.py --work "$OUT_DIR/arch-models" --texts 1000 2>&1 \
+  | grep -v "Warning" | tee -a "$OUT_DIR/varlen.txt"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+rm -rf "$OUT_DIR/arch-models"
 echo "== fidelity and throughput" | tee "$OUT_DIR/bench.txt"
-timeout 270 "$PY" benchmarks/gpu_check.py --work "$OUT_DIR/models" --texts 2000 2>&1 \
+timeout 225 "$PY" benchmarks/gpu_check.py --work "$OUT_DIR/models" --texts 2000 2>&1 \
   | grep -v "Warning" | tee -a "$OUT_DIR/bench.txt"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 rm -rf "$OUT_DIR/models"

@@ -2,8 +2,8 @@
 
     python benchmarks/peer_run.py PEER CORPUS.jsonl OUT --threads 2 --max-length 256 [--artifact P]
 
-PEER: ``st`` (sentence-transformers, torch fp32), ``st-sparse`` (``SparseEncoder``: MLM +
-SPLADE max pooling), ``ort`` (an ONNX file in ONNX Runtime), ``ov`` (an OpenVINO IR),
+PEER: ``st`` (sentence-transformers, torch fp32), ``st-sparse`` (``SparseEncoder``: the
+folder's own modules when it has ``modules.json``, else MLM + SPLADE max pooling), ``ort`` (an ONNX file in ONNX Runtime), ``ov`` (an OpenVINO IR),
 ``ort-sparse`` / ``ov-sparse`` (the SPLADE graphs, pooled inside), ``fastembed`` (a fastembed
 custom-model folder). ORT and OpenVINO peers batch like sentence-transformers: texts sorted by
 length, 32 per batch, padded to the batch's longest; dense outputs are mean-pooled over the
@@ -111,10 +111,14 @@ def main() -> int:
             from sentence_transformers import SparseEncoder
             from sentence_transformers.sparse_encoder.modules import MLMTransformer, SpladePooling
 
-            mlm = MLMTransformer(str(args.model), max_seq_length=args.max_length)
-            model = SparseEncoder(
-                modules=[mlm, SpladePooling(pooling_strategy="max")], device="cpu"
-            )
+            if (args.model / "modules.json").is_file():  # a sentence-transformers folder
+                model = SparseEncoder(str(args.model), device="cpu")
+                model.max_seq_length = args.max_length
+            else:  # a bare *ForMaskedLM folder: MLM + SPLADE max pooling
+                mlm = MLMTransformer(str(args.model), max_seq_length=args.max_length)
+                model = SparseEncoder(
+                    modules=[mlm, SpladePooling(pooling_strategy="max")], device="cpu"
+                )
         else:
             from sentence_transformers import SentenceTransformer
 

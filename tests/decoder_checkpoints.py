@@ -52,7 +52,9 @@ def build_decoder(
     kv_heads: int = 2,
     seed: int = 0,
     rope_theta: float | None = None,
+    tokenizer_src: Path | None = None,
 ) -> Path:
+    """``tokenizer_src``: the folder whose tokenizer files are copied (default: MiniLM's)."""
     from transformers import AutoModel
 
     config = _config(model_type, hidden, layers, heads, kv_heads)
@@ -69,9 +71,10 @@ def build_decoder(
                 p.copy_(1 + 0.2 * torch.randn_like(p))
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
-    src = minilm_path()
+    src = tokenizer_src or minilm_path()
     for f in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        shutil.copy(src / f, folder / f)
+        if (src / f).is_file():
+            shutil.copy(src / f, folder / f)
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {
