@@ -43,8 +43,8 @@ class Document:
 @dataclass(frozen=True)
 class DocumentError:
     """``ref``: the document's id, or ``#position`` when it has no usable id; ``code``: why,
-    for programs (a refused document is a bad request; the worker's own failure to encode or
-    write one carries the failure's code)."""
+    for programs (a refused document is a bad request; a document the worker failed to encode
+    carries that failure's code)."""
 
     ref: str
     field: str
