@@ -55,6 +55,8 @@ async def run_jobs(url, collection, docs, job_size, force=False):
         return ids, await client.wait(ids, timeout_s=600)
 
 
+# three rounds of 300 documents through the default profile: ~200 s on a 2-core machine
+@pytest.mark.timeout(900)
 def test_300_documents_in_10_jobs_land_exactly_once(redis_server, tmp_path):
     from tokenizers import Tokenizer
 

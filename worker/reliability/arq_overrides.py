@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -53,6 +54,7 @@ OVERRIDDEN = ("_poll_iteration", "run_job", "start_jobs", "finish_failed_job")
 # plain (not coroutine) methods: arq's signal handlers
 SIGNAL_OVERRIDES = ("handle_sig_wait_for_completion",)
 
+KEEP_MARK_EVERY_S = 1.0
 _REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, WatchError, ConnectionError, OSError)
 
 
@@ -143,6 +145,16 @@ class PoolqWorker(Worker):
         return Lane.INTERACTIVE if score is not None and score < cutoff else Lane.BULK
 
     async def _keep_mark(self, job_id: str) -> None:
+        # seen again by every poll (20 a second) while it runs: one SET a second per job is
+        # enough to put back a mark that something dropped (a Redis restart, a reaper)
+        kept: dict[str, float] = self.__dict__.setdefault("_marks_kept", {})
+        now = time.monotonic()
+        if now - kept.get(job_id, -KEEP_MARK_EVERY_S) < KEEP_MARK_EVERY_S:
+            return
+        kept[job_id] = now
+        if len(kept) > 4 * max(1, len(self.tasks)):  # forget finished jobs
+            for j in [j for j in kept if j not in self.tasks]:
+                del kept[j]
         await self.pool.set(
             in_progress_key_prefix + job_id,
             b"1",
