@@ -57,6 +57,7 @@ from poolq.worker.wire.connection import (
     redis_settings,
 )
 from poolq.worker.wire.records.job_args import IngestArgs, ReindexArgs
+from poolq.worker.wire.records.reindex import ReindexProgress, read_reindex_progress
 from poolq.worker.wire.serialization import deserialize, serialize
 
 __all__ = [
@@ -248,14 +249,19 @@ class PoolqClient:
         return job_id
 
     async def reindex_progress(self, collection: str | None = None) -> list[dict[str, Any]]:
-        """The latest progress record of each collection's reindex (or of ``collection``): the
-        collections workers listed when a reindex started or was scheduled (no SCAN)."""
+        """The latest progress record of each collection's reindex (or of ``collection``), as
+        maps (:class:`~poolq.worker.wire.records.reindex.ReindexProgress` on the wire)."""
+        return [r.to_wire() for r in await self.reindex_records(collection)]
+
+    async def reindex_records(self, collection: str | None = None) -> list[ReindexProgress]:
+        """:meth:`reindex_progress` as records: the collections workers listed when a reindex
+        started or was scheduled (no SCAN), by name; a value no worker wrote is left out."""
         from poolq.ingest.job_index import reindex_collections
 
         names = [collection] if collection is not None else await reindex_collections(self.redis)
         keys = [constants.REINDEX_PROGRESS_KEY.format(collection=c) for c in names]
-        out = [deserialize(raw) for raw in await self._mget(keys) if raw]
-        return sorted(out, key=lambda p: str(p.get("collection")))
+        out = [r for r in map(read_reindex_progress, await self._mget(keys)) if r is not None]
+        return sorted(out, key=lambda p: p.collection)
 
     async def _mget(self, keys: Sequence[Any]) -> list[bytes | None]:
         return list(await self.redis.mget(keys)) if keys else []

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from poolq.worker.wire.records.codes import ErrorCode
 from poolq.worker.wire.records.results import DocumentErrorRecord
 
 MAX_ID_CHARS = 512
@@ -41,14 +42,17 @@ class Document:
 
 @dataclass(frozen=True)
 class DocumentError:
-    """``ref``: the document's id, or ``#position`` when it has no usable id."""
+    """``ref``: the document's id, or ``#position`` when it has no usable id; ``code``: why,
+    for programs (a refused document is a bad request; a document the worker failed to encode
+    carries that failure's code)."""
 
     ref: str
     field: str
     message: str
+    code: ErrorCode = ErrorCode.BAD_REQUEST
 
     def as_record(self) -> DocumentErrorRecord:
-        return DocumentErrorRecord(self.ref, self.field, f"{self.field}: {self.message}")
+        return DocumentErrorRecord(self.ref, self.field, f"{self.field}: {self.message}", self.code)
 
     def as_dict(self) -> dict[str, Any]:
         return self.as_record().to_wire()

@@ -40,8 +40,10 @@ from poolq.worker.wire.serialization import PayloadRejectedError, deserialize, s
 FULL: list[WireRecord] = [
     IngestArgs("docs", [{"id": "a", "text": "x"}], True, "interactive"),
     ReindexArgs("/data/src.jsonl", "docs", True, True),
-    IngestResult(3, 2, [DocumentErrorRecord("b", "text", "text: empty")], 1, 0.25),
-    DocumentErrorRecord(None, "source", "line 3: not JSON"),
+    IngestResult(
+        3, 2, [DocumentErrorRecord("b", "text", "text: empty", ErrorCode.BAD_REQUEST)], 1, 0.25
+    ),
+    DocumentErrorRecord(None, "source", "line 3: not JSON", ErrorCode.BAD_REQUEST),
     JobProgressRecord(8, 5, 12, 11, 1, 2),
     Heartbeat(
         "w-1",
@@ -95,7 +97,12 @@ def test_progress_round_trips_through_a_hash(values: list[int]) -> None:
 @given(
     points=st.integers(0, 10**9),
     documents=st.integers(0, 10**6),
-    errors=st.lists(st.tuples(st.none() | st.text(), st.text(), st.text()), max_size=4),
+    errors=st.lists(
+        st.tuples(
+            st.none() | st.text(), st.text(), st.text(), st.none() | st.sampled_from(ErrorCode)
+        ),
+        max_size=4,
+    ),
     skipped=st.integers(0, 10**6),
     seconds=st.floats(0, 1e6),
 )
@@ -225,7 +232,10 @@ def test_refused_documents_decode_strictly_as_ingest_result_errors() -> None:
     assert errors
     result = IngestResult(0, 0, [e.as_record() for e in errors]).to_wire()
     wire = deserialize(serialize({**result, "errors": [e.as_dict() for e in errors]}))
-    assert IngestResult.from_wire(wire, strict=True).errors == [e.as_record() for e in errors]
+    decoded = IngestResult.from_wire(wire, strict=True).errors
+    assert decoded == [e.as_record() for e in errors]
+    assert [e.code for e in decoded] == [ErrorCode.BAD_REQUEST] * 3  # refused: bad requests
+    assert {e["code"] for e in wire["errors"]} == {"bad_request"}
 
 
 @pytest.fixture

@@ -21,12 +21,14 @@ from poolq.worker.cli.options import (
     timeout_option,
 )
 from poolq.worker.wire.connection import redact_text
+from poolq.worker.wire.records.base import WireError
+from poolq.worker.wire.records.reindex import ReindexSkipped, ReindexSummary, reindex_result
 
 
 async def _run(
     source: str, collection: str, full: bool, keep_old: bool, wait: bool, redis_url: str,
     timeout_s: float | None, progress: bool,
-) -> tuple[str, dict[str, Any] | None, str | None]:  # fmt: skip
+) -> tuple[str, Any, str | None]:  # fmt: skip
     async with PoolqClient(redis_url) as client:
         job_id = await client.reindex(source, collection, full=full, keep_old=keep_old)
         if not wait:
@@ -36,12 +38,12 @@ async def _run(
         deadline = None if timeout_s is None else loop.time() + timeout_s
         while True:
             done = await client.finished([job_id])
-            records = await client.reindex_progress(collection)
-            rec = records[0] if records and records[0].get("job_id") == job_id else None
-            if rec is not None and rec.get("to_encode"):
-                bar.total = rec["to_encode"]
-                bar.n = rec.get("done", 0)
-                bar.set_postfix_str(str(rec.get("state")))
+            records = await client.reindex_records(collection)
+            rec = records[0] if records and records[0].job_id == job_id else None
+            if rec is not None and rec.to_encode:
+                bar.total = rec.to_encode
+                bar.n = rec.done
+                bar.set_postfix_str(rec.state)
                 bar.refresh()
             if job_id in done:
                 bar.close()
@@ -87,31 +89,32 @@ def run_reindex_cli(
     if job_error is not None:
         print(f"poolq reindex: job {job_id} failed: {redact_text(job_error)}", file=sys.stderr)
         return 1
-    assert result is not None
-    if "skipped" in result:
-        print(f"poolq reindex: {result['skipped']}", file=sys.stderr)
+    try:
+        r = reindex_result(result)
+    except WireError as exc:
+        error("reindex", f"job {job_id} returned no reindex summary: {exc}")
         return 1
-    for e in result.get("errors", []):
-        print(f"poolq reindex: document {e['id']!r}: {e['error']}", file=sys.stderr)
-    print(_summary(result))
-    return 1 if result.get("errors") else 0
+    if isinstance(r, ReindexSkipped):
+        print(f"poolq reindex: {r.skipped}", file=sys.stderr)
+        return 1
+    for e in r.errors:
+        print(f"poolq reindex: document {e.id!r}: {e.error}", file=sys.stderr)
+    print(_summary(r))
+    return 1 if r.errors else 0
 
 
-def _summary(r: dict[str, Any]) -> str:
-    kind = "full rebuild" if r["full"] else "incremental"
-    parts = [
-        f"{r[k]} {k.replace('_', ' ')}"
-        for k in ("new", "changed", "stale", "metadata_only", "unchanged", "removed")
-    ]
+def _summary(r: ReindexSummary) -> str:
+    kind = "full rebuild" if r.full else "incremental"
+    parts = [f"{n} {k.replace('_', ' ')}" for k, n in r.counts().items()]
     line = (
-        f"{kind} of {r['collection']!r}: {r['documents']} documents ({', '.join(parts)}); "
-        f"{r['encoded_chunks']} chunks encoded, {r['points_written']} points written, "
-        f"{len(r['errors'])} errors in {r['seconds']}s"
+        f"{kind} of {r.collection!r}: {r.documents} documents ({', '.join(parts)}); "
+        f"{r.encoded_chunks} chunks encoded, {r.points_written} points written, "
+        f"{len(r.errors)} errors in {r.seconds}s"
     )
-    if r.get("switched_from") is not None or r["full"]:
-        line += f"; alias {r['collection']!r} -> {r['target']!r}"
-        if r.get("dropped"):
-            line += f", dropped {r['dropped']!r}"
+    if r.switched_from is not None or r.full:
+        line += f"; alias {r.collection!r} -> {r.target!r}"
+        if r.dropped:
+            line += f", dropped {r.dropped!r}"
     return line
 
 

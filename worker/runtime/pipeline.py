@@ -26,6 +26,7 @@ from poolq.worker.engine.lanes import Lane
 from poolq.worker.runtime.collection_fields import metadata_fields, record_fields
 from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.runtime import Runtime
+from poolq.worker.wire.records.codes import error_code
 
 log = logging.getLogger("poolq.jobs")
 
@@ -140,7 +141,8 @@ def _points(
         k += len(chunks)
         failed = next((v for v in vectors if isinstance(v, Exception)), None)
         if failed is not None:
-            errors.append(DocumentError(doc.id, "text", f"could not be encoded: {failed}"))
+            message = f"could not be encoded: {failed}"
+            errors.append(DocumentError(doc.id, "text", message, error_code(failed)))
             continue
         replace_docs[doc.id] = len(chunks)
         points += document_points(

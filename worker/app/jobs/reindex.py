@@ -4,7 +4,8 @@ new collection is loaded with indexing deferred, indexed, and only then switched
 
 ``reindex(ctx, source, collection, full=False, keep_old=False)``. One reindex per collection runs
 at a time (a Redis lock); progress is published under ``REINDEX_PROGRESS_KEY`` for
-``poolq status``.
+``poolq status``. Both the job's result (a summary, or a skipped run) and its progress are the
+records of ``worker/wire/records/reindex.py``, which the client reads with.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from poolq.ingest.documents import Document, DocumentError
@@ -34,7 +35,10 @@ from poolq.sinks.points import point_id
 from poolq.worker.runtime.pipeline import ingest_documents
 from poolq.worker.runtime.runtime import Runtime
 from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import serialize
+from poolq.worker.wire.records.codes import ErrorCode
+from poolq.worker.wire.records.errors import ErrorRecord
+from poolq.worker.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexSummary
+from poolq.worker.wire.records.results import DocumentErrorRecord
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -44,27 +48,28 @@ log = logging.getLogger("poolq.reindex")
 
 @dataclass
 class _Progress:
+    """The reindex's :class:`ReindexProgress`, published under ``REINDEX_PROGRESS_KEY`` (at
+    most every ``PROGRESS_EVERY_S`` unless forced)."""
+
     redis: Redis | None
     key: str
-    state: dict[str, Any]
+    record: ReindexProgress
     last_s: float = 0.0
 
     async def publish(self, force: bool = False, **updates: Any) -> None:
-        self.state.update(updates)
+        self.record = replace(self.record, **updates)
         now = time.monotonic()
         if self.redis is None or (not force and now - self.last_s < PROGRESS_EVERY_S):
             return
         self.last_s = now
-        self.state["updated_at"] = time.time()
+        self.record = replace(self.record, updated_at=time.time())
         with contextlib.suppress(Exception):  # progress is best effort: never fail the reindex
-            await self.redis.set(
-                self.key, serialize(self.state), ex=constants.REINDEX_PROGRESS_TTL_S
-            )
+            await self.redis.set(self.key, self.record.pack(), ex=constants.REINDEX_PROGRESS_TTL_S)
 
 
 async def run_reindex(
     rt: Runtime, options: ReindexOptions, *, job_id: str, redis: Redis | None
-) -> dict[str, Any]:
+) -> ReindexSummary | ReindexSkipped:
     """Run one reindex in the worker (see the module docstring); returns its summary."""
     t0 = time.perf_counter()
     check_source_allowed(options.source, rt.settings.allowed_source_roots())
@@ -74,23 +79,21 @@ async def run_reindex(
         got = await redis.set(lock_key, job_id, nx=True, ex=rt.settings.reindex_timeout_s)
         if not got:
             holder = await redis.get(lock_key)
-            return {
-                "collection": alias,
-                "skipped": f"another reindex of {alias!r} is running (job {holder!r})",
-            }
+            return ReindexSkipped(
+                collection=alias,
+                skipped=f"another reindex of {alias!r} is running (job {holder!r})",
+            )
     progress = _Progress(
         redis,
         constants.REINDEX_PROGRESS_KEY.format(collection=alias),
-        {
-            "collection": alias,
-            "source": options.source,
-            "full": options.full,
-            "job_id": job_id,
-            "state": "reading source",
-            "started_at": time.time(),
-            "done": 0,
-            "to_encode": 0,
-        },
+        ReindexProgress(
+            collection=alias,
+            source=options.source,
+            full=options.full,
+            job_id=job_id,
+            state="reading source",
+            started_at=time.time(),
+        ),
     )
     engine_texts_0 = _engine_texts(rt)
     writes_0, points_0 = rt.writer.write_calls, rt.writer.points_written
@@ -99,12 +102,6 @@ async def run_reindex(
         docs, doc_errors, source_errors = await asyncio.to_thread(
             read_source, options.source, rt.settings.max_document_bytes
         )
-        summary: dict[str, Any] = {
-            "collection": alias,
-            "source": options.source,
-            "full": options.full,
-            "documents": len(docs),
-        }
         errors: list[DocumentError] = list(doc_errors)
         stored: dict[str, StoredDocument] = {}
 
@@ -127,8 +124,6 @@ async def run_reindex(
             stored = await rt.writer.read(lambda s: document_inventory(s, alias))
             # hashing every document's text: off the event loop
             plan = await asyncio.to_thread(plan_reindex, docs, stored, rt.vectorizer.version)
-        summary["target"] = target
-        summary |= plan.counts()
         to_encode = plan.to_encode
         await progress.publish(
             force=True, state="encoding", to_encode=len(to_encode), **plan.counts()
@@ -168,33 +163,50 @@ async def run_reindex(
         removed_ids = [point_id(s.doc_id, i) for s in plan.removed for i in range(s.chunk_count)]
         await rt.writer.delete_points(target, removed_ids)
 
+        previous: str | None = None  # the collection the alias named before a full rebuild
+        dropped: str | None = None
         if options.full:
             await progress.publish(force=True, state="building indexes")
             await rt.writer.finish_build(target)  # before the switch: searches never wait
             await progress.publish(force=True, state="switching alias")
             previous = await rt.writer.point_alias(alias, target)
             rt.forget_collection(alias)
-            summary["switched_from"] = previous
             if previous is not None and not options.keep_old:
                 await rt.writer.drop_collection(previous)
-                summary["dropped"] = previous
+                dropped = previous
 
-        summary |= {
-            "points": points,
-            "errors": [e.as_dict() for e in errors]
-            + [{"id": None, "field": "source", "error": e} for e in source_errors],
-            "encoded_chunks": chunks,
+        summary = ReindexSummary(
+            collection=alias,
+            source=options.source,
+            full=options.full,
+            documents=len(docs),
+            target=target,
+            new=len(plan.new),
+            changed=len(plan.changed),
+            stale=len(plan.stale),
+            metadata_only=len(plan.metadata_only),
+            unchanged=plan.unchanged,
+            removed=len(plan.removed),
+            switched_from=previous,
+            dropped=dropped,
+            points=points,
+            errors=[e.as_record() for e in errors]
+            + [
+                DocumentErrorRecord(None, "source", e, ErrorCode.BAD_REQUEST) for e in source_errors
+            ],
+            encoded_chunks=chunks,
             # texts the worker's engines encoded meanwhile (every model counts each chunk)
-            "engine_requests": _engine_texts(rt) - engine_texts_0,
-            "write_calls": rt.writer.write_calls - writes_0,
-            "points_written": rt.writer.points_written - points_0,
-            "seconds": round(time.perf_counter() - t0, 3),
-        }
+            engine_requests=_engine_texts(rt) - engine_texts_0,
+            write_calls=rt.writer.write_calls - writes_0,
+            points_written=rt.writer.points_written - points_0,
+            seconds=round(time.perf_counter() - t0, 3),
+        )
         await progress.publish(force=True, state="done", done=done, result=summary)
-        log.info("reindex of %r done: %s", alias, {k: summary[k] for k in plan.counts()})
+        log.info("reindex of %r done: %s", alias, summary.counts())
         return summary
     except BaseException as e:
-        await progress.publish(force=True, state="failed", error=f"{type(e).__name__}: {e}")
+        failed = ErrorRecord.of(e)
+        await progress.publish(force=True, state="failed", error=failed.text(), code=failed.code)
         raise
     finally:
         if redis is not None:
@@ -220,4 +232,4 @@ async def reindex(
         rt, options, job_id=str(ctx.get("job_id", "local")), redis=ctx.get("redis")
     )
     rt.jobs_done += 1
-    return result
+    return result.to_wire()

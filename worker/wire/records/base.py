@@ -3,7 +3,8 @@ wire schema.
 
 ``to_wire()`` gives the plain map msgpack stores (nested records as maps, enums as their
 values; an optional field whose default is ``None`` is left out while it is ``None``, so a
-record keeps the shape older readers know); ``from_wire(data)`` checks and converts a map back,
+record keeps the shape older readers know, unless it is declared with :func:`always_on_wire`,
+for a ``null`` that readers already look for); ``from_wire(data)`` checks and converts a map back,
 field by field, driven by the type hints (``int``, ``float``, ``str``, ``bool``, ``Any``, enums,
 ``X | None``, nested records, ``list[...]``, ``dict[str, ...]``). ``pack()``/``unpack(raw)``
 add msgpack (:mod:`poolq.worker.wire.serialization`: never pickle).
@@ -152,6 +153,20 @@ def _schema(cls: type) -> tuple[tuple[dataclasses.Field[Any], Any], ...]:
     return _SCHEMAS[cls]
 
 
+# field metadata key: emit the field even while it is None (see always_on_wire)
+_ALWAYS = "poolq.wire.always"
+
+
+def always_on_wire(default: Any = None) -> Any:
+    """A field that ``to_wire()`` always writes, ``null`` included: for a key readers already
+    see as ``null`` (the rule for everyone else: an unset optional field is left out)."""
+    return dataclasses.field(default=default, metadata={_ALWAYS: True})
+
+
+def _left_out(f: dataclasses.Field[Any], value: Any) -> bool:
+    return value is None and f.default is None and not f.metadata.get(_ALWAYS, False)
+
+
 def _required(f: dataclasses.Field[Any]) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
 
@@ -165,7 +180,7 @@ class WireRecord:
         out: dict[str, Any] = {}
         for f, _ in _schema(type(self)):
             value = getattr(self, f.name)
-            if value is None and f.default is None:
+            if _left_out(f, value):
                 continue  # optional and unset: left out (the shape older readers know)
             out[f.name] = _plain(value)
         return out

@@ -1,7 +1,7 @@
 """What an ingest job returns (arq stores it as the job's result; ``poolq status JOB_ID`` and
 :meth:`PoolqClient.wait` read it back)::
 
-    {"points": n, "documents": n, "errors": [{"id", "field", "error"}], "skipped": n,
+    {"points": n, "documents": n, "errors": [{"id", "field", "error", "code"}], "skipped": n,
      "seconds": s}
 
 A failed job's result is an :class:`~poolq.worker.wire.records.errors.ErrorRecord` instead."""
@@ -12,18 +12,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from poolq.worker.wire.records.base import WireError, WireRecord
+from poolq.worker.wire.records.codes import ErrorCode
 
 
 @dataclass(frozen=True)
 class DocumentErrorRecord(WireRecord):
     """One refused document: ``id`` (its id, ``#position`` without a usable one, None for a
-    source line that is no document), the ``field`` at fault, and the message."""
+    source line that is no document), the ``field`` at fault, the message, and its ``code``
+    (``bad_request``: the document itself is wrong; another code: the worker could not encode
+    or write it, so sending it again may work; None: written by a worker older than codes)."""
 
     wire_name = "document error"
 
     id: str | None
     field: str
     error: str
+    code: ErrorCode | None = None
 
 
 @dataclass(frozen=True)
