@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -161,12 +162,17 @@ def test_ctrl_c_while_waiting_names_the_jobs_and_how_to_follow_them(redis_server
          "--job-size", "2", "--redis-url", redis_server.url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while len(queued_jobs(redis_server.url)) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.0)  # waiting now
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 60  # (a loaded machine starts the client slowly)
+    while not any("no worker is running" in x for x in lines) and time.monotonic() < deadline:
+        time.sleep(0.1)  # said once the client waits: both jobs are queued by then
+    assert len(queued_jobs(redis_server.url)) == 2, lines
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    proc.wait(timeout=30)
+    reader.join(timeout=10)
+    err = "".join(lines)
     assert proc.returncode == 130, err
     r = redis.Redis.from_url(redis_server.url)
     job_ids = sorted(i.decode() for i in r.zrange(constants.INGEST_QUEUE, 0, -1))
