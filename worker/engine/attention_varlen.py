@@ -26,10 +26,20 @@ from torch import Tensor
 Window = tuple[int, int]  # (left, right) keys a query sees; -1: unbounded
 FULL: Window = (-1, -1)
 
-try:
-    from torch.nn.attention.varlen import varlen_attn as _torch_varlen_attn
-except ImportError:  # torch < 2.10
-    _torch_varlen_attn = None  # type: ignore[assignment]
+
+def _load_kernel() -> Callable[..., Tensor] | None:
+    """torch's ``varlen_attn`` where CUDA is: importing it pulls in torch's compiler stack
+    (``torch._dynamo``, sympy: ~2 s of start-up) that a CPU worker never needs."""
+    if not torch.cuda.is_available():
+        return None
+    try:
+        from torch.nn.attention.varlen import varlen_attn
+    except ImportError:  # torch < 2.10
+        return None
+    return varlen_attn
+
+
+_torch_varlen_attn = _load_kernel()
 
 
 def causal_window(window: int | None) -> Window:
