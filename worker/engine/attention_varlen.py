@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -27,7 +28,7 @@ Window = tuple[int, int]  # (left, right) keys a query sees; -1: unbounded
 FULL: Window = (-1, -1)
 
 
-def _load_kernel() -> Callable[..., Tensor] | None:
+def _load_kernel() -> Callable[..., Any] | None:
     """torch's ``varlen_attn`` where CUDA is: importing it pulls in torch's compiler stack
     (``torch._dynamo``, sympy: ~2 s of start-up) that a CPU worker never needs."""
     if not torch.cuda.is_available():
