@@ -13,7 +13,7 @@ from scipy.cluster import hierarchy
 
 from poolq.ingest.profile import Profile
 from poolq.ingest.versions import profile_version
-from poolq.worker.pooling.token_pooling import pool_tokens
+from poolq.worker.pooling.token_pooling import maxclust_labels, pool_tokens
 from poolq.worker.runtime.vectorizer import pool_documents
 
 
@@ -118,3 +118,28 @@ def test_pooling_changes_the_profile_version_and_nothing_else_does():
 
     assert version(None) == version(1)  # off: the versions points already carry stay valid
     assert version(2) != version(None) and version(2) != version(3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(2, 150),
+    pool_factor=st.integers(2, 5),
+    topics=st.sampled_from([0, 3, 8]),
+    twice=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_maxclust_labels_are_fclusters_own(n, pool_factor, topics, twice, seed):
+    """The labels (numbering included) of scipy's ``fcluster(..., criterion="maxclust")``, or
+    None where merges tie at the cut; repeated tokens make ties."""
+    x = document(n, 16, seed, topics)
+    if twice:
+        x = np.concatenate([x, x[: n // 2]])
+    tree = hierarchy.linkage(1 - x @ x.T, method="ward")
+    k = max(len(x) // pool_factor, 1)
+    got = maxclust_labels(tree, len(x), k)
+    want = hierarchy.fcluster(tree, t=k, criterion="maxclust")
+    if got is None:
+        heights = tree[:, 2]
+        assert heights[len(x) - k - 1] == heights[len(x) - k]
+    else:
+        np.testing.assert_array_equal(got, want)
