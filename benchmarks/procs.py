@@ -139,3 +139,34 @@ def steal_s() -> float:
     except OSError:
         return 0.0
     return int(fields[8]) / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
+def process_cpu_s(pid: int, children: bool = True) -> float:
+    """CPU seconds (user + system) of process ``pid``, all its threads, and with ``children``
+    its live child processes' too (``/proc``; 0.0 for a process gone or elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total = (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14, 15)
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    if children:
+        for kid in child_pids(pid):
+            total += process_cpu_s(kid)
+    return total
+
+
+def child_pids(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
