@@ -20,34 +20,23 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from arq.connections import ArqRedis, create_pool
 from redis.exceptions import AuthenticationError, RedisError
 
+from poolq.ingest.client_reads import ClientReads
 from poolq.ingest.job_index import (
-    GIVEN_STATUSES,
     JobOutcome,
     index_jobs,
-    index_status,
-    outcomes,
-    read_finished,
 )
 from poolq.ingest.job_plan import Limits, plan_jobs
-from poolq.ingest.job_progress import WaitProgress, read_progress, wait_jobs
-from poolq.ingest.outage import RedisOutage, outage_limit_s, ride_out
+from poolq.ingest.job_progress import WaitProgress
+from poolq.ingest.outage import RedisOutage, outage_limit_s
 from poolq.ingest.priority import check_priority, job_priority, queue_placement
-from poolq.ingest.search_call import search_via_workers
 from poolq.ingest.sync_client import SyncPoolqClient
 from poolq.ingest.workers_alive import NoWorkerError, live_workers
-from poolq.sinks.search_types import (
-    DEFAULT_GROUP_SIZE,
-    Fusion,
-    SearchMode,
-    SearchRequest,
-    SearchResult,
-)
 from poolq.worker.wire import constants
 from poolq.worker.wire.connection import (
     CLIENT_CONNECT_DEADLINE_S,
@@ -57,7 +46,6 @@ from poolq.worker.wire.connection import (
     redis_settings,
 )
 from poolq.worker.wire.records.job_args import IngestArgs, ReindexArgs
-from poolq.worker.wire.records.reindex import ReindexProgress, read_reindex_progress
 from poolq.worker.wire.serialization import deserialize, serialize
 
 __all__ = [
@@ -78,7 +66,7 @@ LIMITS_CACHE_S = 10.0  # how long the live workers' limits are trusted
 JOB_SIZES_KEPT = 100_000  # documents per job remembered for wait's progress
 
 
-class PoolqClient:
+class PoolqClient(ClientReads):
     """``connect_timeout_s`` bounds connecting (a Redis that is down, or a host that does not
     answer, raises :class:`RedisUnavailableError` by then); once connected, :meth:`wait` and
     :meth:`status` ride out a Redis outage of up to ``redis_outage_limit_s`` (default: env
@@ -221,16 +209,6 @@ class PoolqClient:
             self._limits = (now, Limits.from_heartbeats(await live_workers(self.redis)))
         return self._limits[1]
 
-    async def live_workers(self) -> list[dict[str, Any]]:
-        """Heartbeats of the workers alive on this Redis (not expired, not stopped), as maps
-        (:class:`~poolq.worker.wire.records.heartbeat.Heartbeat` on the wire)."""
-        return [h.to_wire() for h in await live_workers(self.redis)]
-
-    async def progress(self, job_ids: Sequence[str]) -> dict[str, dict[str, int]]:
-        """job id -> its progress record (``documents``, ``done``, ``chunks``, ``points``,
-        ``errors``, ``skipped``) for the jobs a worker has started (kept an hour)."""
-        return await read_progress(self.redis, job_ids)
-
     async def _index(self, job_id: str) -> None:
         await index_jobs(self.redis, [job_id], now=self._clock(), ttl_s=self.job_index_ttl_s)
 
@@ -247,153 +225,3 @@ class PoolqClient:
             raise RuntimeError(f"job {job_id} already exists")
         await self._index(job_id)
         return job_id
-
-    async def reindex_progress(self, collection: str | None = None) -> list[dict[str, Any]]:
-        """The latest progress record of each collection's reindex (or of ``collection``), as
-        maps (:class:`~poolq.worker.wire.records.reindex.ReindexProgress` on the wire)."""
-        return [r.to_wire() for r in await self.reindex_records(collection)]
-
-    async def reindex_records(self, collection: str | None = None) -> list[ReindexProgress]:
-        """:meth:`reindex_progress` as records: the collections workers listed when a reindex
-        started or was scheduled (no SCAN), by name; a value no worker wrote is left out."""
-        from poolq.ingest.job_index import reindex_collections
-
-        names = [collection] if collection is not None else await reindex_collections(self.redis)
-        keys = [constants.REINDEX_PROGRESS_KEY.format(collection=c) for c in names]
-        out = [r for r in map(read_reindex_progress, await self._mget(keys)) if r is not None]
-        return sorted(out, key=lambda p: p.collection)
-
-    async def _mget(self, keys: Sequence[Any]) -> list[bytes | None]:
-        return list(await self.redis.mget(keys)) if keys else []
-
-    async def outcome(self, job_id: str) -> JobOutcome:
-        (o,) = await outcomes(self.redis, [job_id], queue_name=constants.INGEST_QUEUE)
-        return o
-
-    async def finished(self, job_ids: Sequence[str]) -> dict[str, JobOutcome]:
-        """The jobs among ``job_ids`` that are done or failed: one script call per thousand
-        jobs, reading the tail of each result, not the documents arq keeps in it."""
-        return await read_finished(self.redis, job_ids)
-
-    async def wait(
-        self,
-        job_ids: Sequence[str],
-        *,
-        timeout_s: float | None = None,
-        poll_s: float = 0.1,
-        max_poll_s: float = 0.5,
-        progress: Callable[[JobOutcome], None] | None = None,
-        on_progress: Callable[[WaitProgress], None] | None = None,
-    ) -> list[JobOutcome]:
-        """Wait until every job is done or failed; ``progress`` is called once per finished job,
-        ``on_progress`` after every look with a :class:`WaitProgress` (documents done, chunks,
-        points, errors, skipped so far, from the workers' progress records, how many
-        workers are alive, looked at every 2 s, and ``redis_down_s`` while Redis is not
-        reachable). ``TimeoutError`` after ``timeout_s``, saying when no worker is running.
-        A Redis outage is waited out (see :mod:`poolq.ingest.outage`): after
-        ``redis_outage_limit_s`` of it, :class:`RedisUnavailableError`.
-
-        Each poll is a few Redis round trips; the interval grows from ``poll_s`` to
-        ``max_poll_s`` while nothing finishes, so waiting on many jobs costs next to nothing.
-        """
-        return await wait_jobs(
-            self,
-            job_ids,
-            timeout_s=timeout_s,
-            poll_s=poll_s,
-            max_poll_s=max_poll_s,
-            progress=progress,
-            on_progress=on_progress,
-        )
-
-    async def status(
-        self,
-        job_ids: Sequence[str] | None = None,
-        *,
-        limit: int = constants.STATUS_LIST_LIMIT,
-        on_outage: Callable[[float | None], None] | None = None,
-    ) -> dict[str, Any]:
-        """Counts of queued/running/done/failed jobs and their outcomes under ``jobs``: of the
-        given jobs (all of them, in order), or of every job (``jobs`` then lists the running
-        ones and the newest finished, ``limit`` in all), done and failed counted within the
-        index's TTL as the workers recorded them (see ``job_index``: a few commands whatever
-        the number of jobs). Also ``workers`` (heartbeats, stopped ones included while their
-        final heartbeat lasts), ``workers_alive`` (how many are), ``last_heartbeat_age_s``
-        (seconds since a worker was last seen; None: never) and ``reindex`` progress.
-
-        A Redis outage is waited out (``on_outage(seconds_down)`` after each failed try,
-        ``on_outage(None)`` once Redis is back; :class:`RedisUnavailableError` after
-        ``redis_outage_limit_s``)."""
-        return await ride_out(lambda: self._status(job_ids, limit), self.outage(), on_outage)
-
-    async def _status(self, job_ids: Sequence[str] | None, limit: int) -> dict[str, Any]:
-        from poolq.ingest.job_index import worker_records
-
-        now = self._clock()
-        workers, last_seen = await worker_records(self.redis, now=now)
-        live = [w.worker_id for w in workers if w.alive]
-        if job_ids:
-            listed = await outcomes(self.redis, list(job_ids), queue_name=constants.INGEST_QUEUE)
-            counts = dict.fromkeys(GIVEN_STATUSES, 0)
-            for o in listed:
-                counts[o.status] = counts.get(o.status, 0) + 1
-        else:
-            counts, listed = await index_status(
-                self.redis,
-                queue_name=constants.INGEST_QUEUE,
-                now=now,
-                ttl_s=self.job_index_ttl_s,
-                limit=limit,
-                live=live,
-            )
-        return {
-            "counts": counts,
-            "jobs": listed,
-            "workers": [w.to_wire() for w in workers],
-            "reindex": await self.reindex_progress(),
-            "workers_alive": len(live),
-            "last_heartbeat_age_s": (
-                None if last_seen is None else round(max(0.0, now - last_seen), 1)
-            ),
-        }
-
-    async def search(
-        self,
-        query: str,
-        collection: str,
-        *,
-        mode: SearchMode | None = None,
-        limit: int = 10,
-        filters: Sequence[str] = (),
-        score_threshold: float | None = None,
-        fusion: Fusion = "rrf",
-        candidates: int | None = None,
-        group_by: str | None = "doc_id",
-        group_size: int = DEFAULT_GROUP_SIZE,
-        timeout_s: float = 30.0,
-    ) -> SearchResult:
-        """Search ``collection`` through a running worker (which encodes the query with the
-        collection's profile, ahead of ingestion, and queries Qdrant). ``filters`` are
-        ``key=value`` / ``key>=n`` expressions (see :func:`sinks.search.parse_filters`).
-
-        Hits are documents by default (``group_by="doc_id"``): each document's best chunk, with
-        up to ``group_size - 1`` of its other matching chunks in ``hit.chunks``;
-        ``group_by=None`` returns the chunks themselves, several of one document if they match.
-
-        Raises :class:`SearchError` for a request the worker refuses (unknown collection, bad
-        filter, mode the collection cannot run), :class:`NoWorkerError` (a ``TimeoutError``) at
-        once when no worker is running on this Redis, and ``TimeoutError`` when a live worker
-        does not answer within ``timeout_s``."""
-        request = SearchRequest(
-            collection, mode, limit, tuple(filters), score_threshold, fusion, candidates,
-            group_by, group_size,
-        )  # fmt: skip
-        return await search_via_workers(self.redis, self.redis_url, query, request, timeout_s)
-
-    async def workers(self) -> list[dict[str, Any]]:
-        """The heartbeats of the workers seen lately (stopped ones while their final heartbeat
-        lasts), by worker id: found from the workers' last-seen set, without a SCAN."""
-        from poolq.ingest.job_index import worker_records
-
-        records, _ = await worker_records(self.redis, now=self._clock())
-        return [r.to_wire() for r in records]

@@ -30,7 +30,7 @@ from poolq.worker.wire.records.progress import JobProgressRecord
 from poolq.worker.wire.records.results import IngestResult, ingest_result
 
 if TYPE_CHECKING:
-    from poolq.ingest.client import PoolqClient
+    from poolq.ingest.client_reads import ClientReads
 
 LOOK_EVERY_S = constants.HEARTBEAT_INTERVAL_S  # how often a wait looks for live workers
 
@@ -111,7 +111,7 @@ def totals(
 
 
 async def wait_jobs(
-    client: PoolqClient,
+    client: ClientReads,
     job_ids: Sequence[str],
     *,
     timeout_s: float | None,
