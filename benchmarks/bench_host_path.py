@@ -41,6 +41,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import torch
+
 from benchmarks.host_path_model import build_tiny_bert, profile_toml
 from benchmarks.host_path_stages import (
     HOST_STAGES,
@@ -135,6 +137,9 @@ async def stages_round(
     profile: Profile, docs: list[dict], job_size: int, batch_points: int, redis_url: str
 ) -> tuple[Stages, float]:
     vec = await Vectorizer.start(profile)
+    # the forward below runs with the intra-op threads chosen here, in a quiet process; a worker
+    # beside its store process usually gets fewer (its CPU budget counts that process)
+    print(f"  stages: {torch.get_num_threads()} intra-op threads", flush=True)
     try:
         schema = CollectionSchema("floor", tuple(vec.vector_specs()), profile.collection)
         warm = [c.text for c in vec.chunk(docs[0]["text"])]
