@@ -1,8 +1,13 @@
 """The owner of a store: one asyncio task in front of it, one thread for it, a read thread.
 
 A single task owns the store: every write is queued to it (a bounded queue gives backpressure)
-and runs to completion before the next one starts, in one dedicated thread, so the event loop
-never blocks and writes never interleave. The store is opened and closed in that thread too.
+and runs in the store's thread, so the event loop never blocks. A store that takes several
+upserts at once (a server: ``Store.write_concurrency``) gets that many threads, and writes of
+points run side by side up to that bound, except where two touch the same document or point
+(their ``keys`` meet): then the later one waits for the earlier, so a document's writes land in
+the order they were queued. Every other call (deletes, payload updates, collections, aliases)
+waits for the writes before it and runs alone. With one thread (the embedded store) every call
+runs to completion before the next starts, in order. The store is opened and closed there too.
 
 Reads (searches, the inventory) skip the queue: :meth:`StoreOwner.read` runs them in a read
 thread of their own when the store serves reads concurrently (Qdrant Edge), else straight in
@@ -29,6 +34,7 @@ T = TypeVar("T")
 class _Job:
     run: Callable[[], Awaitable[Any]]
     future: asyncio.Future[Any]
+    keys: frozenset[Any] | None = None  # what a write touches; None: runs alone
 
 
 class StoreOwner:
@@ -52,6 +58,7 @@ class StoreOwner:
         self._inflight: set[asyncio.Future[Any]] = set()
         self._stopping = False
         self._stopper: asyncio.Future[None] | None = None
+        self.write_concurrency = 1  # the store's, once it is open
 
     def __repr__(self) -> str:  # never shows the api key
         return f"{type(self).__name__}({self._target})"
@@ -73,6 +80,10 @@ class StoreOwner:
         except BaseException:
             executor.shutdown(wait=False)
             raise
+        self.write_concurrency = max(1, int(self._store.write_concurrency))
+        if self.write_concurrency > 1:  # a thread per write in flight
+            executor.shutdown(wait=False)
+            executor = ThreadPoolExecutor(self.write_concurrency, thread_name_prefix="poolq-store")
         self._executor = executor
         if self._store.concurrent_reads:
             self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-read")
@@ -100,8 +111,11 @@ class StoreOwner:
             loop = asyncio.get_running_loop()
             if self._reader is not None:  # reads still running finish first
                 await loop.run_in_executor(self._reader, lambda: None)
-            # queued behind any call still running in the thread (e.g. of a cancelled caller)
-            await loop.run_in_executor(self._executor, _close, self._store)
+            if self.write_concurrency > 1:  # calls still running in its threads finish first
+                await asyncio.to_thread(self._executor.shutdown, True)
+                await asyncio.to_thread(_close, self._store)
+            else:  # queued behind any call still running in the thread (a cancelled caller's)
+                await loop.run_in_executor(self._executor, _close, self._store)
         finally:
             self._executor.shutdown(wait=False)
             if self._reader is not None:
@@ -134,14 +148,18 @@ class StoreOwner:
 
     # -- the owner ---------------------------------------------------------------------------
 
-    async def _submit(self, run: Callable[[], Awaitable[T]]) -> T:
+    async def _submit(
+        self, run: Callable[[], Awaitable[T]], keys: frozenset[Any] | None = None
+    ) -> T:
+        """Queue ``run``; ``keys``: what it writes, for a write that may overlap others whose
+        keys it does not share (None: it runs alone)."""
         if self._task is None or self._queue is None or self._stopping or self._task.done():
             raise RuntimeError(f"{self!r} is not running: call start() or use `async with`")
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._inflight.add(future)
         future.add_done_callback(self._inflight.discard)
         try:
-            await self._queue.put(_Job(run, future))  # waits while the queue is full
+            await self._queue.put(_Job(run, future, keys))  # waits while the queue is full
         except BaseException:  # cancelled while waiting: stop() must not wait for it
             future.cancel()
             raise
@@ -150,24 +168,35 @@ class StoreOwner:
     async def _own(self) -> None:
         queue = self._queue
         assert queue is not None
+        running: dict[asyncio.Future[None], frozenset[Any] | None] = {}
         try:
             while True:
                 job = await queue.get()
                 if job.future.done():  # its caller gave up while it waited
                     continue
-                try:
-                    result = await job.run()
-                except Exception as e:
-                    if not job.future.done():
-                        job.future.set_exception(e)
+                while running and not self._may_start(job.keys, running):
+                    await asyncio.wait(list(running), return_when=asyncio.FIRST_COMPLETED)
+                    for done in [t for t in running if t.done()]:
+                        del running[done]
+                if self.write_concurrency == 1:
+                    await _serve(job)  # in order, one at a time
                 else:
-                    if not job.future.done():
-                        job.future.set_result(result)
+                    running[asyncio.ensure_future(_serve(job))] = job.keys
         finally:  # only cancellation ends the owner; fail whatever is still queued
             while not queue.empty():
                 job = queue.get_nowait()
                 if not job.future.done():
                     job.future.set_exception(RuntimeError(f"{self!r} stopped"))
+
+    def _may_start(
+        self, keys: frozenset[Any] | None, running: dict[asyncio.Future[None], Any]
+    ) -> bool:
+        live = [k for t, k in running.items() if not t.done()]
+        if not live:
+            return True
+        if keys is None or len(live) >= self.write_concurrency:
+            return False
+        return all(k is not None and not (k & keys) for k in live)
 
     async def _run(self, fn: Callable[[Store], T], reader: bool = False) -> T:
         """Run ``fn(store)`` in the store thread (or the read thread)."""
@@ -180,6 +209,17 @@ class StoreOwner:
             self.retries += 1
 
         return await retrying(what, lambda: self._run(fn, reader), self.policy, counted)
+
+
+async def _serve(job: _Job) -> None:
+    try:
+        result = await job.run()
+    except Exception as e:
+        if not job.future.done():
+            job.future.set_exception(e)
+    else:
+        if not job.future.done():
+            job.future.set_result(result)
 
 
 def _close(store: Store | None) -> None:

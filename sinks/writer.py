@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -21,7 +21,7 @@ from qdrant_client import models
 from poolq.sinks.aliases import ensure_served_collection, physical_collections, point_alias
 from poolq.sinks.collections import check_collection, ensure_collection
 from poolq.sinks.owner import StoreOwner
-from poolq.sinks.points import PointRecord, VectorValue, to_point_struct
+from poolq.sinks.points import PointRecord, VectorValue
 from poolq.sinks.qdrant_filters import documents_filter, stale_chunks_filter
 from poolq.sinks.retry import RetryPolicy
 from poolq.sinks.schema import CollectionSchema
@@ -52,6 +52,9 @@ class QdrantWriter(StoreOwner):
         queue_size: int = 64,
         store_factory: Callable[[], Store] | None = None,
         store_process: bool = False,
+        transport: str = "grpc",
+        grpc_port: int | None = None,
+        writes_in_flight: int | None = None,
     ) -> None:
         if store_factory is not None:
             if url is not None or path is not None or api_key is not None:
@@ -60,7 +63,15 @@ class QdrantWriter(StoreOwner):
                 )
             factory, target = store_factory, "store_factory"
         else:
-            factory, target = _factory(url, path, api_key, store_process)
+            factory, target = _factory(
+                url,
+                path,
+                api_key,
+                process=store_process,
+                transport=transport,
+                grpc_port=grpc_port,
+                writes_in_flight=writes_in_flight,
+            )
         policy = RetryPolicy(max_retries, backoff_s, max_backoff_s)
         super().__init__(factory, target, queue_size=queue_size, policy=policy)
         b = batch_points
@@ -140,7 +151,8 @@ class QdrantWriter(StoreOwner):
         for doc_id, n in replace.items():
             if isinstance(n, bool) or not isinstance(n, int) or n < 0:
                 raise ValueError(f"replace_docs[{doc_id!r}]: expected an integer >= 0, got {n!r}")
-        return await self._submit(partial(self._write, collection, points, replace))
+        keys = frozenset(p.id for p in points) | frozenset(("doc", d) for d in replace)
+        return await self._submit(partial(self._write, collection, points, replace), keys)
 
     async def delete_documents(self, collection: str, doc_ids: Sequence[str]) -> None:
         """Delete every point of ``doc_ids``."""
@@ -204,13 +216,25 @@ class QdrantWriter(StoreOwner):
     async def _write(
         self, collection: str, points: list[PointRecord], replace: dict[str, int]
     ) -> int:
-        for start in range(0, len(points), self.batch_points):
-            batch = points[start : start + self.batch_points]
-            structs = await self._run(partial(_convert, batch))
-            what = f"upsert of {len(batch)} points into {collection!r}"
-            await self._mutating(what, partial(_upsert, collection=collection, points=structs))
-            self.points_written += len(batch)
-            self.batches_written += 1
+        batches = [
+            points[start : start + self.batch_points]
+            for start in range(0, len(points), self.batch_points)
+        ]
+        # one at a time into an embedded store; side by side (up to the store's threads) to a
+        # server, every one acknowledged before the stale chunks go and the write returns
+        slots = asyncio.Semaphore(self.write_concurrency)
+
+        async def upsert(batch: list[PointRecord]) -> None:
+            async with slots:
+                what = f"upsert of {len(batch)} points into {collection!r}"
+                await self._mutating(what, partial(_upsert, collection=collection, points=batch))
+                self.points_written += len(batch)
+                self.batches_written += 1
+
+        if len(batches) == 1:
+            await upsert(batches[0])
+        elif batches:
+            await _all_or_cancel([upsert(b) for b in batches])
         if replace:
             await self._delete_stale(collection, replace)
         return len(points)
@@ -239,20 +263,28 @@ class QdrantWriter(StoreOwner):
 
 
 def _factory(
-    url: str | None, path: str | None, api_key: str | None, process: bool = False
+    url: str | None, path: str | None, api_key: str | None, **options: Any
 ) -> tuple[Callable[[], Store], str]:
     try:
-        return store_factory(url, path, api_key, process=process)
+        return store_factory(url, path, api_key, **options)
     except ValueError as e:
         raise ValueError(f"QdrantWriter: {e}") from None
 
 
-def _convert(batch: list[PointRecord], store: Store) -> list[models.PointStruct]:
-    return [to_point_struct(r, arrays_ok=store.accepts_arrays) for r in batch]
+async def _all_or_cancel(calls: list[Awaitable[None]]) -> None:
+    """Run ``calls`` concurrently; the first failure cancels the rest and is raised."""
+    tasks = [asyncio.ensure_future(c) for c in calls]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
-def _upsert(store: Store, *, collection: str, points: list[models.PointStruct]) -> None:
-    store.upsert(collection, points)
+def _upsert(store: Store, *, collection: str, points: list[PointRecord]) -> None:
+    store.upsert_records(collection, points)
     store.maintain()
 
 

@@ -40,7 +40,7 @@ def test_urls_and_reprs_hide_secrets():
     assert redact_url("redis://h:1/0") == "redis://h:1/0"
     w = QdrantWriter(url="https://user:pw@q.example:6333", api_key="k3y-s3cret")
     assert "k3y-s3cret" not in repr(w) and "pw" not in repr(w)
-    assert "https://q.example:6333" in repr(w)
+    assert "grpcs://q.example:6334" in repr(w)  # gRPC on the host of the https:// URL
     assert "k3y" not in repr(Settings(qdrant_api_key="k3y-s3cret"))
 
 

@@ -115,7 +115,7 @@ def test_bad_urls_are_named_in_one_line():
         load_settings(None, {"redis_url": "redis://x:port/0"}, environ={})
     with pytest.raises(ValueError) as e:
         load_settings(None, environ={"POOLQ_QDRANT_URL": "ftp://q:6333"})
-    assert "qdrant_url: expected an http:// or https:// URL" in str(e.value)
+    assert "qdrant_url: expected an http://, https://, grpc:// or grpcs:// URL" in str(e.value)
     assert "'ftp://q:6333'" in str(e.value)
     with pytest.raises(ValueError, match="qdrant_url"):
         load_settings(None, {"qdrant_url": "http://"}, environ={})

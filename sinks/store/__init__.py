@@ -1,16 +1,17 @@
 """The store interface (``base.py``), its backends (``edge.py`` over Qdrant Edge, the embedded
-default; ``client.py`` over qdrant-client, for a Qdrant server) and the one place that picks a
-backend from a URL or a folder (:func:`store_factory`)."""
+default; ``server.py``, a Qdrant server over gRPC; ``client.py`` over qdrant-client, a server
+over REST when chosen) and the one place that picks a backend from a URL or a folder
+(:func:`store_factory`; URLs: ``server_target.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from poolq.sinks.store.base import Store
 from poolq.sinks.store.errors import NotAStoreError
+from poolq.sinks.store.server_target import server_target
 
 __all__ = ["Store", "check_folder", "open_store", "store_factory"]
 
@@ -22,10 +23,15 @@ def store_factory(
     *,
     local_mode_ok: bool = False,
     process: bool = False,
+    transport: str = "grpc",
+    grpc_port: int | None = None,
+    writes_in_flight: int | None = None,
 ) -> tuple[Callable[[], Store], str]:
     """The function that opens the store, and a description of it without secrets.
 
-    ``url``: a Qdrant server. ``path``: an embedded folder, opened with Qdrant Edge; a
+    ``url``: a Qdrant server, over gRPC unless ``transport="rest"`` (``server_target.py``;
+    ``grpc_port`` for an http(s):// URL, ``writes_in_flight`` upserts at once, default 4).
+    ``path``: an embedded folder, opened with Qdrant Edge; a
     qdrant-client local-mode folder is refused (with how to move it) unless ``local_mode_ok``
     (``poolq export`` reads one). ``process``: the Qdrant Edge folder is served by a child
     process (``process.py``: conversion and writes off this interpreter; what a worker uses)."""
@@ -39,11 +45,15 @@ def store_factory(
             raise ValueError("api_key is for a Qdrant server url, not a local path")
         return partial(_open_folder, Path(path), local_mode_ok, process), f"path={str(path)!r}"
     assert url is not None
-    parts = urlsplit(url)
-    shown = f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-    description = f"url={shown!r}"
+    target = server_target(url, transport, grpc_port)
+    description = f"url={target.shown!r}"
 
     def make() -> Store:  # a closure: unlike a partial, its repr shows no api key
+        if target.transport == "grpc":
+            from poolq.sinks.store.server import DEFAULT_WRITES_IN_FLIGHT, GrpcStore
+
+            n = DEFAULT_WRITES_IN_FLIGHT if writes_in_flight is None else writes_in_flight
+            return GrpcStore(target, api_key, writes_in_flight=n)
         from qdrant_client import QdrantClient
 
         from poolq.sinks.store.client import ClientStore
@@ -59,9 +69,13 @@ def open_store(
     api_key: str | None = None,
     *,
     local_mode_ok: bool = False,
+    transport: str = "grpc",
+    grpc_port: int | None = None,
 ) -> Store:
     """Open a store now (in this thread); see :func:`store_factory`."""
-    factory, _ = store_factory(url, path, api_key, local_mode_ok=local_mode_ok)
+    factory, _ = store_factory(
+        url, path, api_key, local_mode_ok=local_mode_ok, transport=transport, grpc_port=grpc_port
+    )
     return factory()
 
 

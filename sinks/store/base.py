@@ -20,6 +20,7 @@ from typing import Any
 
 from qdrant_client import models
 
+from poolq.sinks.points import PointRecord, to_point_struct
 from poolq.sinks.schema import CollectionSchema
 
 Selector = models.PointIdsList | models.FilterSelector
@@ -32,6 +33,9 @@ class Store(ABC):
     accepts_arrays: bool = False
     #: reads may run in a thread of their own, concurrently with writes
     concurrent_reads: bool = False
+    #: upserts the writer may have in flight at once, each in a thread of its own (a server:
+    #: several; an embedded folder: one, as its writes hold the interpreter or a pipe)
+    write_concurrency: int = 1
 
     # -- names -------------------------------------------------------------------------------
 
@@ -97,6 +101,11 @@ class Store(ABC):
     @abstractmethod
     def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
         """Insert or overwrite points; durable when it returns."""
+
+    def upsert_records(self, collection: str, records: Sequence[PointRecord]) -> None:
+        """:meth:`upsert` of the sink's point records (what the writer calls): a backend that
+        can build its request from the records' arrays directly overrides it."""
+        self.upsert(collection, [to_point_struct(r, arrays_ok=True) for r in records])
 
     @abstractmethod
     def delete(self, collection: str, selector: Selector) -> None:

@@ -11,6 +11,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.writer import QdrantWriter
 from poolq.worker.app.worker_settings import worker_kwargs
@@ -36,6 +37,9 @@ class FlakyQdrant:
             self.injected += 1
             raise ResponseHandlingException(httpx.ConnectError("injected: connection refused"))
         return self._inner.upsert(*args, **kwargs)
+
+    def upsert_records(self, collection, records):  # the writer's call, through upsert above
+        return Store.upsert_records(self, collection, records)
 
     def __getattr__(self, name):
         return getattr(self._inner, name)

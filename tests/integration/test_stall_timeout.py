@@ -10,6 +10,7 @@ from arq.worker import Worker
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.writer import QdrantWriter
 from poolq.worker.app.worker_settings import worker_kwargs
@@ -31,6 +32,9 @@ class HangingQdrant:
         self.hung += 1
         self.release.wait(120)
         return self._inner.upsert(*args, **kwargs)
+
+    def upsert_records(self, collection, records):  # the writer's call, through upsert above
+        return Store.upsert_records(self, collection, records)
 
     def __getattr__(self, name):
         return getattr(self._inner, name)

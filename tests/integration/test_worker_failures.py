@@ -88,7 +88,7 @@ def test_bad_qdrant_urls_are_one_line(redis_server):
         "--redis-url", redis_server.url, "--qdrant-url", "ftp://qdrant.example:6333"
     )
     assert rc != 0 and seconds < 20 and len(lines) == 1, lines
-    assert "--qdrant-url" in lines[0] and "http:// or https://" in lines[0]
+    assert "--qdrant-url" in lines[0] and "http://, https://, grpc:// or grpcs://" in lines[0]
     assert "ftp://qdrant.example:6333" in lines[0]
 
     rc, lines, seconds = run_worker_cli(
@@ -96,14 +96,17 @@ def test_bad_qdrant_urls_are_one_line(redis_server):
     )
     print(f"worker with an unknown Qdrant host: exit {rc} after {seconds:.2f}s: {lines}")
     assert rc != 0 and seconds < 20 and len(lines) == 1, lines
-    assert "Qdrant is not reachable at no-such-host.invalid:6333" in lines[0]
+    # writes go over gRPC, on Qdrant's gRPC port of that host: the port probed
+    assert "Qdrant is not reachable at no-such-host.invalid:6334" in lines[0]
 
     port = free_port()  # nothing listens there
-    rc, lines, seconds = run_worker_cli(
-        "--redis-url", redis_server.url, "--qdrant-url", f"http://127.0.0.1:{port}"
-    )
-    assert rc != 0 and seconds < 20 and len(lines) == 1, lines
-    assert f"Qdrant is not reachable at 127.0.0.1:{port}" in lines[0]
+    for url in (f"grpc://127.0.0.1:{port}", f"http://127.0.0.1:{port}"):
+        extra = ("--qdrant-transport", "rest") if url.startswith("http") else ()
+        rc, lines, seconds = run_worker_cli(
+            "--redis-url", redis_server.url, "--qdrant-url", url, *extra
+        )
+        assert rc != 0 and seconds < 20 and len(lines) == 1, lines
+        assert f"Qdrant is not reachable at 127.0.0.1:{port}" in lines[0]
 
 
 def _listening(port: int) -> set[str]:

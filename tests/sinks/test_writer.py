@@ -15,6 +15,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
+from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.store.errors import EdgeError, SinkUnavailableError, is_transient
 from poolq.sinks.writer import QdrantWriter
@@ -91,6 +92,9 @@ class Proxy:
         if self.fail is None or self.upserts <= self.fail:
             raise self.error()
         return self.inner.upsert(*a, **kw)
+
+    def upsert_records(self, collection, records):  # the writer's call, through upsert above
+        return Store.upsert_records(self, collection, records)
 
 
 @pytest.fixture
@@ -358,7 +362,8 @@ def test_constructor_checks():
         QdrantWriter(path="/tmp/x", backoff_s=2, max_backoff_s=1)
 
 
-async def test_url_and_api_key_reach_the_client_but_never_the_repr(monkeypatch, caplog):
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+async def test_url_and_api_key_reach_the_client_but_never_the_repr(transport, monkeypatch, caplog):
     seen = {}
 
     class FakeClient:
@@ -369,16 +374,31 @@ async def test_url_and_api_key_reach_the_client_but_never_the_repr(monkeypatch, 
             seen["closed"] = True
 
     monkeypatch.setattr("qdrant_client.QdrantClient", FakeClient)
-    w = QdrantWriter(url="https://user:pw@qdrant.example.com:6333", api_key="s3cret-key")
+    monkeypatch.setattr("poolq.sinks.store.server.QdrantClient", FakeClient)
+    w = QdrantWriter(
+        url="https://user:pw@qdrant.example.com:6333", api_key="s3cret-key", transport=transport
+    )
     assert "s3cret" not in repr(w) and "pw" not in repr(w)
-    assert repr(w) == "QdrantWriter(url='https://qdrant.example.com:6333')"
+    if transport == "rest":
+        assert repr(w) == "QdrantWriter(url='https://qdrant.example.com:6333')"
+    else:  # gRPC on Qdrant's gRPC port of that host, with TLS as the URL asks
+        assert repr(w) == "QdrantWriter(url='grpcs://qdrant.example.com:6334')"
     async with w:
         pass
-    assert seen == {
-        "url": "https://user:pw@qdrant.example.com:6333",
-        "api_key": "s3cret-key",
-        "closed": True,
-    }
+    if transport == "rest":
+        assert seen == {
+            "url": "https://user:pw@qdrant.example.com:6333",
+            "api_key": "s3cret-key",
+            "closed": True,
+        }
+    else:
+        assert seen["api_key"] == "s3cret-key" and seen["closed"]
+        assert (seen["host"], seen["grpc_port"], seen["https"], seen["prefer_grpc"]) == (
+            "qdrant.example.com",
+            6334,
+            True,
+            True,
+        )
     assert "s3cret" not in caplog.text
 
 

@@ -4,6 +4,7 @@ errors. Qdrant's client and Qdrant Edge load only when a command runs."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,10 @@ def qdrant_path_option() -> Any:
 
 def qdrant_url_option() -> Any:
     return typer.Option(
-        None, "--qdrant-url", help="Qdrant server (untested here: no server runs on CI)."
+        None,
+        "--qdrant-url",
+        help="Qdrant server: grpc://HOST:PORT, or http(s)://HOST:PORT (gRPC on port 6334 of "
+        "that host; env POOLQ_QDRANT_TRANSPORT=rest keeps it on REST).",
     )
 
 
@@ -43,7 +47,16 @@ def open_target(
         fail(command, "give exactly one of --qdrant-path DIR or --qdrant-url URL")
     if path is not None and must_exist and not path.is_dir():
         fail(command, f"no embedded Qdrant folder at {str(path)!r}")
+    env = os.environ
     try:
-        return open_store(url=url, path=path, api_key=api_key, local_mode_ok=local_mode_ok)
+        port = env.get("POOLQ_QDRANT_GRPC_PORT")
+        return open_store(
+            url=url,
+            path=path,
+            api_key=api_key,
+            local_mode_ok=local_mode_ok,
+            transport=env.get("POOLQ_QDRANT_TRANSPORT") or "grpc",
+            grpc_port=int(port) if port else None,
+        )
     except (StoreLockedError, NotAStoreError, ValueError, OSError) as e:
         fail(command, e)

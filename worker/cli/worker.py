@@ -27,12 +27,16 @@ if TYPE_CHECKING:
 QDRANT_PROBE_TIMEOUT_S = 5.0
 
 
-def probe_qdrant(url: str, timeout_s: float = QDRANT_PROBE_TIMEOUT_S) -> None:
+def probe_qdrant(
+    url: str, timeout_s: float = QDRANT_PROBE_TIMEOUT_S, grpc_port: int | None = None
+) -> None:
     """The Qdrant server's host resolves and its port accepts a connection within
-    ``timeout_s``, else ``ConnectionError`` naming host and port (the port defaults to 6333, as
-    in qdrant-client)."""
+    ``timeout_s``, else ``ConnectionError`` naming host and port (``grpc_port``: the port
+    the store talks gRPC on; else the URL's, defaulting to 6333, as in qdrant-client)."""
     parts = urlsplit(url)
     host, port = parts.hostname or "localhost", parts.port or 6333
+    if grpc_port is not None:
+        port = grpc_port
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
             pass
@@ -62,6 +66,12 @@ def worker(
     ),
     qdrant_api_key: str | None = typer.Option(
         None, "--qdrant-api-key", help="API key of a Qdrant server (env POOLQ_QDRANT_API_KEY)."
+    ),
+    qdrant_transport: str | None = typer.Option(
+        None,
+        "--qdrant-transport",
+        help="grpc (default: an http(s):// URL's host on port 6334, or a grpc:// URL) or rest "
+        "(JSON over the http(s):// URL) (env POOLQ_QDRANT_TRANSPORT).",
     ),
     device: str | None = typer.Option(
         None, "--device", help="cpu, cuda or cuda:N (default: CUDA when present)."
@@ -147,6 +157,7 @@ def worker(
         "qdrant_url": qdrant_url,
         "qdrant_path": str(qdrant_path) if qdrant_path else None,
         "qdrant_api_key": qdrant_api_key,
+        "qdrant_transport": qdrant_transport,
         "device": device,
         "max_jobs": max_jobs,
         "max_queued_tokens": max_queued_tokens,
@@ -216,6 +227,12 @@ def _probe(settings: Settings) -> None:
     try:
         probe_redis(settings.redis_url)
         if settings.qdrant_url:
-            probe_qdrant(settings.qdrant_url)
+            from poolq.sinks.store.server_target import server_target
+
+            target = server_target(
+                settings.qdrant_url, settings.qdrant_transport, settings.qdrant_grpc_port
+            )
+            port = target.grpc_port if target.transport == "grpc" else None
+            probe_qdrant(settings.qdrant_url, grpc_port=port)
     except (ConnectionError, OSError) as exc:
         fail("worker", exc, 1)

@@ -22,21 +22,22 @@ from poolq.worker.wire.connection import redact_url
 
 ENV_PREFIX = "POOLQ_"
 NAMES = ("redis_url", "qdrant_url", "qdrant_path")
+QDRANT_SCHEMES = ("http", "https", "grpc", "grpcs")  # sinks/store/server_target.py
 
 
 def check_qdrant_url(url: str) -> str:
-    """``url`` if it is an ``http://`` or ``https://`` URL with a host (what a Qdrant server
-    answers on), else :class:`ValueError` naming it (credentials hidden)."""
+    """``url`` if it is an ``http(s)://`` or ``grpc(s)://`` URL with a host (what a Qdrant
+    server answers on), else :class:`ValueError` naming it (credentials hidden)."""
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - parsing it is the check
-        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        ok = parts.scheme.lower() in QDRANT_SCHEMES and bool(parts.hostname)
     except (TypeError, ValueError, AttributeError):
         ok = False
     if not ok:
         raise ValueError(
-            f"qdrant_url: expected an http:// or https:// URL of a Qdrant server, got "
-            f"{redact_url(url) if isinstance(url, str) else url!r}"
+            "qdrant_url: expected an http://, https://, grpc:// or grpcs:// URL of a Qdrant "
+            f"server, got {redact_url(url) if isinstance(url, str) else url!r}"
         )
     return url
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from poolq.ingest.profile import DEFAULT_PROFILE, Profile
+from poolq.sinks.store.server_target import TRANSPORTS, server_target
 from poolq.worker.config.locations import check_qdrant_url
 from poolq.worker.config.schedule import ReindexSchedule
 from poolq.worker.wire import constants
@@ -30,6 +31,12 @@ class Settings:
     qdrant_url: str | None = None
     qdrant_path: str = constants.DEFAULT_QDRANT_PATH  # embedded Qdrant, when no URL is given
     qdrant_api_key: str | None = field(default=None, repr=False)
+    # a server: "grpc" (every call, upserts encoded from the arrays: sinks/proto) or "rest"
+    # (JSON, for an http(s):// URL behind an HTTP/1.1-only proxy); the gRPC port of an
+    # http(s):// URL (default Qdrant's 6334); upserts in flight at once (sinks/owner.py)
+    qdrant_transport: str = "grpc"
+    qdrant_grpc_port: int | None = None
+    qdrant_writes_in_flight: int = 4
     # the embedded folder served by a process of its own (sinks/store/process.py): converting
     # and writing points then runs beside this interpreter instead of holding its GIL
     # (default on: +30% enqueue -> durable write in bench_host_path, interleaved A/B, README)
@@ -77,6 +84,15 @@ class Settings:
             raise ValueError(f"redis_url: {e}") from None
         if self.qdrant_url is not None:
             check_qdrant_url(self.qdrant_url)
+            server_target(self.qdrant_url, self.qdrant_transport, self.qdrant_grpc_port)
+        elif self.qdrant_transport not in TRANSPORTS:
+            raise ValueError(
+                f"qdrant_transport: expected one of {TRANSPORTS}, got {self.qdrant_transport!r}"
+            )
+        if self.qdrant_writes_in_flight < 1:
+            raise ValueError(
+                f"qdrant_writes_in_flight must be >= 1, got {self.qdrant_writes_in_flight}"
+            )
         if not self.metrics_host or not isinstance(self.metrics_host, str):
             raise ValueError(
                 f"metrics_host: expected a host name or address, got {self.metrics_host!r}"

@@ -28,7 +28,13 @@ def open_writer(settings: Settings) -> QdrantWriter:
     Edge, created if missing), by default served by a process of its own
     (``sinks/store/process.py``)."""
     if settings.qdrant_url:
-        return QdrantWriter(url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+        return QdrantWriter(
+            url=settings.qdrant_url,
+            api_key=settings.qdrant_api_key,
+            transport=settings.qdrant_transport,
+            grpc_port=settings.qdrant_grpc_port,
+            writes_in_flight=settings.qdrant_writes_in_flight,
+        )
     return QdrantWriter(path=settings.qdrant_path, store_process=settings.store_process)
 
 
