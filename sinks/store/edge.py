@@ -16,6 +16,10 @@ multi-vectors), then reopens it: Edge 0.9 keeps the segments an optimization rep
 the page cache, so after opening, everything but the multi-vectors (which stay on disk, read
 only to rerank) is read ahead again (:func:`_warm`). A shard created with ``defer_indexing``
 (a full rebuild) is only indexed by :meth:`finish_build`.
+
+``server_semantics``: uint8 vectors as a Qdrant server keeps them, no code map (``uint8_codec``):
+Edge casts the floats given (``x as u8``) and reads return the codes as floats; the Qdrant
+endpoint (``worker/dev/qdrant_endpoint``) serves a folder so. The rest it needs: ``edge_server``.
 """
 
 from __future__ import annotations
@@ -65,9 +69,12 @@ class EdgeStore(Store):
     accepts_arrays = True
     concurrent_reads = True
 
-    def __init__(self, path: str | Path, *, optimize_every: int = 8192) -> None:
+    def __init__(
+        self, path: str | Path, *, optimize_every: int = 8192, server_semantics: bool = False
+    ) -> None:
         self.path = Path(path)
         self.optimize_every = optimize_every
+        self.server_semantics = server_semantics  # uint8: no code map (the module docstring)
         self._catalog = Catalog(self.path)
         self._mutex = threading.Lock()  # the catalog and the open shards
         self._open: dict[str, Shard] = {}
@@ -102,24 +109,33 @@ class EdgeStore(Store):
     def create_collection(
         self, name: str, schema: CollectionSchema, *, defer_indexing: bool = False
     ) -> bool:
-        return self._create(name, schema, defer_indexing=defer_indexing, wal=True)
+        vectors, sparse = cc.vectors_config(schema), cc.sparse_vectors_config(schema)
+        return self.create_from_params(
+            name, vectors, sparse, indexes=cc.PAYLOAD_INDEXES, defer_indexing=defer_indexing
+        )
 
     def create_for_import(self, name: str, schema: CollectionSchema) -> None:
         """Without a WAL until :meth:`finish_build`: Edge 0.9 replays the whole WAL on every
         load (finish_build loads twice), and the points are written once more by it; a
         crash leaves an unnamed collection, as before."""
-        if not self._create(name, schema, defer_indexing=True, wal=False):
+        vectors, sparse = cc.vectors_config(schema), cc.sparse_vectors_config(schema)
+        kw: dict[str, Any] = {"indexes": cc.PAYLOAD_INDEXES, "defer_indexing": True, "wal": False}
+        if not self.create_from_params(name, vectors, sparse, **kw):
             raise ValueError(f"collection {name!r} exists already")
 
-    def _create(
-        self, name: str, schema: CollectionSchema, *, defer_indexing: bool, wal: bool
+    def create_from_params(
+        self,
+        name: str,
+        vectors: dict[str, models.VectorParams],
+        sparse: dict[str, models.SparseVectorParams],
+        *,
+        indexes: dict[str, models.PayloadSchemaType] | None = None,
+        defer_indexing: bool = False,
+        wal: bool = True,
     ) -> bool:
-        config = ep.edge_config(
-            cc.vectors_config(schema),
-            cc.sparse_vectors_config(schema),
-            defer_indexing=defer_indexing,
-            wal=wal,
-        )
+        """Create the physical collection ``name`` from Qdrant parameters (a schema's, or a
+        server's request) with the payload ``indexes``; False if it already existed."""
+        config = ep.edge_config(vectors, sparse, defer_indexing=defer_indexing, wal=wal)
         with self._mutex:
             if name in self._catalog.collections:
                 return False
@@ -129,7 +145,7 @@ class EdgeStore(Store):
             folder = self.path / "shards" / folder_name
             with edge_errors(f"creating collection {name!r}"):
                 shard = qe.EdgeShard.create(str(folder), config)
-                for key, kind in cc.PAYLOAD_INDEXES.items():
+                for key, kind in (indexes or {}).items():
                     shard.update(qe.UpdateOperation.create_field_index(key, _EDGE_INDEX[kind]))
             self._catalog.collections[name] = folder_name
             self._catalog.save()
@@ -137,18 +153,24 @@ class EdgeStore(Store):
         return True
 
     def finish_build(self, name: str) -> None:
+        self._optimize(self._reload(name, defer_indexing=False))
+
+    def _reload(self, name: str, *, defer_indexing: bool) -> Shard:
+        """Close the shard and load it with its own parameters, indexing deferred or not (a
+        shard created without a WAL gets it back when indexing is turned on)."""
         sh = self._shard(name)
         params = self.collection_params(name)
         vectors = params.vectors if isinstance(params.vectors, dict) else {}
-        config = ep.edge_config(vectors, dict(params.sparse_vectors or {}))
-        with sh.lock.exclusive(), edge_errors(f"building the indexes of {name!r}"):
+        sparse = dict(params.sparse_vectors or {})
+        config = ep.edge_config(vectors, sparse, defer_indexing=defer_indexing)
+        with sh.lock.exclusive(), edge_errors(f"reloading {name!r}"):
             sh.shard.close()  # segments flushed: a bulk load is on disk from here
-            if sh.unlogged:
+            if sh.unlogged and not defer_indexing:
                 enable_wal(sh.folder)
                 sh.unlogged = False
-            sh.shard = qe.EdgeShard.load(str(sh.folder), config)  # indexing on again
-            sh.deferred = False
-        self._optimize(sh)
+            sh.shard = qe.EdgeShard.load(str(sh.folder), config)
+            sh.deferred = defer_indexing
+        return sh
 
     def collection_params(self, name: str) -> models.CollectionParams:
         sh = self._shard(name)
@@ -270,7 +292,10 @@ class EdgeStore(Store):
         return scored
 
     def _uint8_of(self, name: str) -> frozenset[str]:
-        """The vectors of ``name`` stored as uint8 (``uint8_codec.py``), read once a shard."""
+        """The vectors of ``name`` stored as uint8 (``uint8_codec.py``), read once a shard;
+        none with ``server_semantics`` (Edge casts, as a server does)."""
+        if self.server_semantics:
+            return frozenset()
         folder = self._shard(name).folder
         names = self._uint8.get(folder)
         if names is None:
