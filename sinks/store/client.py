@@ -1,13 +1,16 @@
-"""The store through qdrant-client: a Qdrant server (the production path, ``--qdrant-url``), or
-a qdrant-client local-mode folder, which only ``poolq export`` opens (to move an old embedded
+"""The store through qdrant-client: a Qdrant server over REST (``qdrant_transport = "rest"``;
+over gRPC, :class:`~poolq.sinks.store.server.GrpcStore` builds on this class), or a
+qdrant-client local-mode folder, which only ``poolq export`` opens (to move an old embedded
 store onto Qdrant Edge) and the tests use as an independent oracle.
 
 Requests are the qdrant-client models they were built as, passed on unchanged. Every write
-waits (``wait=True``): it has been applied when the call returns.
+waits (``wait=True``): it has been applied when the call returns. Errors are told apart by
+HTTP status, a gRPC status mapped onto the same meaning (:func:`_status`).
 
-No Qdrant server can run on the machines this was written on: the server path is exercised
-only through qdrant-client's local mode (which ignores sharding, quantization, on-disk storage
-and optimizer settings), never against a real server.
+No Qdrant server can run on the machines this was written on: the gRPC path is tested against
+the Qdrant-protocol endpoint (``worker/dev/qdrant_endpoint``, Qdrant Edge behind Qdrant's own
+gRPC services); REST only through qdrant-client's local mode (which ignores sharding,
+quantization, on-disk storage and optimizer settings), never against a real server.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import grpc
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import UnexpectedResponse
 
@@ -66,8 +70,8 @@ class ClientStore(Store):
     def aliases(self) -> dict[str, str]:
         try:
             found = self.client.get_aliases().aliases
-        except UnexpectedResponse as e:
-            if e.status_code in (401, 403):  # a key scoped to collections; the server resolves
+        except (UnexpectedResponse, grpc.RpcError) as e:
+            if _status(e) in (401, 403):  # a key scoped to collections; the server resolves
                 return {}
             raise
         return {a.alias_name: a.collection_name for a in found}
@@ -102,8 +106,8 @@ class ClientStore(Store):
                 sparse_vectors_config=sparse or None,
                 **extra,
             )
-        except UnexpectedResponse as e:
-            if e.status_code == 409:  # another worker created it first: compare instead
+        except (UnexpectedResponse, grpc.RpcError) as e:
+            if _status(e) == 409:  # another worker created it first: compare instead
                 return False
             raise
         if defer_indexing and not self.local:
@@ -248,6 +252,23 @@ class ClientStore(Store):
 
     def close(self) -> None:
         self.client.close()
+
+
+_GRPC_AS_HTTP = {
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+}
+
+
+def _status(e: Exception) -> int | None:
+    """The HTTP status of a REST error, or what a gRPC status means in those terms."""
+    if isinstance(e, UnexpectedResponse):
+        return e.status_code
+    code = getattr(e, "code", None)
+    if callable(code):
+        return _GRPC_AS_HTTP.get(code())
+    return None
 
 
 def _names(x: bool | Sequence[str]) -> bool | list[str]:

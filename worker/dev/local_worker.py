@@ -26,9 +26,13 @@ class WorkerProcess:
         *args: str,
         log: Path | None = None,
         env: dict[str, str] | None = None,
+        qdrant_url: str | None = None,
     ) -> None:
+        """``qdrant_url``: a Qdrant server (``--qdrant-url``) instead of the embedded folder
+        ``qdrant_path`` (which then only places the log)."""
         self.redis_url = redis_url
         self.qdrant_path = qdrant_path
+        self.qdrant_url = qdrant_url
         self.args = list(args)
         self.log = log or qdrant_path.parent / f"worker-{time.monotonic_ns()}.log"
         self.env = {
@@ -47,8 +51,11 @@ class WorkerProcess:
             "worker",
             "--redis-url",
             self.redis_url,
-            "--qdrant-path",
-            str(self.qdrant_path),
+            *(
+                ("--qdrant-url", self.qdrant_url)
+                if self.qdrant_url
+                else ("--qdrant-path", str(self.qdrant_path))
+            ),
             *self.args,
         ]
         self._log_f = self.log.open("ab")

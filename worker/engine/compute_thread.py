@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import torch
 
 from poolq.worker.engine.lanes import Lane
+from poolq.worker.engine.thread_names import name_os_thread
 
 T = TypeVar("T")
 
@@ -98,6 +99,7 @@ class ComputeThread:
                 self._thread.start()
 
     def _loop(self) -> None:
+        name_os_thread("poolq-compute")  # before torch starts its OpenMP team from here
         while True:
             self._run_job(self._queue.get())
 

@@ -31,6 +31,7 @@ from poolq.worker.engine.loader import PoolingModel
 from poolq.worker.engine.requests import EncodeRequest, EncodeResult, anonymous_caller
 from poolq.worker.engine.runner import BatchOutputs, ModelRunner
 from poolq.worker.engine.scheduler import Scheduler
+from poolq.worker.engine.thread_names import name_os_thread, named
 from poolq.worker.pooling import PoolingParams, PoolingTask
 from poolq.worker.pooling.params import PoolingParamsError
 
@@ -107,7 +108,11 @@ class AsyncEngine:
         self.max_queued_tokens = max_queued_tokens
         self.runner = ModelRunner(model)
         self.stats = EngineStats(batch_sizes=[] if record_batches else None)
-        self._tok_pool = ThreadPoolExecutor(tokenizer_threads, thread_name_prefix="poolq-tokenize")
+        self._tok_pool = ThreadPoolExecutor(
+            tokenizer_threads,
+            thread_name_prefix="poolq-tokenize",
+            initializer=named("poolq-tokenize"),
+        )
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._space = asyncio.Condition()
@@ -402,6 +407,7 @@ class AsyncEngine:
     def _model_loop(self) -> None:
         """Cut a batch, launch it, then finish the previous one: on CUDA the previous batch's
         device-to-host copies complete while this batch's kernels are queued."""
+        name_os_thread("poolq-model")
         assert self._loop is not None
         in_flight: tuple[list[EncodeRequest], BatchOutputs, float, list[float]] | None = None
         while True:
