@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -12,6 +14,8 @@ from qdrant_client import models
 
 # fixed forever: changing it changes every point id, and re-ingestion would duplicate points
 POOLQ_NAMESPACE = uuid.UUID("6f0c3a52-1d2e-5b8a-9c47-0b9e2d6a4f11")
+_NAMESPACE_BYTES = POOLQ_NAMESPACE.bytes
+_CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ class PointRecord:
     payload: dict[str, Any]
 
     def __post_init__(self) -> None:
+        if type(self.id) is str and _CANONICAL_UUID.fullmatch(self.id):  # point_id's form
+            return
         try:
             uuid.UUID(self.id)
         except (ValueError, TypeError, AttributeError):
@@ -54,11 +60,20 @@ class PointRecord:
 
 
 def point_id(doc_id: str, chunk_index: int) -> str:
-    """The id of a document's chunk: a UUID5, the same every time (idempotent re-ingestion)."""
-    if isinstance(chunk_index, bool) or not isinstance(chunk_index, int) or chunk_index < 0:
-        raise ValueError(f"chunk_index: expected an integer >= 0, got {chunk_index!r}")
-    # JSON keeps the pair unambiguous whatever characters the document id holds
-    return str(uuid.uuid5(POOLQ_NAMESPACE, json.dumps([doc_id, chunk_index])))
+    """The id of a document's chunk: a UUID5, the same every time (idempotent re-ingestion):
+    ``uuid5(POOLQ_NAMESPACE, json.dumps([doc_id, chunk_index]))`` (JSON keeps the pair
+    unambiguous whatever characters the document id holds), computed as RFC 4122 defines it
+    without building a ``uuid.UUID`` (a worker makes one per chunk)."""
+    if type(chunk_index) is not int or chunk_index < 0:
+        if isinstance(chunk_index, bool) or not isinstance(chunk_index, int) or chunk_index < 0:
+            raise ValueError(f"chunk_index: expected an integer >= 0, got {chunk_index!r}")
+        chunk_index = int(chunk_index)
+    name = "[" + json.dumps(doc_id) + ", " + str(chunk_index) + "]"  # == json.dumps([d, i])
+    h = bytearray(hashlib.sha1(_NAMESPACE_BYTES + name.encode("utf-8")).digest()[:16])
+    h[6] = (h[6] & 0x0F) | 0x50  # version 5
+    h[8] = (h[8] & 0x3F) | 0x80  # RFC 4122 variant
+    x = h.hex()
+    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
 
 
 def to_point_struct(rec: PointRecord, *, arrays_ok: bool = False) -> models.PointStruct:

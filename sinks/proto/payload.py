@@ -26,19 +26,40 @@ _pack_double = struct.Struct("<d").pack
 _SMALL = [bytes((n,)) for n in range(128)]  # one-byte varints
 _KEYS: dict[str, bytes] = {}  # a map entry's key field, by name (names repeat on every point)
 _MAX_KEYS = 4096
+_MEMO_ITEMS = 8  # a dict this small is kept by content, a larger one by identity
+_MEMO_STR = 256  # longer strings (a chunk's text) are not worth keeping for the next point
 
 
 def _length(n: int) -> bytes:
     return _SMALL[n] if n < 128 else varint(n)
 
 
-def map_entries(field_key: bytes, mapping: dict[str, Any]) -> bytes:
+def map_entries(
+    field_key: bytes, mapping: dict[str, Any], memo: dict[Any, bytes] | None = None
+) -> bytes:
     """``mapping`` as the entries of a ``map<string, Value>`` field whose key is ``field_key``
     (a payload: 3 in ``PointStruct``; a ``Struct``: 1). An entry is a message: the key as
-    field 1, the value as field 2."""
+    field 1, the value as field 2.
+
+    ``memo``: entries already encoded in this request, for the fields that points repeat (a
+    document's id, hashes, metadata; the batch's model names and time): scalars by value, an
+    object by identity, which holds while the caller keeps the points alive and unchanged
+    (one request). Long strings (a chunk's text) are never kept."""
     parts = []
     keys = _KEYS
     for name, v in mapping.items():
+        t = type(v)
+        memo_key: Any = None
+        if memo is not None:
+            if t is dict and len(v) <= _MEMO_ITEMS:  # by content: a copy per point (models)
+                memo_key = _content_key(name, v)
+            elif t is dict or t is list:
+                memo_key = (name, id(v))
+            elif (t is str and len(v) <= _MEMO_STR) or t is int or v is None or t is bool:
+                memo_key = (name, t, v)
+            if memo_key is not None and (done := memo.get(memo_key)) is not None:
+                parts.append(done)
+                continue
         k = keys.get(name)
         if k is None:
             if type(name) is not str:
@@ -46,11 +67,24 @@ def map_entries(field_key: bytes, mapping: dict[str, Any]) -> bytes:
             k = delimited(b"\x0a", name.encode("utf-8"))
             if len(keys) < _MAX_KEYS:
                 keys[name] = k
-        enc = _BY_TYPE.get(type(v))
+        enc = _BY_TYPE.get(t)
         body = enc(v) if enc is not None else _other(v)
         entry = k + _ENTRY_VALUE + _length(len(body)) + body
-        parts.append(field_key + _length(len(entry)) + entry)
+        field = field_key + _length(len(entry)) + entry
+        if memo_key is not None:
+            memo[memo_key] = field
+        parts.append(field)
     return b"".join(parts)
+
+
+def _content_key(name: str, v: dict[str, Any]) -> Any:
+    """A memo key for a small dict of scalars (its items), else by identity."""
+    items = tuple(v.items())
+    try:
+        hash(items)
+    except TypeError:  # a nested list or dict: by identity
+        return (name, id(v))
+    return (name, dict, items)
 
 
 def value(v: Any) -> bytes:

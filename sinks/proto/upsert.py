@@ -53,15 +53,19 @@ def upsert_request(
     the vectors' bytes are copied twice (into a row table, into the request), not once per
     level of nesting."""
     pieces: Pieces = [delimited(_COLLECTION, collection.encode("utf-8")), _WAIT_TRUE]
+    memo: dict[Any, bytes] = {}  # payload entries the points repeat (see map_entries)
     for p in points:
-        body, n = point_struct(p, uint8_names)
+        body, n = point_struct(p, uint8_names, memo)
         pieces.append(_POINT + varint(n))
         pieces += body
     return b"".join(pieces)
 
 
-def point_struct(p: PointRecord, uint8_names: Collection[str] = ()) -> tuple[Pieces, int]:
-    """One ``PointStruct`` body, as buffers, and its length."""
+def point_struct(
+    p: PointRecord, uint8_names: Collection[str] = (), memo: dict[Any, bytes] | None = None
+) -> tuple[Pieces, int]:
+    """One ``PointStruct`` body, as buffers, and its length (``memo``: see
+    :func:`~poolq.sinks.proto.payload.map_entries`)."""
     named: Pieces = []
     size = 0
     for name, v in p.vectors.items():
@@ -73,7 +77,7 @@ def point_struct(p: PointRecord, uint8_names: Collection[str] = ()) -> tuple[Pie
         size += len(prefix) + entry
     named_head = _NAMED + varint(size)
     vectors_head = _VECTORS + varint(len(named_head) + size)
-    head = delimited(_ID, point_id(p.id)) + map_entries(_PAYLOAD, p.payload)
+    head = delimited(_ID, point_id(p.id)) + map_entries(_PAYLOAD, p.payload, memo)
     return [head, vectors_head, named_head, *named], (
         len(head) + len(vectors_head) + len(named_head) + size
     )

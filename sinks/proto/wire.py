@@ -16,18 +16,30 @@ _MASK64 = (1 << 64) - 1
 _LE_F32 = np.dtype("<f4")
 
 
-def varint(n: int) -> bytes:
-    """``n`` (0 <= n < 2**64) as a base-128 varint, low group first."""
-    if n < 0x80:
-        if n < 0:
-            raise ValueError(f"varint: expected an integer >= 0, got {n}")
-        return bytes((n,))
+def _varint(n: int) -> bytes:
+    if n < 0:
+        raise ValueError(f"varint: expected an integer >= 0, got {n}")
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+# the one- and two-byte varints (keys, string and row lengths) looked up, not built
+_TABLE = [bytes((n,)) for n in range(0x80)] + [
+    bytes((n & 0x7F | 0x80, n >> 7)) for n in range(0x80, 0x4000)
+]
+
+
+def varint(n: int) -> bytes:
+    """``n`` (0 <= n < 2**64) as a base-128 varint, low group first."""
+    if 0 <= n < 0x4000:
+        return _TABLE[n]
+    if 0x4000 <= n < 0x200000:  # a vector's or a point's length
+        return bytes((n & 0x7F | 0x80, (n >> 7) & 0x7F | 0x80, n >> 14))
+    return _varint(n)
 
 
 def int64(n: int) -> bytes:

@@ -42,6 +42,7 @@ from qdrant_client import models
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.errors import EdgeError
+from poolq.sinks.store.heap import keep_freed_memory
 from poolq.sinks.store.process_codec import pack, unpack
 
 _ROLES = ("write", "read", "build")
@@ -283,6 +284,7 @@ def main() -> None:
     """The child: ``python -m poolq.sinks.store.process FOLDER FDS_JSON PARENT_PID``."""
     path, fds = sys.argv[1], json.loads(sys.argv[2])
     _die_with_parent(int(sys.argv[3]))
+    keep_freed_memory()  # each call's buffers reuse the pages of the last (heap.py)
     _serve(path, {role: Connection(int(fd)) for role, fd in fds.items()})
 
 

@@ -17,7 +17,7 @@ from qdrant_client.conversions.conversion import RestToGrpc
 
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.proto import upsert as enc
-from poolq.sinks.proto.wire import varints
+from poolq.sinks.proto.wire import varint, varints
 from poolq.sinks.store import uint8_codec
 from poolq.worker.pooling.token_pooling import pool_tokens
 
@@ -182,3 +182,22 @@ def test_bad_values_are_refused_naming_them():
         enc.vector(np.zeros((0, 4), np.float32), name="colbert")  # an empty multi-vector
     with pytest.raises(ValueError, match="64 bits"):
         enc.upsert_request("c", [PointRecord(point_id("d", 0), {}, {"n": 2**63})])
+
+
+@pytest.mark.parametrize(
+    "n", [0, 1, 127, 128, 300, 16383, 16384, 2**21 - 1, 2**21, 2**28, 2**35 + 7, 2**64 - 1]
+)
+def test_varint_matches_protobuf_at_every_width(n):
+    assert grpc.PointId(num=n).SerializeToString() == b"\x08" + varint(n)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.integers(0, 2**40))
+def test_point_ids_are_the_uuid5_of_the_json_pair(doc_id, index):
+    """``point_id`` computes the UUID5 itself: the same ids as ever (re-ingestion must find
+    the points it wrote before)."""
+    import json
+
+    from poolq.sinks.points import POOLQ_NAMESPACE
+
+    assert point_id(doc_id, index) == str(uuid.uuid5(POOLQ_NAMESPACE, json.dumps([doc_id, index])))

@@ -18,6 +18,7 @@ from typing import Any
 from arq.worker import func
 
 from poolq.sinks.folder_lock import hold_folder
+from poolq.sinks.store.heap import keep_freed_memory
 from poolq.worker.app.jobs.ingest import ingest
 from poolq.worker.app.jobs.reindex import reindex
 from poolq.worker.config.schedule import cron_jobs
@@ -57,6 +58,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     settings: Settings = ctx.get("settings") or load_settings()
     ctx["settings"] = settings
     adopt_running(ctx)  # under `arq ...WorkerSettings` too: the Redis-tolerant worker class
+    keep_freed_memory()  # upsert buffers reuse their pages (sinks/store/heap.py)
     if not settings.qdrant_url and "writer" not in ctx:
         # one worker per embedded folder, before any model loads (`poolq worker` took it
         # already, before connecting to Redis: this returns its lock)

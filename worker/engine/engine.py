@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -220,11 +221,17 @@ class AsyncEngine:
         shared = None if per_text else _as_params(tasks)  # type: ignore[arg-type]
         errors: dict[int, Exception] = {}
         params: list[tuple[PoolingParams, ...]] = []
+        shared_ok = False  # the same tasks for every text: checked once (else per text, below)
+        if shared is not None:
+            with contextlib.suppress(ValueError):
+                self.model.pooler.validate(shared, [ids[0]] * len(shared))
+                shared_ok = True
         for i in range(n):
             try:
                 ps = shared if shared is not None else _as_params(tasks[i])  # type: ignore[arg-type]
                 params.append(ps)
-                self.model.pooler.validate(ps, [ids[i]] * len(ps))
+                if not shared_ok:
+                    self.model.pooler.validate(ps, [ids[i]] * len(ps))
                 if not isinstance(texts[i], str):
                     raise PoolingParamsError(
                         f"request {ids[i]!r}: text must be a string, got {type(texts[i]).__name__}"
