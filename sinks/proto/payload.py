@@ -71,7 +71,7 @@ def map_entries(
         body = enc(v) if enc is not None else _other(v)
         entry = k + _ENTRY_VALUE + _length(len(body)) + body
         field = field_key + _length(len(entry)) + entry
-        if memo_key is not None:
+        if memo is not None and memo_key is not None:
             memo[memo_key] = field
         parts.append(field)
     return b"".join(parts)
