@@ -280,7 +280,7 @@ def test_worker_is_scalable(config):
 def test_worker_environment(config):
     env = config["services"]["worker"]["environment"]
     assert env["POOLQ_REDIS_URL"] == "redis://redis:6379/0"
-    assert env["POOLQ_QDRANT_URL"] == "http://qdrant:6333"
+    assert env["POOLQ_QDRANT_URL"] == "grpc://qdrant:6334"  # the gRPC port: upserts from arrays
     assert "POOLQ_QDRANT_API_KEY" in env  # passthrough
     assert env["POOLQ_QDRANT_API_KEY"] is None  # ... unset here, so not set in the container
     assert env["POOLQ_METRICS_PORT"] == "9100"

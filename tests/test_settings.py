@@ -120,3 +120,41 @@ def test_bad_urls_are_named_in_one_line():
     with pytest.raises(ValueError, match="qdrant_url"):
         load_settings(None, {"qdrant_url": "http://"}, environ={})
     assert load_settings(None, {"qdrant_url": "https://q.example"}, environ={}).qdrant_url
+
+
+def test_qdrant_transport_and_grpc_urls():
+    """A server is spoken to over gRPC unless ``qdrant_transport = "rest"``; each wrong
+    combination is one line naming the setting."""
+    from poolq.sinks.store.server_target import server_target
+
+    s = load_settings(None, environ={"POOLQ_QDRANT_URL": "grpc://q:7334"})
+    assert (s.qdrant_transport, s.qdrant_url) == ("grpc", "grpc://q:7334")
+    t = server_target("https://q.example", s.qdrant_transport, None)
+    assert (t.host, t.grpc_port, t.tls, t.shown) == (
+        "q.example",
+        6334,
+        True,
+        "grpcs://q.example:6334",
+    )
+    assert server_target("http://q:6333", "rest").shown == "http://q:6333"
+    assert server_target("http://q:6333", "grpc", 7000).grpc_port == 7000
+    empty = load_settings(
+        None, environ={"POOLQ_QDRANT_TRANSPORT": "", "POOLQ_QDRANT_URL": "grpc://q"}
+    )
+    assert empty.qdrant_transport == "grpc"  # an empty variable is the default
+    bad = [
+        ({"POOLQ_QDRANT_TRANSPORT": "soap"}, "qdrant_transport: expected one of"),
+        (
+            {"POOLQ_QDRANT_TRANSPORT": "rest", "POOLQ_QDRANT_URL": "grpc://q:1"},
+            "needs an http:// or https:// URL",
+        ),
+        (
+            {"POOLQ_QDRANT_GRPC_PORT": "7000", "POOLQ_QDRANT_URL": "grpc://q:1"},
+            "qdrant_grpc_port is for an http(s):// URL",
+        ),
+        ({"POOLQ_QDRANT_WRITES_IN_FLIGHT": "0"}, "qdrant_writes_in_flight must be >= 1"),
+    ]
+    for environ, message in bad:
+        with pytest.raises(ValueError) as e:
+            load_settings(None, environ=environ)
+        assert message in str(e.value) and "\n" not in str(e.value)

@@ -70,6 +70,8 @@ class Settings:
     profile: Profile = DEFAULT_PROFILE
 
     def __post_init__(self) -> None:
+        if self.qdrant_transport is None:  # POOLQ_QDRANT_TRANSPORT= (empty): the default
+            object.__setattr__(self, "qdrant_transport", "grpc")
         if self.max_jobs < 1:
             raise ValueError(f"max_jobs must be >= 1, got {self.max_jobs}")
         for name in ("job_stall_timeout_s", "job_timeout_s", "max_queued_tokens"):
