@@ -119,7 +119,9 @@ def main() -> None:
         help="a worker writing to the Qdrant endpoint over gRPC (started here) beside one on the "
         "embedded store; targets: CPU ms per chunk (issue 25)",
     )
-    ap.add_argument("--workers", type=int, default=1, help="worker processes per mode")
+    ap.add_argument(
+        "--workers", type=int, default=1, help="worker processes on the server (with --server)"
+    )
     ap.add_argument(
         "--omp-passive",
         action="store_true",
@@ -157,10 +159,11 @@ def main() -> None:
                            f"\n\n{toml}")  # fmt: skip
             server = stack.enter_context(LocalRedis(tmp / f"redis-{mode}"))
             workers = []
-            for i in range(args.workers):
+            # several processes share a server; an embedded folder takes one worker
+            for i in range(args.workers if mode == "server" else 1):
                 worker = WorkerProcess(
                     server.url,
-                    tmp / f"qdrant-{mode}" if i == 0 else tmp / f"qdrant-{mode}-{i}",
+                    tmp / f"qdrant-{mode}-{i}",
                     env={"POOLQ_CONFIG": str(cfg)},
                     qdrant_url=endpoint.url if mode == "server" and endpoint else None,
                 )
@@ -215,7 +218,7 @@ def report(
     print(
         f"{args.docs} documents, {n} chunks, {st.tokens_per_chunk:.0f} multi-vector rows/chunk, "
         f"jobs of {args.job_size}, pool_factor {pf or 1}, {args.workers} worker process(es) "
-        f"per mode; best of {args.rounds} rounds"
+        f"on the server; best of {args.rounds} rounds"
         + (", OMP_WAIT_POLICY=PASSIVE" if args.omp_passive else "")
     )
     rows = st.tokens_per_chunk

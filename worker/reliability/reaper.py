@@ -147,24 +147,49 @@ async def _dead_letter_if_last_try(
 
 
 async def _worker_lists(redis: Any) -> list[WorkerJobs]:
-    out = []
-    async for raw_key in redis.scan_iter(match=constants.WORKER_JOBS_PATTERN):
-        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
-        worker_id = worker_id_of(key)
-        alive = bool(await redis.exists(constants.HEARTBEAT_KEY.format(worker_id=worker_id)))
-        jobs = frozenset(j.decode() for j in await redis.smembers(key))
-        out.append(WorkerJobs(worker_id, alive, jobs))
-    return out
+    """Every worker's job list and whether its heartbeat is there: one SCAN per
+    ``SCAN_COUNT`` keys, then one pipelined round trip for all the lists."""
+    keys = [
+        raw.decode() if isinstance(raw, bytes) else raw
+        async for raw in redis.scan_iter(
+            match=constants.WORKER_JOBS_PATTERN, count=constants.SCAN_COUNT
+        )
+    ]
+    if not keys:
+        return []
+    ids = [worker_id_of(k) for k in keys]
+    async with redis.pipeline(transaction=False) as pipe:
+        for worker_id, key in zip(ids, keys, strict=True):
+            pipe.exists(constants.HEARTBEAT_KEY.format(worker_id=worker_id))
+            pipe.smembers(key)
+        replies = await pipe.execute()
+    return [
+        WorkerJobs(worker_id, bool(alive), frozenset(j.decode() for j in members))
+        for worker_id, alive, members in zip(ids, replies[::2], replies[1::2], strict=True)
+    ]
 
 
 async def _marks(redis: Any, queue: str) -> list[Mark]:
-    out = []
-    async for raw_key in redis.scan_iter(match=in_progress_key_prefix + "*"):
-        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
-        job_id = key[len(in_progress_key_prefix) :]
-        queued = await redis.zscore(queue, job_id) is not None
-        out.append(Mark(job_id, queued, int(await redis.pttl(key))))
-    return out
+    """Every in-progress mark: whether its job is queued and its time to live, for all of
+    them in one pipelined round trip (a pass ran two round trips per running job)."""
+    keys = [
+        raw.decode() if isinstance(raw, bytes) else raw
+        async for raw in redis.scan_iter(
+            match=in_progress_key_prefix + "*", count=constants.SCAN_COUNT
+        )
+    ]
+    if not keys:
+        return []
+    ids = [k[len(in_progress_key_prefix) :] for k in keys]
+    async with redis.pipeline(transaction=False) as pipe:
+        for job_id, key in zip(ids, keys, strict=True):
+            pipe.zscore(queue, job_id)
+            pipe.pttl(key)
+        replies = await pipe.execute()
+    return [
+        Mark(job_id, score is not None, int(ttl))
+        for job_id, score, ttl in zip(ids, replies[::2], replies[1::2], strict=True)
+    ]
 
 
 def confirmed_dead(

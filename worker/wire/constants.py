@@ -39,6 +39,9 @@ HEARTBEAT_TTL_S: Final = 10  # a worker silent this long is dead: its running jo
 WORKER_JOBS_KEY: Final = KEY_PREFIX + "worker-jobs:{worker_id}"
 WORKER_JOBS_PATTERN: Final = KEY_PREFIX + "worker-jobs:*"
 REAP_INTERVAL_S: Final = 2.0
+# keys a SCAN step looks at (Redis' default is 10: a pass over 100k job keys would be 10k round
+# trips every REAP_INTERVAL_S, per worker)
+SCAN_COUNT: Final = 1000
 
 # Job ids enqueued by clients, so `poolq status` can count queued/running/done/failed: a sorted
 # set job id -> enqueue time (unix seconds), trimmed to the last JOB_INDEX_TTL_S on every
