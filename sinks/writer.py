@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -216,25 +216,15 @@ class QdrantWriter(StoreOwner):
     async def _write(
         self, collection: str, points: list[PointRecord], replace: dict[str, int]
     ) -> int:
-        batches = [
-            points[start : start + self.batch_points]
-            for start in range(0, len(points), self.batch_points)
-        ]
-        # one at a time into an embedded store; side by side (up to the store's threads) to a
-        # server, every one acknowledged before the stale chunks go and the write returns
-        slots = asyncio.Semaphore(self.write_concurrency)
-
-        async def upsert(batch: list[PointRecord]) -> None:
-            async with slots:
-                what = f"upsert of {len(batch)} points into {collection!r}"
-                await self._mutating(what, partial(_upsert, collection=collection, points=batch))
-                self.points_written += len(batch)
-                self.batches_written += 1
-
-        if len(batches) == 1:
-            await upsert(batches[0])
-        elif batches:
-            await _all_or_cancel([upsert(b) for b in batches])
+        # in order, each acknowledged before the next: a document's chunks land in order, so
+        # one whose last chunk is stored is whole (sinks/inventory.py). Writes of other
+        # documents run beside this one on a store that takes several (sinks/owner.py).
+        for start in range(0, len(points), self.batch_points):
+            batch = points[start : start + self.batch_points]
+            what = f"upsert of {len(batch)} points into {collection!r}"
+            await self._mutating(what, partial(_upsert, collection=collection, points=batch))
+            self.points_written += len(batch)
+            self.batches_written += 1
         if replace:
             await self._delete_stale(collection, replace)
         return len(points)
@@ -269,18 +259,6 @@ def _factory(
         return store_factory(url, path, api_key, **options)
     except ValueError as e:
         raise ValueError(f"QdrantWriter: {e}") from None
-
-
-async def _all_or_cancel(calls: list[Awaitable[None]]) -> None:
-    """Run ``calls`` concurrently; the first failure cancels the rest and is raised."""
-    tasks = [asyncio.ensure_future(c) for c in calls]
-    try:
-        await asyncio.gather(*tasks)
-    except BaseException:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        raise
 
 
 def _upsert(store: Store, *, collection: str, points: list[PointRecord]) -> None:

@@ -114,3 +114,14 @@ async def test_other_calls_wait_for_the_writes_before_them_and_run_alone():
     ends = {what: t for kind, what, t in store.log if kind == "end"}
     assert all(ends[f"upsert:d{i}"] <= starts["delete"] for i in range(3))
     assert ends["delete"] <= starts["upsert:late"]
+
+
+async def test_one_writes_batches_land_in_order_one_at_a_time():
+    """A document's chunks go in order (a stored last chunk means a whole document:
+    ``sinks/inventory.py``), so the batches of one write never overlap, even on a store that
+    takes several writes at once."""
+    store = SlowStore(write_concurrency=4, delay_s=0.01)
+    async with QdrantWriter(store_factory=lambda: store, batch_points=2) as w:
+        assert await w.write("c", points("big", n=7)) == 7
+    assert store.max_active == 1
+    assert [what for kind, what, _ in store.log if kind == "start"] == ["upsert:big"] * 4
