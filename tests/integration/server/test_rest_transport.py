@@ -1,0 +1,73 @@
+"""``--qdrant-transport rest`` (``POOLQ_QDRANT_TRANSPORT=rest``) pointed at a port that speaks
+only gRPC (the endpoint's, as a real server's 6334): the command should fail fast with one line
+naming the address, not start, nor print a traceback.
+
+Both fail today (xfail, strict: remove the marks once fixed): ``poolq worker`` only checks that
+the port accepts a TCP connection (``worker/cli/worker.py:_probe`` -> ``probe_qdrant``), loads
+its models and reports ready, and every ingest job then fails in ``ensure_collection`` with
+``ResponseHandlingException(RemoteProtocolError: illegal request line)``, retried for minutes
+before the dead-letter list; ``poolq export`` ends in that exception's traceback (it is not
+among the errors ``worker/cli/store_target.py`` and ``sinks/transfer.py`` turn into one line)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from poolq.worker.dev.local_worker import WorkerProcess
+
+pytestmark = pytest.mark.slow
+BUG = (
+    "a REST client on a gRPC-only port is not detected: the worker starts, jobs retry "
+    "'illegal request line'; export prints a traceback"
+)
+
+
+def rest_url(endpoint) -> str:
+    return f"http://127.0.0.1:{endpoint.port}"
+
+
+def assert_one_line_error(text: str, command: str, endpoint) -> None:
+    assert "Traceback" not in text, text
+    last = text.strip().splitlines()[-1]
+    assert last.startswith(f"poolq {command}: error:"), text
+    assert f"127.0.0.1:{endpoint.port}" in last and "rest" in last.lower(), last
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=BUG)
+@pytest.mark.timeout(120)
+def test_worker_with_rest_on_a_grpc_port_fails_fast(redis_url, endpoint, workdir):
+    other_db = redis_url.rsplit("/", 1)[0] + "/7"  # not the package worker's queue
+    worker = WorkerProcess(
+        other_db, workdir / "rest", "--qdrant-transport", "rest", qdrant_url=rest_url(endpoint)
+    )
+    t0 = time.monotonic()
+    try:
+        worker.start(ready_timeout_s=60)  # RuntimeError when the process exits first
+        started = True
+    except RuntimeError:
+        started = False
+    finally:
+        worker.stop()
+    log = worker.log.read_text()
+    assert not started, f"the worker started and reported ready:\n{log}"
+    assert time.monotonic() - t0 < 30
+    assert " ready:" not in log  # refused before the models load
+    assert_one_line_error(log, "worker", endpoint)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=BUG)
+@pytest.mark.timeout(60)
+def test_export_with_rest_on_a_grpc_port_is_one_line(endpoint):
+    out = subprocess.run(
+        [sys.executable, "-m", "poolq.worker", "export", "--collection", "kb",
+         "--qdrant-url", rest_url(endpoint), "-o", "-"],
+        capture_output=True, text=True, timeout=50,
+        env={**os.environ, "POOLQ_QDRANT_TRANSPORT": "rest"},
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert_one_line_error(out.stderr, "export", endpoint)
