@@ -48,15 +48,22 @@ def open_target(
     if path is not None and must_exist and not path.is_dir():
         fail(command, f"no embedded Qdrant folder at {str(path)!r}")
     env = os.environ
+    transport = env.get("POOLQ_QDRANT_TRANSPORT") or "grpc"
     try:
         port = env.get("POOLQ_QDRANT_GRPC_PORT")
+        grpc_port = int(port) if port else None
+        if url is not None:  # the protocol answers, before the store is opened (one line)
+            from poolq.sinks.store.probe import check_speaks_qdrant
+            from poolq.sinks.store.server_target import server_target
+
+            check_speaks_qdrant(server_target(url, transport, grpc_port), api_key)
         return open_store(
             url=url,
             path=path,
             api_key=api_key,
             local_mode_ok=local_mode_ok,
-            transport=env.get("POOLQ_QDRANT_TRANSPORT") or "grpc",
-            grpc_port=int(port) if port else None,
+            transport=transport,
+            grpc_port=grpc_port,
         )
     except (StoreLockedError, NotAStoreError, ValueError, OSError) as e:
         fail(command, e)

@@ -234,5 +234,8 @@ def _probe(settings: Settings) -> None:
             )
             port = target.grpc_port if target.transport == "grpc" else None
             probe_qdrant(settings.qdrant_url, grpc_port=port)
+            from poolq.sinks.store.probe import check_speaks_qdrant
+
+            check_speaks_qdrant(target, settings.qdrant_api_key)
     except (ConnectionError, OSError) as exc:
         fail("worker", exc, 1)

@@ -1,13 +1,8 @@
 """``--qdrant-transport rest`` (``POOLQ_QDRANT_TRANSPORT=rest``) pointed at a port that speaks
-only gRPC (the endpoint's, as a real server's 6334): the command should fail fast with one line
-naming the address, not start, nor print a traceback.
-
-Both fail today (xfail, strict: remove the marks once fixed): ``poolq worker`` only checks that
-the port accepts a TCP connection (``worker/cli/worker.py:_probe`` -> ``probe_qdrant``), loads
-its models and reports ready, and every ingest job then fails in ``ensure_collection`` with
-``ResponseHandlingException(RemoteProtocolError: illegal request line)``, retried for minutes
-before the dead-letter list; ``poolq export`` ends in that exception's traceback (it is not
-among the errors ``worker/cli/store_target.py`` and ``sinks/transfer.py`` turn into one line)."""
+only gRPC (the endpoint's, as a real server's 6334): the command fails in seconds with one line
+naming the address and the transport (``sinks/store/probe.py``: one real request in the chosen
+protocol), instead of a worker that starts and then fails every job with a protocol error, or
+a traceback from ``poolq export``."""
 
 from __future__ import annotations
 
@@ -21,10 +16,6 @@ import pytest
 from poolq.worker.dev.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow
-BUG = (
-    "a REST client on a gRPC-only port is not detected: the worker starts, jobs retry "
-    "'illegal request line'; export prints a traceback"
-)
 
 
 def rest_url(endpoint) -> str:
@@ -38,7 +29,6 @@ def assert_one_line_error(text: str, command: str, endpoint) -> None:
     assert f"127.0.0.1:{endpoint.port}" in last and "rest" in last.lower(), last
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=BUG)
 @pytest.mark.timeout(120)
 def test_worker_with_rest_on_a_grpc_port_fails_fast(redis_url, endpoint, workdir):
     other_db = redis_url.rsplit("/", 1)[0] + "/7"  # not the package worker's queue
@@ -60,7 +50,6 @@ def test_worker_with_rest_on_a_grpc_port_fails_fast(redis_url, endpoint, workdir
     assert_one_line_error(log, "worker", endpoint)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=BUG)
 @pytest.mark.timeout(60)
 def test_export_with_rest_on_a_grpc_port_is_one_line(endpoint):
     out = subprocess.run(
