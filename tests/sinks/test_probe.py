@@ -16,7 +16,7 @@ from poolq.sinks.store.server_target import server_target
 
 def serve(body: dict) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:  # http.server calls it by this name
             data = json.dumps(body).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
