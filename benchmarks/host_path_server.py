@@ -4,8 +4,10 @@ and what each process, and each role of thread inside the worker, spends per chu
 
 Thread roles are read from ``/proc/<pid>/task/*`` by the names the worker gives its threads
 (``worker/engine/thread_names.py``): ``poolq-compute`` (every forward and its pooling, with
-OpenMP's team), the main thread (the event loop), ``poolq-tokenize``, ``poolq-model``, gRPC's
-own threads, and the rest (the store's threads: encoding and sending upserts). The endpoint's
+OpenMP's team), the main thread (the event loop), ``poolq-io`` (``asyncio.to_thread``:
+chunking), ``poolq-tokenize``, ``poolq-model`` (the engine's scheduler), ``poolq-store`` and
+``poolq-read`` (the store's threads: encoding and sending upserts, the store's reads), gRPC's
+own threads, and anything else. The endpoint's
 CPU is printed but not counted: on a real deployment the server runs on another machine.
 
 Also measured in this process on the same points: encoding and sending the upserts through

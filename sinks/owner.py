@@ -42,8 +42,16 @@ class StoreOwner:
     operations."""
 
     def __init__(
-        self, factory: Callable[[], Store], target: str, *, queue_size: int, policy: RetryPolicy
+        self,
+        factory: Callable[[], Store],
+        target: str,
+        *,
+        queue_size: int,
+        policy: RetryPolicy,
+        thread_start: Callable[[str], None] | None = None,
     ) -> None:
+        """``thread_start(name)`` runs first in each of the owner's threads (``poolq-store``,
+        ``poolq-read``): the worker names them for the OS there."""
         if isinstance(queue_size, bool) or not isinstance(queue_size, int) or queue_size < 1:
             raise ValueError(f"queue_size: expected an integer >= 1, got {queue_size!r}")
         self._factory, self._target = factory, target
@@ -59,6 +67,7 @@ class StoreOwner:
         self._stopping = False
         self._stopper: asyncio.Future[None] | None = None
         self.write_concurrency = 1  # the store's, once it is open
+        self._thread_start = thread_start
 
     def __repr__(self) -> str:  # never shows the api key
         return f"{type(self).__name__}({self._target})"
@@ -74,7 +83,7 @@ class StoreOwner:
         if self._task is not None:
             raise RuntimeError(f"{self!r} is already started")
         loop = asyncio.get_running_loop()
-        executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-store")
+        executor = self._pool(1, "poolq-store")
         try:
             self._store = await loop.run_in_executor(executor, self._factory)
         except BaseException:
@@ -83,13 +92,21 @@ class StoreOwner:
         self.write_concurrency = max(1, int(self._store.write_concurrency))
         if self.write_concurrency > 1:  # a thread per write in flight
             executor.shutdown(wait=False)
-            executor = ThreadPoolExecutor(self.write_concurrency, thread_name_prefix="poolq-store")
+            executor = self._pool(self.write_concurrency, "poolq-store")
         self._executor = executor
         if self._store.concurrent_reads:
-            self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="poolq-read")
+            self._reader = self._pool(1, "poolq-read")
         self._queue = asyncio.Queue(self.queue_size)
         self._stopping = False
         self._task = asyncio.create_task(self._own(), name="poolq-qdrant-writer")
+
+    def _pool(self, threads: int, name: str) -> ThreadPoolExecutor:
+        start = self._thread_start
+        if start is None:
+            return ThreadPoolExecutor(threads, thread_name_prefix=name)
+        return ThreadPoolExecutor(
+            threads, thread_name_prefix=name, initializer=start, initargs=(name,)
+        )
 
     async def stop(self) -> None:
         """Finish the queued work, then close the store and stop the task and threads."""

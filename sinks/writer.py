@@ -55,6 +55,7 @@ class QdrantWriter(StoreOwner):
         transport: str = "grpc",
         grpc_port: int | None = None,
         writes_in_flight: int | None = None,
+        thread_start: Callable[[str], None] | None = None,
     ) -> None:
         if store_factory is not None:
             if url is not None or path is not None or api_key is not None:
@@ -73,7 +74,9 @@ class QdrantWriter(StoreOwner):
                 writes_in_flight=writes_in_flight,
             )
         policy = RetryPolicy(max_retries, backoff_s, max_backoff_s)
-        super().__init__(factory, target, queue_size=queue_size, policy=policy)
+        super().__init__(
+            factory, target, queue_size=queue_size, policy=policy, thread_start=thread_start
+        )
         b = batch_points
         if isinstance(b, bool) or not isinstance(b, int) or b < 1:
             raise ValueError(f"batch_points: expected an integer >= 1, got {b!r}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -23,6 +24,7 @@ from poolq.worker.app.jobs.ingest import ingest
 from poolq.worker.app.jobs.reindex import reindex
 from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
+from poolq.worker.engine.thread_names import named
 from poolq.worker.observability import metrics
 from poolq.worker.reliability.arq_overrides import PoolqWorker, adopt_running
 from poolq.worker.reliability.heartbeat import HeartbeatThread
@@ -59,6 +61,10 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["settings"] = settings
     adopt_running(ctx)  # under `arq ...WorkerSettings` too: the Redis-tolerant worker class
     keep_freed_memory()  # upsert buffers reuse their pages (sinks/store/heap.py)
+    # asyncio.to_thread's threads (chunking, ...) named for the OS, as the others are
+    asyncio.get_running_loop().set_default_executor(
+        ThreadPoolExecutor(thread_name_prefix="poolq-io", initializer=named("poolq-io"))
+    )
     if not settings.qdrant_url and "writer" not in ctx:
         # one worker per embedded folder, before any model loads (`poolq worker` took it
         # already, before connecting to Redis: this returns its lock)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.writer import QdrantWriter
 from poolq.worker.config.settings import Settings
+from poolq.worker.engine.thread_names import name_os_thread
 from poolq.worker.runtime.admission import Admission, default_bound
 from poolq.worker.runtime.query import QueryService
 from poolq.worker.runtime.vectorizer import Vectorizer
@@ -34,8 +35,11 @@ def open_writer(settings: Settings) -> QdrantWriter:
             transport=settings.qdrant_transport,
             grpc_port=settings.qdrant_grpc_port,
             writes_in_flight=settings.qdrant_writes_in_flight,
+            thread_start=name_os_thread,
         )
-    return QdrantWriter(path=settings.qdrant_path, store_process=settings.store_process)
+    return QdrantWriter(
+        path=settings.qdrant_path, store_process=settings.store_process, thread_start=name_os_thread
+    )
 
 
 @dataclass
