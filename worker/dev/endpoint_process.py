@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from poolq.worker.dev.ending import end_process
+
 _READY = re.compile(r"^qdrant endpoint listening on (\S+):(\d+) \(path (.*)\)$")
 
 
@@ -90,13 +92,7 @@ class EndpointProcess:
     def _end(self, sig: int, timeout_s: float) -> int:
         if self.proc is None:
             return 0
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait(10)
+        rc = end_process(self.proc, sig, timeout_s)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
         self.proc = None

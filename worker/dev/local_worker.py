@@ -14,6 +14,7 @@ from typing import Any
 
 import redis
 
+from poolq.worker.dev.ending import end_process
 from poolq.worker.wire import constants
 from poolq.worker.wire.records.heartbeat import read_heartbeat
 
@@ -99,13 +100,7 @@ class WorkerProcess:
         if self.proc is None:
             return 0
         children = _children(self.proc.pid)  # its store process (sinks/store/process.py)
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait(10)
+        rc = end_process(self.proc, sig, timeout_s)
         _wait_gone(children)  # killed with the worker: gone, and its locks with it
         self._log_f.close()
         self.proc = None
