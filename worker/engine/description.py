@@ -9,7 +9,9 @@ from typing import Literal
 from poolq.worker.engine.input_forms import InputForms
 from poolq.worker.pooling.tasks import PoolingTask
 
-ModelKind = Literal["encoder", "masked_lm", "colbert", "bge_m3", "classifier", "decoder"]
+# a registered checkpoint kind's name (worker/engine/kinds/): "encoder", "decoder", "colbert",
+# "masked_lm", "classifier", "bge_m3", or one added there
+ModelKind = str
 # "auto": bf16 where the CPU computes it natively (AVX512-BF16, AMX), else fp32; bf16 (or fp16)
 # on CUDA. "int8": int8 linear layers on the CPU, behind the quality gate (engine/int8_gate.py).
 Precision = Literal["auto", "float32", "bfloat16", "float16", "int8"]

@@ -2,28 +2,20 @@
 
 Precedence for every choice: explicit :class:`ModelConfig` > sentence-transformers metadata
 (``modules.json``, Pooling, Dense, Normalize, ``max_seq_length``, prompts) > architecture default
-(BERT-likes CLS, causal LAST). ``trust_remote_code`` is never used.
+(BERT-likes CLS, causal LAST). What a checkpoint's kind decides (ColBERT, SPLADE, BGE-M3, ...)
+is its entry in the checkpoint-kind registry (``kinds/``). ``trust_remote_code`` is never used.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from poolq.worker.engine.checkpoint import (
-    SentenceTransformersInfo,
-    load_weights,
-    read_config,
-    read_sentence_transformers,
-    resolve_model_path,
-    weight_shapes,
-)
-from poolq.worker.engine.colbert_forms import read_colbert_forms
+from poolq.worker.engine.checkpoint import load_weights
 from poolq.worker.engine.compute_thread import CPU_COMPUTE, yield_to_urgent
 from poolq.worker.engine.description import ModelConfig, ModelDescription, ModelKind
 from poolq.worker.engine.device import (
@@ -33,8 +25,8 @@ from poolq.worker.engine.device import (
     warn_emulated_bf16,
 )
 from poolq.worker.engine.idf import IdfWeights
+from poolq.worker.engine.kinds import Checkpoint, CheckpointKind, kind_named, recognize
 from poolq.worker.engine.models import architecture_for
-from poolq.worker.engine.models.recognize import recognize_kind
 from poolq.worker.engine.models.registry import max_positions
 from poolq.worker.engine.pooler_builder import build_pooler
 from poolq.worker.engine.tokenizer import TextTokenizer
@@ -47,35 +39,13 @@ from poolq.worker.pooling.tasks import PoolingTask
 if TYPE_CHECKING:
     from poolq.worker.engine.int8_quality import QualityReport
 
-_ST_POOLING = {"cls": "CLS", "mean": "MEAN", "lasttoken": "LAST"}
 
-
-@dataclass
-class _Checkpoint:
-    model_id: str
-    path: Path
-    config: dict[str, Any]
-    st: SentenceTransformersInfo | None
-    shapes: dict[str, tuple[int, ...]]
-
-
-def _open(name_or_path: str) -> _Checkpoint:
-    path = resolve_model_path(name_or_path)
-    return _Checkpoint(
-        name_or_path, path, read_config(path), read_sentence_transformers(path), weight_shapes(path)
-    )
-
-
-def _kind(ck: _Checkpoint) -> ModelKind:
-    return recognize_kind(ck.config, ck.path, ck.shapes, ck.st)
-
-
-def _max_length(ck: _Checkpoint, cfg: ModelConfig) -> int:
+def _max_length(ck: Checkpoint, cfg: ModelConfig, kind: CheckpointKind) -> int:
     arch = architecture_for(ck.config.get("model_type"))
     # RoPE decoders: positions are the model's limit; RoBERTa's start after the padding index
     positions = arch.positions(ck.config) if arch else max_positions(ck.config)
-    # PyLate rewrites max_seq_length per call (query or document length): not a model limit
-    st_len = ck.st.max_seq_length if ck.st and _kind(ck) != "colbert" else None
+    # a kind may say max_seq_length is no model limit (PyLate rewrites it per call)
+    st_len = ck.st.max_seq_length if ck.st and kind.st_max_length else None
     candidates = [cfg.max_length, st_len]
     tok_cfg = ck.path / "tokenizer_config.json"
     if tok_cfg.is_file():
@@ -94,83 +64,37 @@ def is_native(model_type: str, kind: ModelKind) -> bool:
 
 
 def describe(
-    ck: _Checkpoint, cfg: ModelConfig, tok: TextTokenizer | None = None
+    ck: Checkpoint, cfg: ModelConfig, tok: TextTokenizer | None = None
 ) -> ModelDescription:
-    """``tok``: the model's tokenizer if already loaded (ColBERT forms need token ids)."""
-    kind = _kind(ck)
+    """``tok``: the model's tokenizer if already loaded (ColBERT forms need token ids). What
+    depends on the checkpoint's kind (tasks and sizes, the embed method, which metadata counts,
+    query/document forms) is its registry entry's (``worker/engine/kinds/``)."""
+    kind = recognize(ck)
     c = ck.config
     model_type = str(c.get("model_type", ""))
-    hidden = int(c.get("hidden_size") or c.get("d_model") or c.get("dim") or 0)
-    vocab = int(c.get("vocab_size", 0))
     st = ck.st
-    pooling: str | None = None
-    tasks: dict[PoolingTask, int] = {}
-    if kind in ("encoder", "decoder", "bge_m3"):
-        st_pooling = st.pooling_mode if st else None
-        if cfg.pooling is not None:
-            pooling = cfg.pooling
-        elif st_pooling is not None and kind != "bge_m3":
-            if st_pooling not in _ST_POOLING:
-                raise ValueError(
-                    f"model {ck.model_id!r}: sentence-transformers pooling mode {st_pooling!r} is not supported; "
-                    f"supported: {sorted(_ST_POOLING)} (override with pooling=CLS|MEAN|LAST)"
-                )
-            pooling = _ST_POOLING[st_pooling]
-        else:
-            arch = architecture_for(model_type)
-            pooling = (
-                arch.default_pooling if arch is not None else "LAST" if kind == "decoder" else "CLS"
-            )
-        embed_dim = st.dense[-1].out_features if st and st.dense else hidden
-        tasks["embed"] = embed_dim
-        tasks["token_embed"] = hidden
-    if kind == "bge_m3":
-        tasks["sparse"] = vocab
-        if (ck.path / "colbert_linear.pt").is_file():
-            tasks["token_embed"] = int(
-                torch.load(ck.path / "colbert_linear.pt", map_location="cpu", weights_only=True)[
-                    "weight"
-                ].shape[0]
-            )
-        else:
-            del tasks["token_embed"]
-    elif kind == "colbert":
-        if "linear.weight" in ck.shapes:
-            tasks["token_embed"] = ck.shapes["linear.weight"][0]
-        else:
-            tasks["token_embed"] = st.dense[-1].out_features if st and st.dense else hidden
-    elif kind == "masked_lm":
-        tasks["sparse"] = vocab
-    elif kind == "classifier":
-        # the classifier's weight is the truth (transformers 5 omits the default num_labels=2)
-        out_w = ck.shapes.get("classifier.out_proj.weight") or ck.shapes.get("classifier.weight")
-        tasks["classify"] = (
-            int(out_w[0])
-            if out_w
-            else int(c.get("num_labels") or len(c.get("id2label") or {}) or 2)
-        )
+    pooling = kind.pooling(ck, cfg) if kind.pooling is not None else None
+    tasks: dict[PoolingTask, int] = kind.tasks(ck)
     normalize = (
         cfg.normalize
         if cfg.normalize is not None
-        else (st.normalize if st is not None and kind == "encoder" else True)
+        else (st.normalize if st is not None and kind.st_normalize else True)
     )
     mdims = cfg.matryoshka_dims or c.get("matryoshka_dimensions")
     is_m = cfg.is_matryoshka if cfg.is_matryoshka is not None else c.get("is_matryoshka")
-    max_length = _max_length(ck, cfg)
+    max_length = _max_length(ck, cfg, kind)
     forms = None
-    if kind == "colbert":
+    if kind.input_forms is not None:
         tok = tok or TextTokenizer.from_folder(ck.path, max_length)
-        forms = read_colbert_forms(
-            ck.path, tok, max_length, colbert_ir="linear.weight" in ck.shapes
-        )
+        forms = kind.input_forms(ck, tok, max_length)
     return ModelDescription(
         model_id=ck.model_id,
         path=str(ck.path),
-        kind=kind,
+        kind=kind.name,
         architecture=str((c.get("architectures") or [model_type])[0]),
         model_type=model_type,
-        hidden_size=hidden,
-        vocab_size=vocab,
+        hidden_size=ck.hidden_size,
+        vocab_size=ck.vocab_size,
         max_length=max_length,
         pooling=pooling,
         normalize=bool(normalize),
@@ -180,7 +104,7 @@ def describe(
         matryoshka_dims=tuple(int(d) for d in mdims) if mdims else None,
         prompts=tuple((st.prompts if st else {}).items()),
         default_prompt_name=st.default_prompt_name if st else None,
-        native_encoder=is_native(model_type, kind),
+        native_encoder=is_native(model_type, kind.name),
         input_forms=forms,
     )
 
@@ -188,7 +112,7 @@ def describe(
 def describe_model(name_or_path: str, config: ModelConfig | None = None) -> ModelDescription:
     """The model's description, from its files only (the model is not run or built)."""
     cfg = config or ModelConfig(model=name_or_path)
-    return describe(_open(name_or_path), cfg)
+    return describe(Checkpoint.open(name_or_path), cfg)
 
 
 @dataclass
@@ -222,8 +146,8 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
 
 
 def _load_model(cfg: ModelConfig) -> PoolingModel:
-    ck = _open(cfg.model)
-    tok = TextTokenizer.from_folder(ck.path, _max_length(ck, cfg))
+    ck = Checkpoint.open(cfg.model)
+    tok = TextTokenizer.from_folder(ck.path, _max_length(ck, cfg, recognize(ck)))
     desc = describe(ck, cfg, tok)
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg.dtype, device)
@@ -239,7 +163,7 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
 
         pad = ck.config.get("pad_token_id")
         encoder = PaddedAutoModelRunner(ck.path, int(pad) if pad is not None else 0, torch.float32)
-        if desc.kind in ("masked_lm", "classifier", "colbert"):
+        if kind_named(desc.kind).head_weights:  # the kind's heads, from the main weights
             state = load_weights(ck.path)
     pooler = build_pooler(ck.st, ck.path, ck.config, desc, cfg, state, tok)
     # Weights stay FP32; bf16/fp16 runs under autocast (matmuls and attention in low precision,

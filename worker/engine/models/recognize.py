@@ -1,5 +1,7 @@
 """Which kind of pooling checkpoint a folder holds, from its files, ``architectures`` and
-``model_type`` (nothing is built or run)."""
+``model_type`` (nothing is built or run): the checkpoint-kind registry's answer
+(``worker/engine/kinds/``, in its precedence order), for callers holding the pieces of a
+checkpoint rather than an opened one."""
 
 from __future__ import annotations
 
@@ -9,21 +11,8 @@ from typing import Any
 
 from poolq.worker.engine.checkpoint import SentenceTransformersInfo
 from poolq.worker.engine.description import ModelKind
-from poolq.worker.engine.models import FALLBACK_CAUSAL_TYPES, architecture_for
-
-
-def is_causal(config: Mapping[str, Any]) -> bool:
-    """A decoder: a causal family of the registry, a known fallback decoder, or a config that
-    says so (``is_decoder``, a ``*ForCausalLM`` architecture)."""
-    arch = architecture_for(config.get("model_type"))
-    if arch is not None:
-        return arch.causal
-    archs = " ".join(str(a) for a in config.get("architectures") or [])
-    return (
-        bool(config.get("is_decoder"))
-        or "CausalLM" in archs
-        or config.get("model_type") in FALLBACK_CAUSAL_TYPES
-    )
+from poolq.worker.engine.kinds import Checkpoint, recognize
+from poolq.worker.engine.kinds.decoder import is_causal
 
 
 def recognize_kind(
@@ -32,18 +21,7 @@ def recognize_kind(
     shapes: Mapping[str, tuple[int, ...]],
     st: SentenceTransformersInfo | None,
 ) -> ModelKind:
-    archs = [str(a) for a in config.get("architectures") or []]
-    arch = archs[0] if archs else ""
-    if (path / "colbert_linear.pt").is_file() or (path / "sparse_linear.pt").is_file():
-        return "bge_m3"
-    if arch == "HF_ColBERT" or "linear.weight" in shapes:
-        return "colbert"
-    if st is not None and any("pylate" in t.lower() for t in st.module_types):
-        return "colbert"
-    if arch.endswith("ForMaskedLM"):
-        return "masked_lm"
-    if arch.endswith("ForSequenceClassification"):
-        return "classifier"
-    if is_causal(config):
-        return "decoder"
-    return "encoder"
+    return recognize(Checkpoint(str(path), path, dict(config), st, dict(shapes))).name
+
+
+__all__ = ["is_causal", "recognize_kind"]
