@@ -94,16 +94,16 @@ async def stages_round(
             vec, docs, schema, job_size=job_size, batch_points=batch_points,
             redis_url=redis_url,
         )  # fmt: skip
-        client = {
-            "qdrant-client gRPC": grpc_requests_s(points, batch_points),
-            "qdrant-client REST": rest_bodies_s(points, batch_points),
-        }
-        if endpoint_url is not None:
-            cpu_s, _ = upserts_cpu_s(points, schema, endpoint_url, batch_points)
-            client["poolq gRPC (CPU)"] = cpu_s
-        return st, client
     finally:
-        await vec.stop()
+        await vec.stop()  # its threads idle from here: nothing else runs in this process
+    client = {
+        "qdrant-client gRPC": grpc_requests_s(points, batch_points),
+        "qdrant-client REST": rest_bodies_s(points, batch_points),
+    }
+    if endpoint_url is not None:
+        cpu_s, _ = upserts_cpu_s(points, schema, endpoint_url, batch_points)
+        client["poolq gRPC (CPU)"] = cpu_s
+    return st, client
 
 
 def main() -> None:
