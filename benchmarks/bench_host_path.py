@@ -3,7 +3,8 @@ a real ``poolq worker`` process, the embedded Qdrant Edge store), a per-stage br
 the store's own floor at the same shapes, all in one run. Exit status 1 on a missed target.
 
     python benchmarks/bench_host_path.py [--docs N] [--job-size N] [--rounds N]
-                                         [--pool-factor N] [--no-targets]
+                                         [--pool-factor N] [--server [--workers N]]
+                                         [--no-targets]
 
 The model (``host_path_model.py``) is a random 1-layer, hidden-128 BERT serving ``dense`` and
 a 128-dim ``colbert`` multi-vector, built at run time; the documents are standard-library
@@ -11,13 +12,18 @@ docstrings (``ingest/sample_corpus.py``). Each stage is measured alone in this p
 (``host_path_stages.py``): decode (msgpack job + validation), chunk, tokenize, forward, pool,
 point build, store conversion, store write (batches of the writer's size, each durable in
 the WAL), progress (Redis). The store floor is conversion + write alone, points/s. The
-server backend's client-side work (qdrant-client's gRPC upsert requests, built and serialized,
-no server: none can run here) is printed beside it.
+upserts' client side is printed beside it: qdrant-client building them as gRPC messages and as
+REST bodies (no server), and with ``--server`` poolq's own encoder sending them to the
+Qdrant-protocol stand-in (CPU of this process).
 
-The queue run also reads the CPU time every process spent on it (``/proc``: the worker with
-all its threads, its store process, Redis, the client) and prints it per chunk, with the rate
-the machine's cores could give at that cost if every one of them did nothing else: on a
-2-core machine with this model that ceiling, not the pipeline's overlap, bounds the figure.
+``--server`` (``host_path_server.py``) adds a worker (``--workers N``: N of them) writing over
+gRPC to the stand-in, which it starts, beside the worker on the embedded store; its targets are
+issue 25's, in CPU ms per chunk. Without it, the targets are issue 21's chunks/s.
+
+The queue run also reads the CPU time every process spent on it (``/proc``: the workers with
+all their threads, by role, an embedded store's process, Redis, the client; the stand-in
+printed but not counted) and prints it per chunk, with the rate the machine's cores could give
+at that cost if every one of them did nothing else.
 
 Rounds alternate the queue run and the stage runs; each figure is its best round. Load
 (``os.getloadavg``) and CPU time stolen (``/proc/stat``) are printed beside each figure.
