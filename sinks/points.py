@@ -38,7 +38,8 @@ class SparseValues:
 
 
 # Dense and multi-vectors may also be float32 numpy arrays (``[d]``, ``[n, d]``): embedded Qdrant
-# stores them without a round trip through Python lists; for a server they become lists.
+# stores them without a round trip through Python lists, and a server over gRPC gets their bytes
+# (sinks/proto); only qdrant-client's REST path turns them into lists.
 VectorValue: TypeAlias = list[float] | SparseValues | list[list[float]] | np.ndarray
 
 

@@ -4,7 +4,9 @@ export/import ask of Qdrant, whichever backend holds the points.
 Requests are built once, as qdrant-client models (points, filters, selectors, ``query_points``
 keyword arguments, collection parameters); :class:`~poolq.sinks.store.client.ClientStore`
 passes them to a Qdrant server as they are, and :class:`~poolq.sinks.store.edge.EdgeStore`
-translates them for Qdrant Edge. Results come back as qdrant-client models too
+translates them for Qdrant Edge. The writer hands points over as the sink's records
+(:meth:`Store.upsert_records`): a server over gRPC (``server.py``) encodes them from their
+arrays without building models at all. Results come back as qdrant-client models too
 (``models.Record``, ``models.ScoredPoint``, ``models.CollectionParams``) with string ids.
 
 Names: a collection is physical or an alias that points at one; every method that takes a
