@@ -149,12 +149,7 @@ async def _dead_letter_if_last_try(
 async def _worker_lists(redis: Any) -> list[WorkerJobs]:
     """Every worker's job list and whether its heartbeat is there: one SCAN per
     ``SCAN_COUNT`` keys, then one pipelined round trip for all the lists."""
-    keys = [
-        raw.decode() if isinstance(raw, bytes) else raw
-        async for raw in redis.scan_iter(
-            match=constants.WORKER_JOBS_PATTERN, count=constants.SCAN_COUNT
-        )
-    ]
+    keys = await _keys(redis, constants.WORKER_JOBS_PATTERN)
     if not keys:
         return []
     ids = [worker_id_of(k) for k in keys]
@@ -172,12 +167,7 @@ async def _worker_lists(redis: Any) -> list[WorkerJobs]:
 async def _marks(redis: Any, queue: str) -> list[Mark]:
     """Every in-progress mark: whether its job is queued and its time to live, for all of
     them in one pipelined round trip (a pass ran two round trips per running job)."""
-    keys = [
-        raw.decode() if isinstance(raw, bytes) else raw
-        async for raw in redis.scan_iter(
-            match=in_progress_key_prefix + "*", count=constants.SCAN_COUNT
-        )
-    ]
+    keys = await _keys(redis, in_progress_key_prefix + "*")
     if not keys:
         return []
     ids = [k[len(in_progress_key_prefix) :] for k in keys]
@@ -189,6 +179,13 @@ async def _marks(redis: Any, queue: str) -> list[Mark]:
     return [
         Mark(job_id, score is not None, int(ttl))
         for job_id, score, ttl in zip(ids, replies[::2], replies[1::2], strict=True)
+    ]
+
+
+async def _keys(redis: Any, match: str) -> list[str]:
+    return [
+        raw.decode() if isinstance(raw, bytes) else raw
+        async for raw in redis.scan_iter(match=match, count=constants.SCAN_COUNT)
     ]
 
 
