@@ -73,7 +73,7 @@ def export_npy(
 ) -> int:
     """Write every point of ``collection`` into the new folder ``folder`` as ``.npy`` shards
     with a manifest, vectors in their stored datatype; returns the number of points."""
-    _check_exists(store, collection)
+    check_exists(store, collection)
     writer = NpyWriter(folder, collection, entries_of(store.collection_params(collection)))
     for records in _pages(store, collection, page_size):
         writer.add(records)
@@ -82,14 +82,24 @@ def export_npy(
     return writer.close()
 
 
-def _check_exists(store: Store, collection: str) -> None:
+def check_new(store: Store, collection: str) -> None:
+    """:class:`TransferError` when ``collection`` exists already (an import writes a new one)."""
+    if store.exists(collection) or collection in store.aliases():
+        raise TransferError(
+            f"collection {collection!r} exists already: import writes a new collection "
+            "(delete it, or choose another --collection)"
+        )
+
+
+def check_exists(store: Store, collection: str) -> None:
+    """:class:`TransferError` naming the collections there are, when ``collection`` is none."""
     if not store.exists(collection):
         have = ", ".join(sorted({*store.collections(), *store.aliases()})) or "none"
         raise TransferError(f"collection {collection!r} does not exist (collections: {have})")
 
 
 def _pages(store: Store, collection: str, page_size: int) -> Iterator[list]:
-    _check_exists(store, collection)
+    check_exists(store, collection)
     offset = None
     while True:
         records, offset = store.scroll(
@@ -161,11 +171,7 @@ def _import(
 ) -> ImportReport:
     """Build ``collection`` from ``(where, (point, schema))`` pairs (``where`` names the line or
     the shard's point in errors)."""
-    if store.exists(collection) or collection in store.aliases():
-        raise TransferError(
-            f"collection {collection!r} exists already: import writes a new collection "
-            "(delete it, or choose another --collection)"
-        )
+    check_new(store, collection)
     schema: CollectionSchema | None = None
     physical = new_physical_name(collection)
     pending: list = []

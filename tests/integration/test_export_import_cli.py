@@ -53,6 +53,7 @@ def test_export_import_moves_a_collection_between_folders(redis_server, tmp_path
     assert neither.returncode == 2 and "exactly one of --qdrant-path" in neither.stderr
     missing = poolq("export", "--collection", "nope", "--qdrant-path", str(new), "-o", "-")
     assert missing.returncode == 2 and "collection 'nope' does not exist" in missing.stderr
+    assert len(missing.stderr.strip().splitlines()) == 1, missing.stderr  # no progress bar first
 
     with WorkerProcess(redis_server.url, new):  # the moved collection serves as it was
         client = SyncPoolqClient(redis_server.url)

@@ -48,14 +48,20 @@ def run_export(
     from tqdm import tqdm
 
     from poolq.sinks.npy_points import NpyExportError
-    from poolq.sinks.transfer import TransferError, export_npy, export_points
+    from poolq.sinks.transfer import TransferError, check_exists, export_npy, export_points
 
     store = open_target("export", path, url, api_key, local_mode_ok=True, must_exist=True)
     to_stdout = output == "-"
     target = Path(output)
+    try:  # a missing collection is one line, before any progress bar or output file
+        check_exists(store, collection)
+    except TransferError as e:
+        store.close()
+        error("export", e)
+        return 2
     try:
         try:
-            total = store.count(collection) if store.exists(collection) else None
+            total = store.count(collection)
         except Exception:
             total = None
         bar = tqdm(total=total, unit="pt", file=sys.stderr, desc=f"exporting {collection}")

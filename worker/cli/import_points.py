@@ -56,7 +56,7 @@ def run_import(
     from poolq.sinks.jsonl_points import PointLineError
     from poolq.sinks.npy_points import MANIFEST, NpyExportError, read_manifest
     from poolq.sinks.store.errors import EdgeError
-    from poolq.sinks.transfer import TransferError, import_npy, import_points
+    from poolq.sinks.transfer import TransferError, check_new, import_npy, import_points
 
     if fmt is None:
         fmt = "npy" if source.is_dir() else "jsonl"
@@ -83,6 +83,12 @@ def run_import(
         with source.open("rb") as f:
             total = sum(1 for line in f if line.strip())
     store = open_target("import", path, url, api_key)
+    try:  # a name taken is one line, before any progress bar
+        check_new(store, collection)
+    except TransferError as e:
+        store.close()
+        error("import", e)
+        return 2
     bar = tqdm(total=total, unit="pt", file=sys.stderr, desc=f"importing {collection}")
     try:
         if fmt == "npy":
