@@ -4,7 +4,8 @@ Variants (``--variants``, comma-separated; the first is the reference):
 
 * ``base``: per-run SDPA attention, MKL ``addmm`` linears, separate GELU and residual adds;
 * ``fused``: linears on oneDNN with prepacked weights, bias + GELU and residual adds fused;
-* ``buckets``: length-bucketed padded attention (one SDPA call per bucket);
+* ``buckets``: length-bucketed padded attention (one SDPA call per bucket;
+  ``benchmarks/variants/bucketed_attention.py``);
 * ``buckets+fused``, ``int8``, ``int8+buckets``.
 
 The corpus is cut into engine-sized batches; every round runs each batch through every variant
@@ -30,6 +31,7 @@ import torch
 
 from benchmarks.procs import cpu_pressure, wait_quiet
 from benchmarks.profile_encoder import batches, gemm_gflops, useful_flops
+from benchmarks.variants.bucketed_attention import use_buckets
 from benchmarks.variants.onednn_linear import fuse_onednn
 from poolq.ingest.sample_corpus import passages
 from poolq.worker.engine.int8_gate import encode_texts
@@ -42,7 +44,8 @@ def build(variant: str, path: str):  # type: ignore[no-untyped-def]
     model = load_model(ModelConfig(path, dtype="int8" if "int8" in parts else "float32"))
     if "fused" in parts:
         fuse_onednn(model)
-    model.encoder.attention = "buckets" if "buckets" in parts else "runs"
+    if "buckets" in parts:
+        use_buckets(model.encoder)  # after fuse_onednn: it keeps the fused linears
     return model
 
 

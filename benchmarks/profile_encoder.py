@@ -33,6 +33,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.procs import cpu_pressure, wait_quiet
+from benchmarks.variants.bucketed_attention import use_buckets
 from benchmarks.variants.onednn_linear import fuse_onednn
 from poolq.ingest.sample_corpus import passages
 from poolq.worker.engine.loader import ModelConfig, load_model
@@ -91,7 +92,7 @@ def main() -> int:
     ap.add_argument("--batch-tokens", type=int, default=2048)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--target", type=float, default=None)
-    ap.add_argument("--attention", choices=["runs", "buckets"], default=None)
+    ap.add_argument("--attention", choices=["runs", "buckets"], default="runs")
     ap.add_argument(
         "--fused",
         action="store_true",
@@ -106,8 +107,8 @@ def main() -> int:
     if args.fused:
         fuse_onednn(model)
     enc = model.encoder
-    if args.attention:
-        enc.attention = args.attention  # type: ignore[union-attr]
+    if args.attention == "buckets":
+        use_buckets(enc)  # benchmarks/variants/bucketed_attention.py
     texts = passages(args.limit)
     ids = [t.ids for t in model.tokenizer.encode_batch(texts)]
     lengths = [len(i) for i in ids]
@@ -153,7 +154,7 @@ def main() -> int:
     print(
         f"{len(texts)} passages, {sum(lengths)} tokens (mean {sum(lengths) / len(lengths):.0f}), "
         f"{len(plan)} batches of <= {args.batch_tokens} tokens, threads={args.threads}, "
-        f"dtype={args.dtype}{' fused' if args.fused else ''}, attention={getattr(enc, 'attention', '?')}, load average {os.getloadavg()[0]:.2f}, CPU pressure {pressure}"
+        f"dtype={args.dtype}{' fused' if args.fused else ''}, attention={args.attention}, load average {os.getloadavg()[0]:.2f}, CPU pressure {pressure}"
     )
     print(f"\n{'category':18s} {'ms':>9s} {'share':>7s}")
     for cat, us in sorted(by_cat.items(), key=lambda kv: -kv[1]):

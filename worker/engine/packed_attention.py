@@ -1,21 +1,16 @@
 """Attention over a packed batch: ``qkv [T, 3H]`` of many sequences laid end to end -> ``[T, H]``.
 
-Three ways, planned once per forward on the host (:func:`plan_attention`):
+Two ways, planned once per forward on the host (:func:`plan_attention`):
 
-* ``runs`` (the packed encoder's default): one SDPA call per run of consecutive equal-length
+* SDPA (CPU, and CUDA without a varlen kernel): one call per run of consecutive equal-length
   sequences, no copies in, one out.
-* ``buckets`` (a variant ``benchmarks/ab_encoder.py`` measures; the causal decoder buckets its
-  sequences with :func:`bucket_lengths` too): sequences sorted by length and cut into buckets whose padding
-  stays under ``PAD_WASTE`` of the bucket's tokens; each bucket is gathered into a padded
-  ``[n, L_max, 3, heads, d]`` block (one ``index_select``), runs one SDPA call with a key mask
-  ``[n, 1, 1, L_max]`` (padding and ColBERT's un-attended keys False), and is written back to its
-  rows (one ``index_copy_``). A 2k-token batch of ~25 texts takes a handful of SDPA calls
-  instead of 25.
 * flash varlen: CUDA in fp16/bf16 with ``flash_attn`` installed, one call for the batch (flash
   varlen takes no key mask: runs with masked keys are redone with masked SDPA).
 
 All index and mask tensors are built on the host and copied to the device once per forward,
-not per layer.
+not per layer. :func:`bucket_lengths` cuts sequences into length buckets for the causal
+decoder (``models/causal_attention.py``); ``benchmarks/variants/bucketed_attention.py`` measures
+the same bucketing for this encoder.
 """
 
 from __future__ import annotations
@@ -23,27 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-AttentionMode = Literal["buckets", "runs"]
 PAD_WASTE = 0.25  # at most this share of a bucket's tokens is padding
-
-
-@dataclass(frozen=True)
-class Bucket:
-    """``n`` sequences padded to ``length``; device tensors built once per forward."""
-
-    n: int
-    length: int
-    start: int  # packed row of the first token, when n == 1
-    gather_dev: Tensor  # [n * length] long: source row of each padded slot (pads repeat a row)
-    mask_dev: Tensor | None  # [n, 1, 1, length] bool, True: key attended; None: all are
-    slots_dev: Tensor | None  # [rows] long: the padded slots holding real tokens; None: all
-    rows_dev: Tensor  # [rows] long: the packed row of each real slot
 
 
 @dataclass(frozen=True)
@@ -56,7 +36,6 @@ class AttnPlan:
     max_seqlen: int
     # Per group: None, or bool [n, 1, 1, L] on the device (True: the key is attended to).
     key_masks: tuple[Tensor | None, ...] = ()
-    buckets: tuple[Bucket, ...] = ()  # mode "buckets": these replace the groups
 
 
 def _runs(seq_lens: list[int]) -> list[tuple[int, int, int]]:
@@ -110,50 +89,15 @@ def bucket_lengths(seq_lens: list[int], waste: float = PAD_WASTE) -> list[list[i
     return buckets
 
 
-def _buckets(
-    seq_lens: list[int], key_mask_cpu: Tensor | None, device: torch.device
-) -> tuple[Bucket, ...]:
-    starts = [0, *accumulate(seq_lens)][:-1]
-    out = []
-    for members in bucket_lengths(seq_lens):
-        n, length = len(members), seq_lens[members[0]]
-        pos = torch.arange(length)  # [L]
-        lens_cpu = torch.tensor([seq_lens[i] for i in members])  # [n]
-        starts_cpu = torch.tensor([starts[i] for i in members])  # [n]
-        valid_cpu = pos < lens_cpu[:, None]  # [n, L]
-        gather_cpu = starts_cpu[:, None] + torch.minimum(pos, lens_cpu[:, None] - 1)  # [n, L]
-        attend_cpu = valid_cpu
-        if key_mask_cpu is not None:
-            attend_cpu = valid_cpu & key_mask_cpu[gather_cpu]
-        padded = not bool(valid_cpu.all())
-        flat_valid = valid_cpu.reshape(-1)
-        out.append(
-            Bucket(
-                n,
-                length,
-                starts[members[0]],
-                _to(gather_cpu.reshape(-1), device),
-                _to(attend_cpu.view(n, 1, 1, length), device)
-                if not bool(attend_cpu.all())
-                else None,
-                _to(torch.nonzero(flat_valid).squeeze(1), device) if padded else None,
-                _to(gather_cpu.reshape(-1)[flat_valid], device),
-            )
-        )
-    return tuple(out)
-
-
 def plan_attention(
     seq_lens: list[int],
     device: torch.device,
     key_mask_cpu: Tensor | None = None,
-    mode: AttentionMode = "runs",
 ) -> AttnPlan:
     groups = _runs(seq_lens)
     cu = torch.tensor([0, *accumulate(seq_lens)], dtype=torch.int32)
     masks = _group_key_masks(groups, key_mask_cpu, device) if key_mask_cpu is not None else ()
-    buckets = _buckets(seq_lens, key_mask_cpu, device) if mode == "buckets" else ()
-    return AttnPlan(groups, cu, max(seq_lens, default=0), masks, buckets)
+    return AttnPlan(groups, cu, max(seq_lens, default=0), masks)
 
 
 def _sdpa_run(
@@ -168,23 +112,6 @@ def _sdpa_run(
         q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask
     )  # [n, heads, L, d]
     out[start:end].view(n, length, heads, d).copy_(o.transpose(1, 2))
-
-
-def _sdpa_bucket(qkv: Tensor, out: Tensor, b: Bucket) -> None:
-    """One bucket: gather into a padded block, one SDPA call, write the real rows back."""
-    if b.n == 1 and b.mask_dev is None:  # nothing to pad or mask: the zero-copy path
-        _sdpa_run(qkv, out, b.start, 1, b.length, None)
-        return
-    heads, d = qkv.shape[2], qkv.shape[3]
-    block = qkv.index_select(0, b.gather_dev).view(b.n, b.length, 3, heads, d)  # copy in
-    q, k, v = block.unbind(2)  # each [n, L, heads, d]
-    o = F.scaled_dot_product_attention(
-        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=b.mask_dev
-    )  # [n, heads, L, d]
-    flat = o.transpose(1, 2).reshape(b.n * b.length, heads * d)  # [n * L, H]
-    if b.slots_dev is not None:
-        flat = flat.index_select(0, b.slots_dev)  # [rows, H]: drop the padding slots
-    out.index_copy_(0, b.rows_dev, flat)  # copy out
 
 
 def packed_attention(
@@ -218,10 +145,6 @@ def packed_attention(
                 _sdpa_run(qkv, out, start, n, length, mask)
         return out
     out = qkv.new_empty(t, heads * d)  # [T, H]
-    if plan.buckets:
-        for b in plan.buckets:
-            _sdpa_bucket(qkv, out, b)
-        return out
     for (start, n, length), mask in zip(plan.groups, masks, strict=True):
         _sdpa_run(qkv, out, start, n, length, mask)
     return out

@@ -5,14 +5,13 @@ Embeddings, projections, LayerNorms and FFNs run on the flat ``[T, H]`` tensor; 
 attention is computed per sequence (``packed_attention.py``):
 
 * CPU (and CUDA without ``flash_attn``): one ``scaled_dot_product_attention`` call per run of
-  consecutive equal-length sequences (``attention="runs"``, the default). ``attention="buckets"`` (padded,
-  key-masked length buckets) is a variant that ``benchmarks/ab_encoder.py`` measures.
+  consecutive equal-length sequences.
 * CUDA in fp16/bf16 with ``flash_attn`` installed: a single ``flash_attn_varlen_func`` call.
 
 Key masks: ``forward(..., key_mask_cpu=)`` marks tokens that no token attends to (ColBERT query
-expansion ``[MASK]`` tokens); their own rows are still computed. They join the padding mask of
-their bucket (or of their run); with flash-attn, runs holding such tokens are recomputed with
-masked SDPA after the varlen call (flash varlen takes no key mask).
+expansion ``[MASK]`` tokens); their own rows are still computed. Their run's SDPA call gets a key
+mask; with flash-attn, runs holding such tokens are recomputed with masked SDPA after the varlen
+call (flash varlen takes no key mask).
 
 The output rows equal HF ``last_hidden_state`` rows of the non-padding tokens, in flat order.
 """
@@ -30,7 +29,6 @@ from poolq.worker.engine.compute_thread import yield_to_urgent
 from poolq.worker.engine.encoder_spec import EncoderSpec
 from poolq.worker.engine.hidden_act import hidden_activation
 from poolq.worker.engine.packed_attention import (
-    AttentionMode,
     AttnPlan,
     packed_attention,
     plan_attention,
@@ -82,7 +80,6 @@ class PackedEncoder(nn.Module):
         self.type_emb = EmptyEmbedding(spec.type_vocab_size, h)
         self.emb_norm = nn.LayerNorm(h, eps=spec.layer_norm_eps)
         self.layers = nn.ModuleList(_Layer(spec) for _ in range(spec.num_layers))
-        self.attention: AttentionMode = "runs"  # CPU / SDPA path (packed_attention.py)
         self.requires_grad_(False)
         self.eval()
 
@@ -208,8 +205,7 @@ class PackedEncoder(nn.Module):
             or torch.is_autocast_enabled("cuda")  # autocast: fp32 residual, bf16 q/k/v
         )
         varlen = _flash_varlen is not None and low_precision
-        mode = "runs" if varlen else self.attention
-        plan = plan_attention(seq_lens, device, key_mask_cpu, mode)
+        plan = plan_attention(seq_lens, device, key_mask_cpu)
 
         # Positions restart at every sequence: offset + (0..L-1).
         lens_cpu = torch.tensor(seq_lens, dtype=torch.long)  # [B]
