@@ -1,5 +1,5 @@
 """Precision chosen by the CPU: ``auto`` (the default) is bf16 only where the CPU has native bf16
-(flags injected here, never this machine's), fp32 otherwise; an explicit bf16 on a CPU without
+(flags patched in here, never this machine's), fp32 otherwise; an explicit bf16 on a CPU without
 it runs with a warning that gives the measured slowdown; int8 is CPU-only."""
 
 import logging
@@ -13,6 +13,11 @@ from poolq.worker.engine.device import resolve_precision, warn_emulated_bf16
 
 CPU = torch.device("cpu")
 NO_BF16 = frozenset({"avx2", "avx512f", "avx512bw", "avx512_vnni", "fma"})  # this kind of Xeon
+
+
+def simulate_cpu(monkeypatch: pytest.MonkeyPatch, flags: set[str] | frozenset[str]) -> None:
+    """The process's CPU reads as one with ``flags`` (``cpu_features.cpu_flags``)."""
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset(flags))
 
 
 @pytest.mark.parametrize("name", [None, "auto"])
@@ -37,18 +42,18 @@ def test_explicit_choices_are_kept_and_checked():
         resolve_precision("int8", torch.device("cuda"), NO_BF16)
 
 
-def test_cpu_flags_are_read_from_the_environment_when_injected(monkeypatch):
-    monkeypatch.setenv("POOLQ_CPU_FLAGS", "avx2 amx_bf16 amx_tile")
+def test_the_cpu_flags_decide_native_bf16_and_vnni(monkeypatch):
+    simulate_cpu(monkeypatch, {"avx2", "amx_bf16", "amx_tile"})
     assert cpu_features.native_bf16()
     assert resolve_precision(None, CPU) == "bfloat16"
-    monkeypatch.setenv("POOLQ_CPU_FLAGS", " ".join(NO_BF16))
+    simulate_cpu(monkeypatch, NO_BF16)
     assert not cpu_features.native_bf16()
     assert cpu_features.has_vnni()
     assert resolve_precision(None, CPU) == "float32"
 
 
 def test_explicit_bf16_without_native_support_warns_with_the_measured_factor(monkeypatch, caplog):
-    monkeypatch.setenv("POOLQ_CPU_FLAGS", " ".join(NO_BF16))
+    simulate_cpu(monkeypatch, NO_BF16)
     with caplog.at_level(logging.WARNING, logger="poolq.engine"):
         factor = warn_emulated_bf16("bfloat16", CPU, 64, 256)
     assert factor is not None and factor > 0
@@ -56,7 +61,7 @@ def test_explicit_bf16_without_native_support_warns_with_the_measured_factor(mon
     assert f"ran {factor:.1f}x slower than fp32" in record.getMessage()
     assert "dtype 'auto' picks float32" in record.getMessage()
     caplog.clear()
-    monkeypatch.setenv("POOLQ_CPU_FLAGS", "avx512_bf16")
+    simulate_cpu(monkeypatch, {"avx512_bf16"})
     assert warn_emulated_bf16("bfloat16", CPU, 64, 256) is None  # native: nothing to say
     assert warn_emulated_bf16("float32", CPU, 64, 256) is None
     assert caplog.records == []
@@ -80,13 +85,13 @@ def test_profile_dtype_and_int8_floors_are_validated():
 
 
 @pytest.mark.slow
-def test_load_model_default_precision_follows_the_injected_flags(minilm, monkeypatch):
+def test_load_model_default_precision_follows_the_cpu_flags(minilm, monkeypatch):
     from poolq.worker.engine.loader import ModelConfig, load_model
 
-    monkeypatch.setenv("POOLQ_CPU_FLAGS", " ".join(NO_BF16))
+    simulate_cpu(monkeypatch, NO_BF16)
     model = load_model(ModelConfig(minilm, device="cpu"))
     assert (model.precision, model.dtype) == ("float32", torch.float32)
-    monkeypatch.setenv("POOLQ_CPU_FLAGS", " ".join(NO_BF16 | {"amx_bf16"}))
+    simulate_cpu(monkeypatch, NO_BF16 | {"amx_bf16"})
     model = load_model(ModelConfig(minilm, device="cpu"))
     assert (model.precision, model.dtype) == ("bfloat16", torch.bfloat16)
     assert model.bf16_slowdown is None  # native: no warning, nothing measured

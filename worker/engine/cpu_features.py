@@ -1,13 +1,12 @@
 """What the CPU computes natively, from its feature flags (Linux ``/proc/cpuinfo``).
 
-Tests inject flags with ``POOLQ_CPU_FLAGS`` (space-separated) or by patching :func:`cpu_flags`.
-Elsewhere (no ``/proc/cpuinfo``) the flag set is empty: no native bf16 is assumed.
+Read once per process; tests simulate another CPU by patching :func:`cpu_flags`. Elsewhere (no
+``/proc/cpuinfo``) the flag set is empty: no native bf16 is assumed.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 # Flags under which oneDNN runs bf16 matmuls natively (AVX512-BF16, AMX tiles); without them
@@ -17,7 +16,7 @@ VNNI_FLAGS = ("avx512_vnni", "avx_vnni")
 
 
 @functools.cache
-def _proc_cpuinfo_flags() -> frozenset[str]:
+def cpu_flags() -> frozenset[str]:
     try:
         text = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -26,13 +25,6 @@ def _proc_cpuinfo_flags() -> frozenset[str]:
         if line.startswith("flags"):
             return frozenset(line.split(":", 1)[1].split())
     return frozenset()
-
-
-def cpu_flags() -> frozenset[str]:
-    injected = os.environ.get("POOLQ_CPU_FLAGS")
-    if injected is not None:
-        return frozenset(injected.split())
-    return _proc_cpuinfo_flags()
 
 
 def native_bf16(flags: frozenset[str] | None = None) -> bool:
