@@ -30,10 +30,6 @@ class Source(Protocol):
         ...
 
 
-class SourceLineError(ValueError):
-    pass
-
-
 def _json_reason(exc: json.JSONDecodeError) -> str:
     """``Expecting ',' delimiter at column 10`` (``exc.msg`` alone stops at "at")."""
     msg = exc.msg if exc.msg.endswith(" at") else f"{exc.msg} at"

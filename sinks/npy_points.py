@@ -200,10 +200,6 @@ class Manifest:
     shards: list[dict[str, Any]]
 
 
-def is_npy_export(path: Path) -> bool:
-    return path.is_dir() and (path / MANIFEST).is_file()
-
-
 def read_manifest(folder: Path) -> Manifest:
     """The manifest of an export, every file it lists checked (there, its size, its CRC-32)."""
     path = folder / MANIFEST

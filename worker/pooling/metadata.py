@@ -217,11 +217,6 @@ class PoolingMetadata:
             pick(self.prefixes),
         )
 
-    @property
-    def partial_prefill(self) -> bool:
-        """Some request's earlier rows were prefilled in earlier batches (chunked prefill)."""
-        return self.prefixes is not None and any(p is not None for p in self.prefixes)
-
     def prefix_items(self) -> list[tuple[int, PrefillPrefix]]:
         """``(request index, prefix)`` of the requests continuing a chunked prefill."""
         if self.prefixes is None:

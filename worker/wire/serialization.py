@@ -86,11 +86,6 @@ def error_message(e: BaseException) -> str:
     return f"{type(e).__name__} raised without a message"
 
 
-def error_text(e: BaseException) -> str:
-    """``Type: message`` with a message that is never empty (:func:`error_message`)."""
-    return f"{type(e).__name__}: {error_message(e)}"
-
-
 def error_info(result: Any) -> str | None:
     """``Type: message`` of a failed job's result, if it is a serialized exception (an
     ``ErrorRecord``, or the ``{"__error__", "message"}`` map of workers older than codes)."""
