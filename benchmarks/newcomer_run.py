@@ -21,10 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from poolq.sinks.audit import audit_collection
 from poolq.sinks.store.edge import EdgeStore
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
+from tests.audit import audit_collection
 
 MAN_DIR = Path("/usr/share/man/man1")
 SNIPPET = """

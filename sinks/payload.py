@@ -2,7 +2,7 @@
 
 Ingest builds each point's payload with :func:`build_payload`; the filter language routes a key
 to the top-level field of that name (:data:`TOP_LEVEL_FIELDS`), anything else to the document's
-``metadata``; the audit, the inventory and search read fields by these names. Changing a name or
+``metadata``; the tests' audit, the inventory and search read fields by these names. Changing a name or
 a value changes what existing collections hold: the payload is kept exactly as it always was.
 """
 

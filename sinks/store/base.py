@@ -1,4 +1,4 @@
-"""The one store interface: what jobs, reindexing, search, the audit, the inventory and
+"""The one store interface: what jobs, reindexing, search, the tests' audit, the inventory and
 export/import ask of Qdrant, whichever backend holds the points.
 
 Requests are built once, as qdrant-client models (points, filters, selectors, ``query_points``

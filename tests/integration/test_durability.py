@@ -13,11 +13,11 @@ from arq.constants import result_key_prefix
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks.audit import audit_collection
 from poolq.sinks.points import point_id
 from poolq.sinks.store.edge import EdgeStore
 from poolq.worker.dev.local_worker import WorkerProcess
 from poolq.worker.wire.serialization import deserialize
+from tests.audit import audit_collection
 
 pytestmark = pytest.mark.slow
 COLLECTION = "durable"

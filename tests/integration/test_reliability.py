@@ -10,9 +10,9 @@ import pytest
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks.audit import audit_collection
 from poolq.sinks.store.edge import EdgeStore
 from poolq.worker.dev.local_worker import WorkerProcess
+from tests.audit import audit_collection
 
 pytestmark = pytest.mark.slow
 COLLECTION = "docs"

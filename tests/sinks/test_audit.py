@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from qdrant_client import models
 
-from poolq.sinks.audit import audit_collection
 from poolq.sinks.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
 from poolq.sinks.schema import CollectionSchema, VectorSpec
+from tests.audit import audit_collection
 
 
 @pytest.fixture

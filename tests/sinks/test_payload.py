@@ -7,13 +7,13 @@ from poolq.ingest.chunking import Chunk
 from poolq.ingest.documents import Document
 from poolq.ingest.points import document_points
 from poolq.sinks import payload as schema
-from poolq.sinks.audit import audit_collection
 from poolq.sinks.collections import ensure_collection
 from poolq.sinks.filters import payload_path
 from poolq.sinks.inventory import INVENTORY_FIELDS, document_inventory
 from poolq.sinks.points import PointRecord, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.search import SearchRequest, parse_filters, search_points
+from tests.audit import audit_collection
 
 TEXT = "Alpha beta. Gamma delta."
 DOC = Document("doc-1", TEXT, {"lang": "en", "year": 2020})

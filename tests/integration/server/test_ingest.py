@@ -12,8 +12,8 @@ import pytest
 from tokenizers import Tokenizer
 
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks.audit import audit_collection
 from poolq.sinks.points import point_id
+from tests.audit import audit_collection
 from tests.integration.server.conftest import SEARCH_COLLECTION
 from tests.integration.server.helpers import connect, ingest, scroll_all, search_corpus
 from tests.integration.test_ingest import PAYLOAD_FIELDS

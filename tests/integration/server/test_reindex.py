@@ -15,7 +15,7 @@ import pytest
 
 from poolq.ingest.client import PoolqClient, SyncPoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks.audit import audit_collection
+from tests.audit import audit_collection
 from tests.cli_process import poolq
 from tests.integration.server.helpers import connect, scroll_all
 from tests.integration.test_reindex import fresh_heartbeat

@@ -3,7 +3,8 @@
 A point's id derives from ``(doc_id, chunk_index)`` and its payload records ``chunk_count``, so
 a collection is *exact* when, for every document, the chunk indices present are exactly
 ``0..chunk_count-1`` and no point disagrees about the count. Used after crashes and restarts
-(the reliability tests, ``benchmarks/soak.py``) to show that nothing was lost or duplicated.
+(the reliability and integration tests, ``benchmarks/newcomer_run.py``) to show that nothing was
+lost or duplicated.
 """
 
 from __future__ import annotations
