@@ -21,10 +21,11 @@ from transformers import AutoTokenizer, BertConfig, BertModel
 
 from poolq.worker.engine.engine import AsyncEngine, InputTooLongError
 from poolq.worker.engine.lanes import Lane
-from poolq.worker.engine.loader import ModelConfig, describe_model, load_model
+from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.engine.packed_encoder import PackedEncoder
 from poolq.worker.engine.requests import EncodeRequest
 from poolq.worker.pooling import PoolingParams
+from tests.describe import describe_model
 from tests.models import build_colbert_with_metadata, build_pylate
 
 ATOL = 2e-5

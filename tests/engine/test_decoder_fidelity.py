@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, describe_model, load_model
+from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.engine.models.packed_decoder import PackedDecoder
 from poolq.worker.pooling import PoolingParams
 from tests.decoder_checkpoints import MATRYOSHKA_DIMS, QUERY_PROMPT, build_decoder
+from tests.describe import describe_model
 from tests.texts import varied_texts
 
 TEXTS = varied_texts(60)

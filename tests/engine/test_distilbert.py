@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, describe_model, load_model
+from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.engine.packed_encoder import PackedEncoder
+from tests.describe import describe_model
 from tests.models import minilm_path
 from tests.texts import varied_texts
 

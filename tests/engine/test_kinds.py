@@ -20,10 +20,11 @@ from poolq.worker.engine.checkpoint import DenseModule, SentenceTransformersInfo
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.kinds import KINDS, Checkpoint, CheckpointKind, PoolerInputs, recognize
 from poolq.worker.engine.kinds.special_tokens import boundary_token_ids
-from poolq.worker.engine.loader import ModelConfig, describe_model, load_model
+from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.engine.models.recognize import is_causal, recognize_kind
 from poolq.worker.engine.tokenizer import TextTokenizer
 from poolq.worker.pooling import DispatchPooler, EmbeddingHead, SequencePooler, sequence_method
+from tests.describe import describe_model
 from tests.models import minilm_path, splade_path
 
 
