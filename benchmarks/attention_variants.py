@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transformers import AutoModel
 
+from poolq.worker.engine.encoder_spec import EncoderSpec
 from poolq.worker.engine.packed_encoder import PackedEncoder
 
 HF_BATCH = 32
@@ -57,7 +58,7 @@ def _split_by_budget(lens: list[int], budget: int) -> list[list[int]]:
 def main() -> None:
     torch.set_num_threads(2)
     hf = AutoModel.from_pretrained(_minilm_dir()).eval()
-    enc = PackedEncoder.from_config(hf.config)
+    enc = PackedEncoder(EncoderSpec.from_hf_config(hf.config))
     enc.load_hf_state_dict(hf.state_dict())
 
     rng = random.Random(0)

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from transformers import AutoTokenizer, BertConfig, BertModel
 
+from poolq.worker.engine.encoder_spec import EncoderSpec
 from poolq.worker.engine.engine import AsyncEngine, InputTooLongError
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import ModelConfig, load_model
@@ -357,7 +358,7 @@ def test_packed_encoder_key_mask_matches_padded_hf(minilm):
     from poolq.worker.engine.fallback import PaddedAutoModelRunner
 
     hf = AutoModel.from_pretrained(minilm).eval()
-    enc = PackedEncoder.from_config(hf.config)
+    enc = PackedEncoder(EncoderSpec.from_hf_config(hf.config))
     enc.load_hf_state_dict(hf.state_dict())
     fallback = PaddedAutoModelRunner(Path(minilm), 0, torch.float32)
     g = torch.Generator().manual_seed(0)

@@ -22,6 +22,7 @@ from transformers import (
     XLMRobertaModel,
 )
 
+from poolq.worker.engine.encoder_spec import EncoderSpec
 from poolq.worker.engine.packed_encoder import PackedEncoder
 
 TEXTS = [
@@ -51,10 +52,15 @@ def _packed_from_padded(
     return input_ids[mask], mask.sum(dim=1).tolist(), mask
 
 
+def _packed(config: Any) -> PackedEncoder:
+    """An empty encoder shaped by a HF ``BertConfig`` / ``RobertaConfig`` / ``XLMRobertaConfig``."""
+    return PackedEncoder(EncoderSpec.from_hf_config(config))
+
+
 def _encoder_for(
     model: PreTrainedModel, state_dict: dict[str, Tensor] | None = None
 ) -> PackedEncoder:
-    enc = PackedEncoder.from_config(model.config)
+    enc = _packed(model.config)
     enc.load_hf_state_dict(state_dict if state_dict is not None else model.state_dict())
     return enc
 
@@ -112,7 +118,7 @@ def minilm() -> dict[str, Any]:
     path = _minilm_dir()
     tok = AutoTokenizer.from_pretrained(path)
     hf = AutoModel.from_pretrained(path).eval()
-    enc = PackedEncoder.from_config(hf.config)
+    enc = _packed(hf.config)
     state_dict = load_file(str(path / "model.safetensors"))
     enc.load_hf_state_dict(state_dict)
     return {"tok": tok, "hf": hf, "enc": enc, "state_dict": state_dict}
@@ -161,7 +167,7 @@ def test_prefixed_state_dict_loads_the_same(minilm: dict[str, Any]) -> None:
     sd = minilm["state_dict"]
     prefixed = {f"0.auto_model.{k}": v for k, v in sd.items()}
     prefixed["1.some_head.weight"] = torch.zeros(3)  # unrelated keys are ignored
-    enc = PackedEncoder.from_config(minilm["hf"].config)
+    enc = _packed(minilm["hf"].config)
     enc.load_hf_state_dict(prefixed)
     ids = torch.tensor([101, 7592, 2088, 102, 101, 102])
     with torch.inference_mode():
@@ -170,7 +176,7 @@ def test_prefixed_state_dict_loads_the_same(minilm: dict[str, Any]) -> None:
 
 def test_bf16_close_to_fp32(minilm: dict[str, Any], minilm_batch: dict[str, Tensor]) -> None:
     ids, lens, _ = _packed_from_padded(minilm_batch["input_ids"], minilm_batch["attention_mask"])
-    enc16 = PackedEncoder.from_config(minilm["hf"].config)
+    enc16 = _packed(minilm["hf"].config)
     enc16.load_hf_state_dict(minilm["state_dict"])
     enc16 = enc16.to(torch.bfloat16)
     with torch.inference_mode():
@@ -185,7 +191,7 @@ def test_bf16_close_to_fp32(minilm: dict[str, Any], minilm_batch: dict[str, Tens
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_matches_cpu(minilm: dict[str, Any], minilm_batch: dict[str, Tensor]) -> None:
     ids, lens, _ = _packed_from_padded(minilm_batch["input_ids"], minilm_batch["attention_mask"])
-    enc_cuda = PackedEncoder.from_config(minilm["hf"].config)
+    enc_cuda = _packed(minilm["hf"].config)
     enc_cuda.load_hf_state_dict(minilm["state_dict"])
     enc_cuda = enc_cuda.to("cuda")
     with torch.inference_mode():
@@ -248,31 +254,31 @@ def test_missing_key_raises_and_names_it() -> None:
     hf = _tiny_bert()
     sd = dict(hf.state_dict())
     del sd["encoder.layer.1.attention.self.key.bias"]
-    enc = PackedEncoder.from_config(hf.config)
+    enc = _packed(hf.config)
     with pytest.raises(ValueError, match=r"encoder\.layer\.1\.attention\.self\.key\.bias"):
         enc.load_hf_state_dict(sd)
 
 
 def test_state_dict_without_embeddings_raises() -> None:
-    enc = PackedEncoder.from_config(_tiny_bert().config)
+    enc = _packed(_tiny_bert().config)
     with pytest.raises(ValueError, match="word_embeddings"):
         enc.load_hf_state_dict({"foo.weight": torch.zeros(1)})
 
 
 def test_unsupported_model_type_raises() -> None:
     with pytest.raises(ValueError, match=r"'gpt2'.*bert, roberta, xlm-roberta"):
-        PackedEncoder.from_config(GPT2Config())
+        _packed(GPT2Config())
 
 
 def test_non_absolute_positions_raise() -> None:
     config = _tiny_bert().config
     config.position_embedding_type = "relative_key"
     with pytest.raises(ValueError, match="relative_key"):
-        PackedEncoder.from_config(config)
+        _packed(config)
 
 
 def test_bad_flat_shape_raises() -> None:
-    enc = PackedEncoder.from_config(_tiny_bert().config)
+    enc = _packed(_tiny_bert().config)
     with pytest.raises(ValueError, match="flat"):
         enc(torch.zeros(5, dtype=torch.long), [2, 2])
 

@@ -19,7 +19,6 @@ The output rows equal HF ``last_hidden_state`` rows of the non-padding tokens, i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -82,11 +81,6 @@ class PackedEncoder(nn.Module):
         self.layers = nn.ModuleList(_Layer(spec) for _ in range(spec.num_layers))
         self.requires_grad_(False)
         self.eval()
-
-    @classmethod
-    def from_config(cls, config: Any) -> PackedEncoder:
-        """Build from a HF ``BertConfig`` / ``RobertaConfig`` / ``XLMRobertaConfig``."""
-        return cls(EncoderSpec.from_hf_config(config))
 
     @classmethod
     def from_state_dict(cls, spec: EncoderSpec, state_dict: dict[str, Tensor]) -> PackedEncoder:
