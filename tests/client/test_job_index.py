@@ -101,9 +101,6 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
     w = worker(redis_server.url, release)
     async with PoolqClient(redis_server.url) as client:
         r = client.redis
-        # what earlier versions' clients wrote at enqueue: deleted by the worker's startup
-        await r.zadd(constants.JOB_INDEX_ZSET_KEY, {"old-job": time.time()})
-        await r.sadd(constants.LEGACY_JOB_INDEX_KEY, "older-job")
         enq = r.enqueue_job
         done = [(await enq("ok", n)).job_id for n in (1, 2, 3)]
         retried = (await enq("flaky")).job_id
@@ -173,7 +170,6 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
         raw = await r.get(constants.JOB_OUTCOME_KEY.format(job_id=done[0]))
         assert deserialize(raw)["result"] == {"documents": 1, "points": 2}
         assert 0 < await r.ttl(constants.JOB_OUTCOME_KEY.format(job_id=done[0])) <= DAY
-        assert not await r.exists(constants.LEGACY_JOB_INDEX_KEY, constants.JOB_INDEX_ZSET_KEY)
 
 
 async def test_outcomes_are_trimmed_by_age_on_every_write_and_counted_over_the_ttl(redis_server):
@@ -231,8 +227,8 @@ async def commands(r) -> int:
 async def test_enqueue_writes_no_index(redis_server):
     async with PoolqClient(redis_server.url) as client:
         (job_id,) = await client.enqueue("c", [{"id": "a", "text": "x"}])
-        for key in (constants.JOB_INDEX_ZSET_KEY, constants.LEGACY_JOB_INDEX_KEY):
-            assert not await client.redis.exists(key)
+        # the index (jobs:done, jobs:failed) is the workers' to write, when jobs end
+        assert [k async for k in client.redis.scan_iter(constants.KEY_PREFIX + "jobs*")] == []
         st = await client.status()
         assert st["counts"]["queued"] == 1 and st["workers_alive"] == 0
         assert (await client.status([job_id]))["jobs"][0].status == "queued"

@@ -272,8 +272,6 @@ async def install_job_index(ctx: dict[str, Any]) -> None:
         worker.after_job_end = after_job_end
     rt = ctx.get("runtime")
     with contextlib.suppress(Exception):  # Redis restarting: the reaper's next pass will do
-        # the enqueue-time index of earlier versions: no longer read, nor trimmed
-        await redis.delete(constants.JOB_INDEX_ZSET_KEY, constants.LEGACY_JOB_INDEX_KEY)
         if rt is not None:
             await job_index.worker_seen(redis, str(rt.worker_id))
         for schedule in getattr(ctx.get("settings"), "reindex", ()):

@@ -43,22 +43,15 @@ REAP_INTERVAL_S: Final = 2.0
 # trips every REAP_INTERVAL_S, per worker)
 SCAN_COUNT: Final = 1000
 
-# Job ids enqueued by clients, so `poolq status` can count queued/running/done/failed: a sorted
-# set job id -> enqueue time (unix seconds), trimmed to the last JOB_INDEX_TTL_S on every
-# enqueue and status. Jobs `poolq status` has seen finish move to the DONE/FAILED sets (same
-# scores, same trimming), so each finished job's result is read once, not at every status.
-JOB_INDEX_ZSET_KEY: Final = KEY_PREFIX + "jobs:index"
+# The ended jobs `poolq status` counts as done/failed, as workers record them (see
+# JOB_OUTCOME_KEY below); queued jobs are read from arq's queue, running ones from the workers'
+# job lists (ingest/job_index.py).
 JOB_INDEX_DONE_KEY: Final = KEY_PREFIX + "jobs:done"
 JOB_INDEX_FAILED_KEY: Final = KEY_PREFIX + "jobs:failed"
 # arq's result TTL (Settings.keep_result_s, default 24 h): older jobs have no result left.
 JOB_INDEX_TTL_S: Final = 24 * 3600
 # `poolq status` without job ids lists at most this many jobs (the newest); counts cover all.
 STATUS_LIST_LIMIT: Final = 100
-
-# Before the sorted set: a plain set of every job id ever enqueued, never pruned. `poolq status`
-# moves what it finds there into JOB_INDEX_ZSET_KEY (jobs whose records are gone are dropped)
-# and deletes it.
-LEGACY_JOB_INDEX_KEY: Final = KEY_PREFIX + "jobs"
 
 # Dead-letter list (jobs that failed for good): a hash job id -> msgpack entry.
 DEAD_LETTER_KEY: Final = KEY_PREFIX + "dlq"
@@ -90,8 +83,8 @@ DEFAULT_METRICS_HOST: Final = "127.0.0.1"
 # The job index as workers record it (see ingest/job_index.py): JOB_INDEX_DONE_KEY and
 # JOB_INDEX_FAILED_KEY are sorted sets job id -> end time (unix seconds), trimmed to the result
 # TTL on every write; each ended job's outcome (msgpack {"status", "result" | "error",
-# "finished_at"}: never its documents) lives under JOB_OUTCOME_KEY as long. Clients no longer
-# write JOB_INDEX_ZSET_KEY or LEGACY_JOB_INDEX_KEY.
+# "finished_at"}: never its documents) lives under JOB_OUTCOME_KEY as long. Clients write no index
+# at enqueue.
 JOB_OUTCOME_KEY: Final = KEY_PREFIX + "job-outcome:{job_id}"
 # When each worker was last seen alive: a sorted set worker id -> unix seconds, refreshed with
 # the reaper's passes, so clients find heartbeats without a SCAN and know the age of the last
