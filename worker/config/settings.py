@@ -3,7 +3,9 @@
 Environment: ``POOLQ_CONFIG``, ``POOLQ_REDIS_URL``, ``POOLQ_QDRANT_URL``, ``POOLQ_QDRANT_PATH``,
 ``POOLQ_QDRANT_API_KEY``, ``POOLQ_METRICS_PORT``, ``POOLQ_METRICS_HOST``, ... (every setting
 below, upper-cased). The config file's ``[worker]`` table takes the same names in lower case
-without the prefix; the rest of the file is the collection profile.
+without the prefix; ``[engine] backend`` (env ``POOLQ_BACKEND``, ``--backend``) picks what runs
+the forwards (``torch``, ``openvino`` or ``auto``: ``worker/engine/openvino/backend.py``); the
+rest of the file is the collection profile.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from poolq.worker.wire import constants
 from poolq.worker.wire.connection import check_redis_url, redact_text
 
 ENV_PREFIX = "POOLQ_"
+BACKENDS = ("torch", "openvino", "auto")  # engine/openvino/backend.py BACKENDS
+ENGINE_KEYS = ("backend",)  # the config's [engine] table
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,8 @@ class Settings:
     metrics_host: str = constants.DEFAULT_METRICS_HOST
     device: str | None = None
     threads: int | None = None  # intra-op CPU threads; None: chosen (engine/cpu_budget.py)
+    # torch, openvino or auto ([engine] backend; None: torch): engine/openvino/backend.py
+    backend: str | None = None
     reindex_timeout_s: int = 6 * 3600
     # folders a reindex may read (os.pathsep-separated; default: the working directory);
     # the sources of [[reindex]] entries are always allowed
@@ -78,6 +84,10 @@ class Settings:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
+        if self.backend is not None and self.backend not in BACKENDS:
+            raise ValueError(
+                f"backend: expected one of {', '.join(BACKENDS)}, got {self.backend!r}"
+            )
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1 (or unset: chosen), got {self.threads}")
         try:
@@ -152,6 +162,12 @@ def load_settings(
             raise ValueError(f"config file {str(path)!r} does not exist")
         data = tomllib.loads(path.read_text(encoding="utf-8"))
         worker = data.pop("worker", {}) or {}
+        engine = data.pop("engine", {}) or {}
+        if unknown_engine := set(engine) - set(ENGINE_KEYS):
+            raise ValueError(
+                f"config [engine]: unknown keys {sorted(unknown_engine)}; allowed: {list(ENGINE_KEYS)}"
+            )
+        values.update({k: _coerce(k, v) for k, v in engine.items()})
         schedules = data.pop("reindex", []) or []
         if not isinstance(schedules, list):
             raise ValueError("config: reindex entries must be [[reindex]] tables")

@@ -180,7 +180,11 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     model = PoolingModel(desc, cfg, tok, encoder, pooler, device, dtype, precision)
     if "sparse" in desc.supported_tasks:
         model.query_idf = IdfWeights.from_folder(ck.path, tok)
-    if precision == "int8":  # built in fp32 above; the gate quantizes it or refuses it
+    from poolq.worker.engine.openvino.backend import apply_backend
+
+    # POOLQ_BACKEND (openvino/backend.py): OpenVINO, when it takes the model, quantizes and
+    # gates int8 itself
+    if not apply_backend(model) and precision == "int8":  # built in fp32 above; gated
         from poolq.worker.engine.int8_gate import quantize_with_gate
 
         model.int8_report = quantize_with_gate(model)

@@ -10,6 +10,13 @@ from torch import Tensor, nn
 
 from poolq.worker.engine.models.registry import Architecture, Config, State, max_positions
 
+
+def padded_form(packed: nn.Module) -> nn.Module:
+    """The padded SDPA form over the packed encoder's own modules (OpenVINO converts it)."""
+    from poolq.worker.engine.models.padded_encoder import PaddedEncoderForm
+
+    return PaddedEncoderForm(packed)
+
 MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
 _BERT_DEFAULTS: dict[str, Any] = {
     "vocab_size": 30522,
@@ -104,6 +111,7 @@ BERT = Architecture(
     build_encoder=_build,
     positions=_positions,
     mlm_head=_mlm_head,
+    padded_form=padded_form,
     classifier=_classifier,
     config_defaults=CONFIG_DEFAULTS,
 )

@@ -11,6 +11,13 @@ from torch import Tensor, nn
 
 from poolq.worker.engine.models.registry import Architecture, Config, State, max_positions
 
+
+def padded_form(packed: nn.Module) -> nn.Module:
+    """The padded SDPA form over the packed encoder's own modules (OpenVINO converts it)."""
+    from poolq.worker.engine.models.padded_encoder import PaddedEncoderForm
+
+    return PaddedEncoderForm(packed)
+
 _DEFAULTS: dict[str, Any] = {
     "vocab_size": 30522,
     "max_position_embeddings": 512,
@@ -105,5 +112,6 @@ DISTILBERT = Architecture(
     build_encoder=_build,
     positions=max_positions,
     mlm_head=_mlm_head,
+    padded_form=padded_form,
     config_defaults={"distilbert": _DEFAULTS},
 )

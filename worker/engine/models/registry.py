@@ -40,6 +40,10 @@ class Architecture:
     # heads that ``*ForMaskedLM`` / ``*ForSequenceClassification`` checkpoints carry
     mlm_head: Callable[[Config, State], nn.Module] | None = None
     classifier: Callable[[Config, State], nn.Module] | None = None
+    # the built packed module -> its padded SDPA form, ``(input_ids [B, L], attention_mask
+    # [B, L]) -> hidden [B, L, H]``, over the same weights: what graph backends (OpenVINO)
+    # convert; None: the family runs on torch only
+    padded_form: Callable[[nn.Module], nn.Module] | None = None
     # keys a config.json may omit, per model_type (transformers' defaults)
     config_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 

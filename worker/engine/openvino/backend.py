@@ -1,0 +1,245 @@
+"""Which backend runs a loaded model's forwards, and the loader's one call to switch it.
+
+The setting: ``POOLQ_BACKEND`` (``poolq worker`` and ``poolq encode`` set it from ``--backend``
+and from the config's ``[engine] backend``), one of ``torch`` (the default), ``openvino`` or
+``auto``:
+
+* ``torch``: nothing changes.
+* ``openvino``: the model's family must have a padded form (model registry), the device must be
+  the CPU and the precision float32 or int8, and ``openvino`` must be installed
+  (``pip install 'poolq[openvino]'``); anything else is an error naming what is missing.
+* ``auto``: OpenVINO where all of that holds and its outputs pass the gate (int8: the int8
+  quality gate; float32: cosine >= 0.99999 against torch on the built-in sample), else torch.
+  One log line says what was chosen and why.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from poolq.worker.engine.loader import PoolingModel
+    from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
+
+log = logging.getLogger("poolq.openvino")
+
+BACKENDS = ("torch", "openvino", "auto")
+BACKEND_ENV = "POOLQ_BACKEND"
+FP32_MIN_COSINE = 0.99999  # auto, float32: OpenVINO against torch on the built-in sample
+
+
+def backend_setting(environ: Mapping[str, str] | None = None) -> str:
+    env = os.environ if environ is None else environ
+    value = (env.get(BACKEND_ENV) or "torch").strip().lower()
+    if value not in BACKENDS:
+        raise ValueError(f"{BACKEND_ENV}: expected one of {', '.join(BACKENDS)}, got {value!r}")
+    return value
+
+
+def check_backend(value: str | None) -> str | None:
+    """A ``--backend`` / ``[engine] backend`` value, checked (None: unset)."""
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if v not in BACKENDS:
+        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {value!r}")
+    return v
+
+
+def _why_not(model: PoolingModel) -> str | None:
+    """Why OpenVINO cannot run this model (None: it can)."""
+    from poolq.worker.engine.models import architecture_for
+
+    desc = model.description
+    if model.device.type != "cpu":
+        return f"device {model.device} (OpenVINO is the CPU backend)"
+    if model.precision not in ("float32", "int8"):
+        return f"precision {model.precision} (OpenVINO runs float32 and int8)"
+    arch = architecture_for(desc.model_type)
+    if not desc.native_encoder or arch is None:
+        return f"model_type {desc.model_type!r} runs on the transformers fallback"
+    if arch.padded_form is None:
+        return f"family {arch.family!r} has no padded form for OpenVINO yet"
+    try:
+        import openvino  # noqa: F401
+    except ImportError:  # pragma: no cover - the extra is installed in CI
+        return "openvino is not installed (pip install 'poolq[openvino]')"
+    if model.precision == "int8":
+        try:
+            import nncf  # noqa: F401
+        except ImportError as exc:
+            log.debug("nncf: %s", exc)
+            return f"nncf is not importable ({exc}; pip install 'poolq[openvino]')"
+    return None
+
+
+def apply_backend(model: PoolingModel) -> bool:
+    """Put ``model`` (loaded in fp32 on torch) on the chosen backend. True: OpenVINO runs it
+    (int8 already quantized and gated); False: torch does (the loader goes on as before)."""
+    setting = backend_setting()
+    if setting == "torch":
+        return False
+    name = model.description.model_id
+    why = _why_not(model)
+    if why is not None:
+        if setting == "openvino":
+            raise ValueError(f"model {name!r}: backend 'openvino' cannot run it: {why}")
+        log.info("backend auto: torch for %s: %s", name, why)
+        return False
+    from poolq.worker.engine.int8_gate import Int8QualityError
+
+    saved = (model.encoder, dict(model.pooler.poolers_by_task))
+    try:
+        how = _to_openvino(model, check_fp32=setting == "auto")
+    except (Int8QualityError, _Mismatch) as exc:
+        if setting == "openvino":
+            raise
+        model.encoder, model.pooler.poolers_by_task = saved[0], saved[1]
+        log.info("backend auto: torch for %s: OpenVINO %s", name, exc)
+        return False
+    log.info("backend %s: openvino for %s (%s)", setting, name, how)
+    return True
+
+
+class _Mismatch(ValueError):
+    """float32 OpenVINO outputs differ from torch's (auto keeps torch)."""
+
+
+def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
+    import openvino as ov
+
+    from poolq.worker.engine.engine import default_batch_tokens
+    from poolq.worker.engine.openvino.buckets import bucket_lengths
+    from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
+    from poolq.worker.engine.openvino.splade import GraphSpladePooler
+    from poolq.worker.engine.openvino.threads import compile_config
+    from poolq.worker.pooling import SpladePooler
+
+    t0 = time.perf_counter()
+    sparse = model.pooler.poolers_by_task.get("sparse")
+    head = isinstance(sparse, SpladePooler) and sparse.mode == "max"
+    fp32_model, fresh = _converted(model, head)
+    core = ov.Core()
+    config = compile_config()
+    fp32 = core.compile_model(fp32_model, "CPU", config)
+    lengths = bucket_lengths(model.description.max_length)
+    budget = default_batch_tokens(model.device)
+    remove = sparse.remove_token_ids if isinstance(sparse, SpladePooler) else ()
+    encoder = OpenVinoEncoder(
+        fp32, model.description.hidden_size, lengths, budget, remove_token_ids=remove
+    )
+    if check_fp32 and model.precision == "float32":
+        _check_fp32(model, encoder)
+    torch_encoder = model.encoder
+    model.encoder = encoder
+    if head:
+        assert isinstance(sparse, SpladePooler)
+        model.pooler.poolers_by_task["sparse"] = GraphSpladePooler(sparse, encoder)
+    how = [
+        f"openvino {ov.get_version().split('-')[0]}",
+        "converted" if fresh else "cached",
+        f"{config['INFERENCE_NUM_THREADS']} threads",
+        f"{len(lengths)} length buckets",
+    ]
+    if head:
+        how.append("SPLADE max in the graph")
+    if model.precision == "int8":
+        try:
+            how.append(_int8(model, encoder, fp32_model, fp32, lengths, budget, head))
+        except Exception:
+            model.encoder = torch_encoder
+            raise
+    del torch_encoder  # the torch weights go with it (the poolers keep their own heads)
+    how.append(f"ready in {time.perf_counter() - t0:.2f} s")
+    return ", ".join(how)
+
+
+def _int8(
+    model: PoolingModel,
+    encoder: OpenVinoEncoder,
+    fp32_model: Any,
+    fp32: Any,
+    lengths: tuple[int, ...],
+    budget: int,
+    head: bool,
+) -> str:
+    """Quantize (or read the cache), gate; the first mode that passes runs. Raises the last
+    mode's :class:`Int8QualityError` when none does."""
+    import openvino as ov
+
+    from poolq.worker.engine.int8_gate import Int8QualityError
+    from poolq.worker.engine.openvino import cache, quantize
+    from poolq.worker.engine.openvino.threads import compile_config
+
+    error: Int8QualityError | None = None
+    for mode in quantize.MODES:
+        key = cache.cache_key(model.description.path, sparse_head=head, precision=f"int8-{mode}")
+        if (before := cache.refused(key, model.config.int8_floors)) is not None:
+            error = Int8QualityError(f"{before} (cached verdict)")
+            continue
+        q = cache.load_cached(key)
+        if q is None:
+            samples = quantize.calibration_inputs(model, lengths, budget, head)
+            q = quantize.quantize(fp32_model, samples, mode)
+            cache.store(key, q)
+        int8 = ov.Core().compile_model(q, "CPU", compile_config())
+        try:
+            model.int8_report = quantize.gate(model, encoder, fp32, int8, mode)
+        except Int8QualityError as exc:
+            cache.mark_refused(key, model.config.int8_floors, str(exc))
+            error = exc
+            continue
+        return f"int8 {mode}, gate passed"
+    assert error is not None
+    raise error
+
+
+def _converted(model: PoolingModel, head: bool) -> tuple[Any, bool]:
+    """The fp32 ``openvino.Model`` (from the cache, else converted and stored) and whether it
+    was converted now."""
+    from poolq.worker.engine.models import architecture_for
+    from poolq.worker.engine.openvino import cache
+    from poolq.worker.engine.openvino.graph import GraphForm, convert
+
+    key = cache.cache_key(model.description.path, sparse_head=head, precision="float32")
+    cached = cache.load_cached(key)
+    if cached is not None:
+        return cached, False
+    arch = architecture_for(model.description.model_type)
+    assert arch is not None and arch.padded_form is not None
+    sparse = model.pooler.poolers_by_task.get("sparse")
+    mlm = getattr(sparse, "mlm_head", None) if head else None
+    converted = convert(GraphForm(arch.padded_form(model.encoder), mlm))
+    cache.store(key, converted)
+    return converted, True
+
+
+def _check_fp32(model: PoolingModel, encoder: OpenVinoEncoder) -> None:
+    """auto, float32: OpenVINO's embeddings against torch's on the built-in sample."""
+    from poolq.worker.engine.calibration_texts import CALIBRATION_TEXTS
+    from poolq.worker.engine.int8_gate import encode_texts
+
+    tasks = [t for t in model.description.supported_tasks if t in ("embed", "token_embed")]
+    if not tasks:
+        return
+    ref = encode_texts(model, CALIBRATION_TEXTS, tasks)
+    torch_encoder, model.encoder = model.encoder, encoder
+    try:
+        got = encode_texts(model, CALIBRATION_TEXTS, tasks)
+    finally:
+        model.encoder = torch_encoder
+    worst = min(_min_cos(r[t], g[t]) for r, g in zip(ref, got, strict=True) for t in tasks)
+    if worst < FP32_MIN_COSINE:
+        raise _Mismatch(f"float32 min cosine vs torch {worst:.6f} < {FP32_MIN_COSINE}")
+
+
+def _min_cos(a: object, b: object) -> float:
+    import torch
+    import torch.nn.functional as F
+
+    assert isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+    return float(F.cosine_similarity(a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])).min())

@@ -1,0 +1,102 @@
+"""Converted (and quantized) OpenVINO models on disk, so a second start converts nothing.
+
+Under ``<cache folder>/openvino/<key>/model.xml`` (the cache folder: ``POOLQ_CACHE_DIR``, else
+``$XDG_CACHE_HOME/poolq``, else ``~/.cache/poolq``). The key hashes what decides the graph: the
+checkpoint's fingerprint (its files' contents, ``worker/config/versions.py``), the form version
+(``graph.FORM_VERSION``), whether the SPLADE head is in the graph, the precision, and the
+OpenVINO (and, for int8, NNCF) versions. A model is written to a temporary folder and renamed
+into place: a reader never sees half a model. Weights are saved as they are (no fp16
+compression: fp32 must match torch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from poolq.worker.engine.openvino.graph import FORM_VERSION
+
+log = logging.getLogger("poolq.openvino")
+MODEL_FILE = "model.xml"
+
+
+def cache_root() -> Path:
+    from poolq.worker.runtime.fingerprints import cache_dir
+
+    return cache_dir() / "openvino"
+
+
+def cache_key(checkpoint: str, *, sparse_head: bool, precision: str) -> str:
+    import openvino as ov
+
+    from poolq.worker.runtime.fingerprints import cached_fingerprint
+
+    parts: dict[str, Any] = {
+        "checkpoint": cached_fingerprint(checkpoint),
+        "form": FORM_VERSION,
+        "sparse_head": sparse_head,
+        "precision": precision,
+        "openvino": ov.get_version(),
+    }
+    if precision.startswith("int8"):
+        import nncf
+
+        parts["nncf"] = nncf.__version__
+    blob = json.dumps(parts, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:32]
+
+
+def load_cached(key: str) -> Any | None:
+    """The cached ``openvino.Model``, or None (absent or unreadable)."""
+    import openvino as ov
+
+    path = cache_root() / key / MODEL_FILE
+    if not path.is_file():
+        return None
+    try:
+        return ov.Core().read_model(str(path))
+    except RuntimeError as exc:
+        log.warning("openvino cache %s unreadable (%s): converting again", path, exc)
+        return None
+
+
+def store(key: str, model: Any) -> None:
+    """Save ``model`` under ``key``; a cache that cannot be written only costs the next start."""
+    import openvino as ov
+
+    final = cache_root() / key
+    tmp = final.with_name(f"{key}.{os.getpid()}.tmp")
+    try:
+        tmp.mkdir(parents=True, exist_ok=True)
+        ov.save_model(model, str(tmp / MODEL_FILE), compress_to_fp16=False)
+        try:
+            tmp.rename(final)
+        except OSError:  # another process stored it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except (OSError, RuntimeError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        log.warning("openvino cache %s not written: %s", final, exc)
+
+
+def _refusal(key: str, floors: object) -> Path:
+    tag = hashlib.sha256(repr(floors).encode()).hexdigest()[:12]
+    return cache_root() / key / f"refused-{tag}"
+
+
+def refused(key: str, floors: object) -> str | None:
+    """The int8 gate's refusal of this cached model under these floors, if it refused it."""
+    try:
+        return _refusal(key, floors).read_text()
+    except OSError:
+        return None
+
+
+def mark_refused(key: str, floors: object, message: str) -> None:
+    with contextlib.suppress(OSError):  # else the gate runs again next start
+        _refusal(key, floors).write_text(message)
