@@ -52,6 +52,7 @@ COPY pyproject.toml README.md ./
 COPY worker ./worker
 COPY ingest ./ingest
 COPY sinks ./sinks
+COPY wire ./wire
 
 RUN set -eux; \
     python -m pip install '.[worker]'; \

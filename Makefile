@@ -46,7 +46,7 @@ lint: install typecheck
 typecheck: install
 	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/poolq
 	ln -s ../../../ingest/api/__init__.py $(TYPECHECK)/poolq/__init__.py
-	for d in worker ingest sinks; do ln -s ../../../$$d $(TYPECHECK)/poolq/$$d; done
+	for d in worker ingest sinks wire; do ln -s ../../../$$d $(TYPECHECK)/poolq/$$d; done
 	MYPYPATH=$(TYPECHECK) $(BIN)/mypy
 
 demo: install

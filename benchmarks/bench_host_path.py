@@ -58,8 +58,8 @@ from benchmarks.host_path_stages import (
     grpc_requests_s,
     measure,
 )
-from poolq.ingest.profile import Profile
 from poolq.sinks.schema import CollectionSchema
+from poolq.worker.config.profile import Profile
 from poolq.worker.dev.endpoint_process import EndpointProcess
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess

@@ -39,9 +39,9 @@ from arq.constants import in_progress_key_prefix
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.wire import constants
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
-from poolq.worker.wire import constants
 
 QUERIES = Path(__file__).resolve().parent / "search_queries.jsonl"
 MODES = ("rerank", "hybrid")

@@ -36,9 +36,10 @@ from arq.constants import result_key_prefix
 
 from poolq.ingest import job_index
 from poolq.ingest.client import PoolqClient
+from poolq.wire import constants
+from poolq.wire.serialization import serialize
 from poolq.worker.dev.local_redis import LocalRedis
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import serialize
+from poolq.worker.reliability import job_records
 
 # share of the jobs in each state
 MIX = {"done": 0.55, "failed": 0.10, "running": 0.001, "queued": 0.30, "deferred": 0.049}
@@ -61,7 +62,9 @@ async def fill(client: PoolqClient, n: int, now: float) -> dict[str, int]:
     now_ms = int(now * 1000)
     async with r.pipeline(transaction=False) as p:  # ended before the TTL: trimmed by what follows
         for i in range(n // 10):
-            job_index.add_outcome(p, f"stale-{i:06d}", success=True, result={}, now=now - 2 * 86400)
+            job_records.add_outcome(
+                p, f"stale-{i:06d}", success=True, result={}, now=now - 2 * 86400
+            )
         await p.execute()
     expected = dict.fromkeys(job_index.STATUSES, 0)
     running: dict[str, list[str]] = {w: [] for w in LIVE}
@@ -75,7 +78,7 @@ async def fill(client: PoolqClient, n: int, now: float) -> dict[str, int]:
                 if kind in ("done", "failed"):
                     result = {"documents": 8, "points": 16, "errors": []}
                     error = "ValueError: document 'x': text: empty"
-                    job_index.add_outcome(
+                    job_records.add_outcome(
                         p, job_id, success=kind == "done", result=result, error=error, now=ended
                     )
                     p.set(result_key_prefix + job_id, RESULT, ex=86400)
@@ -95,7 +98,7 @@ async def fill(client: PoolqClient, n: int, now: float) -> dict[str, int]:
         p.sadd(dead, *(f"bench-{i:06d}" for i in range(0, n, 1000) if kind_of(i, n) == "queued"))
         await p.execute()
     for worker_id in LIVE:
-        await job_index.worker_seen(r, worker_id, now=now)
+        await job_records.worker_seen(r, worker_id, now=now)
     return expected
 
 
@@ -109,7 +112,7 @@ async def finish_some(client: PoolqClient, n: int) -> None:
     ids = [m.decode() for m in due if m not in running][:n]
     async with r.pipeline(transaction=False) as p:
         for job_id in ids:
-            job_index.add_outcome(p, job_id, success=True, result={"points": 1})
+            job_records.add_outcome(p, job_id, success=True, result={"points": 1})
             p.zrem(constants.INGEST_QUEUE, job_id)
         await p.execute()
 

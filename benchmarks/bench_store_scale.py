@@ -46,8 +46,8 @@ from benchmarks.scale_corpus import DIM, NNZ, SCHEMA, VOCAB, Corpus
 from poolq.sinks.collection_settings import CollectionSettings
 from poolq.sinks.maxsim import maxsim_many
 from poolq.sinks.schema import CollectionSchema
-from poolq.sinks.search_types import SearchRequest
 from poolq.sinks.writer import QdrantWriter
+from poolq.wire.search_types import SearchRequest
 
 WRITE_POINTS = 384  # points per writer.write call (a job's worth)
 MODES = ("dense", "hybrid", "rerank")

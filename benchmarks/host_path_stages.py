@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from poolq.ingest.documents import Document, validate_documents
-from poolq.ingest.points import document_points
 from poolq.sinks.points import PointRecord, to_point_struct
 from poolq.sinks.schema import CollectionSchema
+from poolq.wire.documents import Document, validate_documents
+from poolq.wire.serialization import job_deserializer, serialize
+from poolq.worker.chunks.points import document_points
 from poolq.worker.runtime.vectorizer import Vectorizer, pool_documents
-from poolq.worker.wire.serialization import job_deserializer, serialize
 
 HOST_STAGES = (
     "decode", "chunk", "tokenize", "forward", "pool", "pool_factor", "point build", "progress"

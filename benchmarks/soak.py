@@ -46,12 +46,12 @@ from poolq.ingest.client import JobOutcome, PoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks import payload as fields
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire import constants
+from poolq.wire.serialization import deserialize
 from poolq.worker.config.settings import Settings
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from poolq.worker.runtime.vectorizer import Vectorizer
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize
 
 COLLECTION = "soak"
 POLL_S = 0.2

@@ -11,7 +11,7 @@ progress per document (:mod:`poolq.ingest.job_progress`) and whether any worker 
 Job ids are recorded in a time-ordered index (trimmed to arq's result TTL, see
 :mod:`poolq.ingest.job_index`) so ``poolq status`` can count queued, running, done and failed
 jobs. A Redis that is down is reported within seconds
-(:class:`~poolq.worker.wire.connection.RedisUnavailableError`, one line naming host and port);
+(:class:`~poolq.wire.connection.RedisUnavailableError`, one line naming host and port);
 the URL's password never appears in a message or a repr.
 """
 
@@ -29,7 +29,6 @@ from redis.exceptions import AuthenticationError, RedisError
 from poolq.ingest.client_reads import ClientReads
 from poolq.ingest.job_index import (
     JobOutcome,
-    index_jobs,
 )
 from poolq.ingest.job_plan import Limits, plan_jobs
 from poolq.ingest.job_progress import WaitProgress
@@ -37,16 +36,16 @@ from poolq.ingest.outage import RedisOutage, outage_limit_s
 from poolq.ingest.priority import check_priority, job_priority, queue_placement
 from poolq.ingest.sync_client import SyncPoolqClient
 from poolq.ingest.workers_alive import NoWorkerError, live_workers
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import (
+from poolq.wire import constants
+from poolq.wire.connection import (
     CLIENT_CONNECT_DEADLINE_S,
     RedisUnavailableError,
     describe_address,
     redact_url,
     redis_settings,
 )
-from poolq.worker.wire.records.job_args import IngestArgs, ReindexArgs
-from poolq.worker.wire.serialization import deserialize, serialize
+from poolq.wire.records.job_args import IngestArgs, ReindexArgs
+from poolq.wire.serialization import deserialize, serialize
 
 __all__ = [
     "JobOutcome",
@@ -190,7 +189,6 @@ class PoolqClient(ClientReads):
         )
         if job is None:  # pragma: no cover - only when the id already exists
             raise RuntimeError(f"job {job_id} already exists")
-        await self._index(job_id)
         if len(self._job_sizes) >= JOB_SIZES_KEPT:
             self._job_sizes.pop(next(iter(self._job_sizes)))
         self._job_sizes[job_id] = len(docs)
@@ -209,9 +207,6 @@ class PoolqClient(ClientReads):
             self._limits = (now, Limits.from_heartbeats(await live_workers(self.redis)))
         return self._limits[1]
 
-    async def _index(self, job_id: str) -> None:
-        await index_jobs(self.redis, [job_id], now=self._clock(), ttl_s=self.job_index_ttl_s)
-
     async def reindex(
         self, source: str, collection: str, *, full: bool = False, keep_old: bool = False
     ) -> str:
@@ -223,5 +218,4 @@ class PoolqClient(ClientReads):
         job = await self.redis.enqueue_job(constants.REINDEX_JOB, *args, _job_id=job_id)
         if job is None:  # pragma: no cover - only when the id already exists
             raise RuntimeError(f"job {job_id} already exists")
-        await self._index(job_id)
         return job_id

@@ -15,15 +15,15 @@ from poolq.ingest.job_progress import WaitProgress, read_progress, wait_jobs
 from poolq.ingest.outage import RedisOutage, ride_out
 from poolq.ingest.search_call import search_via_workers
 from poolq.ingest.workers_alive import live_workers
-from poolq.sinks.search_types import (
+from poolq.wire import constants
+from poolq.wire.records.reindex import ReindexProgress, read_reindex_progress
+from poolq.wire.search_types import (
     DEFAULT_GROUP_SIZE,
     Fusion,
     SearchMode,
     SearchRequest,
     SearchResult,
 )
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.reindex import ReindexProgress, read_reindex_progress
 
 
 class ClientReads:
@@ -45,7 +45,7 @@ class ClientReads:
 
     async def live_workers(self) -> list[dict[str, Any]]:
         """Heartbeats of the workers alive on this Redis (not expired, not stopped), as maps
-        (:class:`~poolq.worker.wire.records.heartbeat.Heartbeat` on the wire)."""
+        (:class:`~poolq.wire.records.heartbeat.Heartbeat` on the wire)."""
         return [h.to_wire() for h in await live_workers(self.redis)]
 
     async def progress(self, job_ids: Sequence[str]) -> dict[str, dict[str, int]]:
@@ -55,7 +55,7 @@ class ClientReads:
 
     async def reindex_progress(self, collection: str | None = None) -> list[dict[str, Any]]:
         """The latest progress record of each collection's reindex (or of ``collection``), as
-        maps (:class:`~poolq.worker.wire.records.reindex.ReindexProgress` on the wire)."""
+        maps (:class:`~poolq.wire.records.reindex.ReindexProgress` on the wire)."""
         return [r.to_wire() for r in await self.reindex_records(collection)]
 
     async def reindex_records(self, collection: str | None = None) -> list[ReindexProgress]:

@@ -1,11 +1,11 @@
 """The job index behind ``poolq status`` and :meth:`PoolqClient.wait`: what workers record
-about their jobs themselves (part of :mod:`poolq.ingest.client`; written by
-``worker/reliability``).
+about their jobs themselves: the reading side, part of :mod:`poolq.ingest.client` (workers
+write it through ``worker/reliability/job_records.py``).
 
 Written by workers:
 
 * a job that ends is added, scored by its end time, to the sorted set of done jobs
-  (:data:`~poolq.worker.wire.constants.JOB_INDEX_DONE_KEY`) or of failed jobs
+  (:data:`~poolq.wire.constants.JOB_INDEX_DONE_KEY`) or of failed jobs
   (``JOB_INDEX_FAILED_KEY``: failed for good, on a permanent error or on its last try; a retry
   is neither), and its outcome (the job's result or error, never its documents) is kept under
   ``JOB_OUTCOME_KEY``; in the same transaction both sets are trimmed to the last ``ttl_s``
@@ -35,13 +35,12 @@ from typing import Any
 from arq.constants import in_progress_key_prefix, result_key_prefix
 from arq.jobs import deserialize_result
 
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.base import WireError
-from poolq.worker.wire.records.codes import ErrorCode
-from poolq.worker.wire.records.heartbeat import Heartbeat, read_heartbeat
-from poolq.worker.wire.records.outcome import JobOutcomeRecord
-from poolq.worker.wire.records.results import ingest_result
-from poolq.worker.wire.serialization import deserialize, error_info
+from poolq.wire import constants
+from poolq.wire.records.base import WireError
+from poolq.wire.records.heartbeat import Heartbeat, read_heartbeat
+from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
+from poolq.wire.records.results import ingest_result
+from poolq.wire.serialization import deserialize, error_info
 
 CHUNK = 1000  # job ids per command (or pipeline)
 STATUSES = ("queued", "running", "done", "failed", "not_found", "deferred")
@@ -86,82 +85,6 @@ def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
 
 def _text(member: bytes | str) -> str:
     return member.decode() if isinstance(member, bytes) else str(member)
-
-
-def outcome_key(job_id: str) -> str:
-    return constants.JOB_OUTCOME_KEY.format(job_id=job_id)
-
-
-# ---------------------------------------------------------------- written by workers
-
-
-def add_outcome(
-    pipe: Any,
-    job_id: str,
-    *,
-    success: bool,
-    result: Any = None,
-    error: str | None = None,
-    code: ErrorCode | None = None,
-    now: float | None = None,
-    ttl_s: float = constants.JOB_INDEX_TTL_S,
-) -> None:
-    """Queue on ``pipe`` what :func:`record_outcome` writes (for pipelines of many jobs)."""
-    now = time.time() if now is None else now
-    ttl = int(ttl_s) if ttl_s >= 1 else constants.JOB_INDEX_TTL_S  # keep_result 0: arq's default
-    into, other = (DONE, FAILED) if success else (FAILED, DONE)
-    pipe.zadd(into, {job_id: now})
-    pipe.zrem(other, job_id)  # a job re-run after its worker died ends once, as it last ended
-    for key in (DONE, FAILED):
-        pipe.zremrangebyscore(key, "-inf", f"({now - ttl}")
-    record = (
-        JobOutcomeRecord("done", now, result=result)
-        if success
-        else JobOutcomeRecord("failed", now, error=error, code=code)
-    )
-    pipe.set(outcome_key(job_id), record.pack(), ex=ttl)
-
-
-async def record_outcome(redis: Any, job_id: str, **outcome: Any) -> None:
-    """Record how ``job_id`` ended (see :func:`add_outcome`), in one transaction."""
-    async with redis.pipeline(transaction=True) as tr:
-        add_outcome(tr, job_id, **outcome)
-        await tr.execute()
-
-
-def add_forget_failed(pipe: Any, job_ids: Sequence[str]) -> None:
-    """Queue on ``pipe``: ``job_ids`` no longer count as failed (dropped or retried dead
-    letters; their outcome records stay, so ``poolq status JOB_ID`` still tells how they
-    ended)."""
-    if job_ids:
-        pipe.zrem(FAILED, *job_ids)
-
-
-async def worker_seen(redis: Any, worker_id: str, *, now: float | None = None) -> None:
-    """Record that ``worker_id`` is alive now (its heartbeat is found, and its age known after
-    its key expired); entries older than ``WORKER_LAST_SEEN_TTL_S`` are dropped."""
-    now = time.time() if now is None else now
-    async with redis.pipeline(transaction=False) as p:
-        p.zadd(SEEN, {worker_id: now})
-        p.zremrangebyscore(SEEN, "-inf", f"({now - constants.WORKER_LAST_SEEN_TTL_S}")
-        await p.execute()
-
-
-async def reindex_listed(redis: Any, collection: str, *, now: float | None = None) -> None:
-    """List ``collection`` among those whose reindex progress ``poolq status`` reports."""
-    now = time.time() if now is None else now
-    key = constants.REINDEX_COLLECTIONS_KEY
-    async with redis.pipeline(transaction=False) as p:
-        p.zadd(key, {collection: now})
-        p.zremrangebyscore(key, "-inf", f"({now - constants.REINDEX_PROGRESS_TTL_S}")
-        await p.execute()
-
-
-async def index_jobs(
-    redis: Any, job_ids: Sequence[str], *, now: float, ttl_s: float = constants.JOB_INDEX_TTL_S
-) -> None:
-    """Nothing: the index is written by the workers as jobs end (kept for callers of the
-    enqueue-time index of earlier versions)."""
 
 
 # ---------------------------------------------------------------- read by clients

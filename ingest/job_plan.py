@@ -4,7 +4,7 @@ A worker refuses a job of more than ``max_documents_per_job`` documents or a pay
 ``max_job_bytes``, and fails a document over ``max_document_bytes`` (dead letters, errors:
 nothing a retry can fix). The client knows these limits before it enqueues anything: from the
 heartbeats of the live workers (each reports its own under ``"limits"``; the smallest wins), else
-the defaults in :mod:`poolq.worker.wire.constants`, and plans jobs that fit them.
+the defaults in :mod:`poolq.wire.constants`, and plans jobs that fit them.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.heartbeat import Heartbeat, WorkerLimits
-from poolq.worker.wire.serialization import serialize
+from poolq.wire import constants
+from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
+from poolq.wire.serialization import serialize
 
 # What an arq job adds around its documents: function name, collection, kwargs, try count,
 # enqueue time, the list header. Measured below 100 bytes; kept generous.

@@ -1,7 +1,7 @@
 """How far ingest jobs have got (part of :mod:`poolq.ingest.client`).
 
 While an ingest job runs, its worker keeps a hash under ``poolq:job-progress:{job_id}``
-(:data:`~poolq.worker.wire.constants.JOB_PROGRESS_KEY`): ``documents`` (in the job), ``done``
+(:data:`~poolq.wire.constants.JOB_PROGRESS_KEY`): ``documents`` (in the job), ``done``
 (documents finished), ``chunks``, ``points``, ``errors``, ``skipped``, refreshed after chunking,
 encoding and writing and at least every 0.5 s while documents finish, kept an hour.
 :func:`read_progress` reads them, one round trip per thousand jobs; :func:`totals` adds them
@@ -23,11 +23,11 @@ from redis.exceptions import AuthenticationError
 from poolq.ingest.job_index import JobOutcome, chunks
 from poolq.ingest.outage import OUTAGE_ERRORS
 from poolq.ingest.workers_alive import no_worker_message
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import RedisUnavailableError
-from poolq.worker.wire.records.base import WireError
-from poolq.worker.wire.records.progress import JobProgressRecord
-from poolq.worker.wire.records.results import IngestResult, ingest_result
+from poolq.wire import constants
+from poolq.wire.connection import RedisUnavailableError
+from poolq.wire.records.base import WireError
+from poolq.wire.records.progress import JobProgressRecord
+from poolq.wire.records.results import IngestResult, ingest_result
 
 if TYPE_CHECKING:
     from poolq.ingest.client_reads import ClientReads

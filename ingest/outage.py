@@ -3,11 +3,11 @@
 A client that has connected keeps waiting (:meth:`PoolqClient.wait`, ``poolq enqueue --wait``)
 or asking (:meth:`PoolqClient.status`, ``poolq status``) through a Redis that goes away and
 comes back, as the worker does: the reads are tried again on the worker's reconnect backoff
-(:func:`~poolq.worker.wire.connection.reconnect_backoff`: 0.1 s doubling up to 2 s) until Redis
+(:func:`~poolq.wire.connection.reconnect_backoff`: 0.1 s doubling up to 2 s) until Redis
 answers, and the client gives up only once Redis has been unreachable for
 ``redis_outage_limit_s`` (argument of :class:`PoolqClient`, else env
 ``POOLQ_REDIS_OUTAGE_LIMIT_S``, else :data:`REDIS_OUTAGE_LIMIT_S`): then
-:class:`~poolq.worker.wire.connection.RedisUnavailableError`, one line naming host, port, how
+:class:`~poolq.wire.connection.RedisUnavailableError`, one line naming host, port, how
 long and the setting. Nothing is lost meanwhile when Redis persists its data (append-only file):
 the jobs are in Redis, and the workers ride the outage out too. Connecting in the first place
 still fails within seconds (:meth:`PoolqClient.connect`).
@@ -27,7 +27,7 @@ from redis.exceptions import AuthenticationError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.worker.wire.connection import RedisUnavailableError, reconnect_backoff, redact_text
+from poolq.wire.connection import RedisUnavailableError, reconnect_backoff, redact_text
 
 REDIS_OUTAGE_LIMIT_S = 300.0  # how long a client waits for Redis to come back, by default
 OUTAGE_LIMIT_ENV = "POOLQ_REDIS_OUTAGE_LIMIT_S"

@@ -3,7 +3,7 @@ and where they go in arq's queue.
 
 arq starts jobs in score order (the score is a unix time in ms, the enqueue time unless
 deferred). An interactive job is enqueued deferred *until* its enqueue time minus
-:data:`~poolq.worker.wire.constants.INTERACTIVE_HEAD_START_MS` (a time in the past: it is due
+:data:`~poolq.wire.constants.INTERACTIVE_HEAD_START_MS` (a time in the past: it is due
 at once), so it scores ahead of every bulk job, first come first served among interactive ones.
 arq derives a job's expiry from its deferral (``score - now + expires_extra_ms``), which a score
 years in the past would make negative: interactive jobs carry an explicit ``_expires`` of
@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from poolq.worker.wire import constants
+from poolq.wire import constants
 
 # arq's default ArqRedis.expires_extra_ms: a job not started within a day expires
 ARQ_EXPIRES_EXTRA_MS = 86_400_000

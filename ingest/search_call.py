@@ -14,11 +14,11 @@ import uuid
 from typing import Any
 
 from poolq.ingest.workers_alive import NoWorkerError, live_workers, no_worker_message
-from poolq.sinks.search_types import SearchError, SearchRequest, SearchResult
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import redact_url
-from poolq.worker.wire.records.codes import ErrorCode
-from poolq.worker.wire.records.search import SearchCall, SearchReply
+from poolq.wire import constants
+from poolq.wire.connection import redact_url
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.search import SearchCall, SearchReply
+from poolq.wire.search_types import SearchError, SearchRequest, SearchResult
 
 FIRST_LOOK_S = 1.0  # a reply this fast needs no look at the heartbeats
 LOOK_EVERY_S = constants.HEARTBEAT_INTERVAL_S

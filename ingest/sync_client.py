@@ -12,11 +12,11 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from poolq.worker.wire import constants
+from poolq.wire import constants
 
 if TYPE_CHECKING:
     from poolq.ingest.job_index import JobOutcome
-    from poolq.sinks.search_types import SearchResult
+    from poolq.wire.search_types import SearchResult
 
 
 class SyncPoolqClient:

@@ -15,9 +15,9 @@ import time
 from typing import Any
 
 from poolq.ingest.job_index import worker_records
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import describe_address
-from poolq.worker.wire.records.heartbeat import Heartbeat, read_heartbeat
+from poolq.wire import constants
+from poolq.wire.connection import describe_address
+from poolq.wire.records.heartbeat import Heartbeat, read_heartbeat
 
 # keys per SCAN step (arq's results share the keyspace: it grows with the jobs of the last day)
 SCAN_COUNT = 1000

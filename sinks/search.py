@@ -23,7 +23,8 @@ from poolq.sinks.points import VectorValue
 from poolq.sinks.qdrant_filters import parse_filters
 from poolq.sinks.query import build_group_query, build_query, resolve_mode, vectors_needed
 from poolq.sinks.schema import CollectionSchema
-from poolq.sinks.search_types import (
+from poolq.sinks.store.base import Store
+from poolq.wire.search_types import (
     FUSIONS,
     MAX_LIMIT,
     SEARCH_MODES,
@@ -35,7 +36,6 @@ from poolq.sinks.search_types import (
     SearchRequest,
     SearchResult,
 )
-from poolq.sinks.store.base import Store
 
 __all__ = [
     "FUSIONS",

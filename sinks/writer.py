@@ -26,9 +26,9 @@ from poolq.sinks.qdrant_filters import documents_filter, stale_chunks_filter
 from poolq.sinks.retry import RetryPolicy
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.search import search_points
-from poolq.sinks.search_types import Hit, SearchRequest
 from poolq.sinks.stale import stale_ids, stale_probes
 from poolq.sinks.store import Store, store_factory
+from poolq.wire.search_types import Hit, SearchRequest
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

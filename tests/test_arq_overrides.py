@@ -21,10 +21,10 @@ import arq.worker
 import pytest
 from arq.worker import Worker, create_worker, func, get_kwargs
 
+from poolq.wire.connection import redis_settings
+from poolq.wire.serialization import REJECTED_JOB
 from poolq.worker.reliability import arq_overrides
 from poolq.worker.reliability.arq_overrides import ARQ_TESTED, OVERRIDDEN, PoolqWorker
-from poolq.worker.wire.connection import redis_settings
-from poolq.worker.wire.serialization import REJECTED_JOB
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -182,8 +182,8 @@ async def test_start_jobs_takes_by_capacity_and_never_runs_a_job_twice_here(redi
     from arq.connections import create_pool
     from arq.constants import in_progress_key_prefix
 
+    from poolq.wire import constants
     from poolq.worker.runtime.admission import Admission
-    from poolq.worker.wire import constants
 
     pool = await create_pool(redis_settings(redis_server.url))
     w = PoolqWorker(functions=[func(_wait_forever, name="wait")], redis_pool=pool, queue_name="q")

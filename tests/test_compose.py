@@ -416,7 +416,7 @@ def test_dockerignore_keeps_secrets_out_and_the_sources_in():
     ]
     for must in (".git", ".venv", ".env"):
         assert must in patterns, must
-    for needed in ("pyproject.toml", "worker", "ingest", "sinks"):
+    for needed in ("pyproject.toml", "worker", "ingest", "sinks", "wire"):
         assert needed not in patterns
     # README.md is the project's `readme`: pip install . needs it.
     assert "!README.md" in patterns

@@ -13,12 +13,12 @@ import pytest
 
 from poolq.ingest.client import PoolqClient
 from poolq.sinks.writer import QdrantWriter
+from poolq.wire import constants
+from poolq.wire.connection import redis_settings
+from poolq.wire.serialization import serialize
 from poolq.worker.config.settings import Settings
 from poolq.worker.dev.local_redis import LocalRedis, free_port
 from poolq.worker.observability.logs import JsonFormatter, redact_url
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import redis_settings
-from poolq.worker.wire.serialization import serialize
 
 
 def test_rediss_url_means_tls_with_auth_and_retries():
@@ -72,7 +72,7 @@ def test_settings_and_client_reprs_redact_urls():
 
 
 def test_redacting_log_filter_hides_credentials():
-    from poolq.worker.wire.connection import RedactingFilter
+    from poolq.wire.connection import RedactingFilter
 
     rec = logging.LogRecord(
         "x", logging.WARNING, "f", 1, "cannot reach %s", (f"redis://:{PASSWORD}@h:1/0",), None

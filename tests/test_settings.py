@@ -2,9 +2,9 @@ import pickle
 
 import pytest
 
-from poolq.ingest.profile import DEFAULT_PROFILE, Profile
+from poolq.wire.serialization import deserialize, error_info, serialize
+from poolq.worker.config.profile import DEFAULT_PROFILE, Profile
 from poolq.worker.config.settings import load_settings
-from poolq.worker.wire.serialization import deserialize, error_info, serialize
 
 
 def test_precedence_file_then_env_then_flags(tmp_path):
@@ -77,8 +77,8 @@ def test_msgpack_round_trip_and_pickle_refused():
 
 
 def test_defaults_come_from_the_wire_constants():
+    from poolq.wire import constants
     from poolq.worker.config.settings import Settings
-    from poolq.worker.wire import constants
 
     s = Settings()
     assert s.qdrant_path == constants.DEFAULT_QDRANT_PATH == "./poolq_data/qdrant"

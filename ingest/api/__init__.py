@@ -8,12 +8,13 @@
 
 Importing this package loads only redis, arq and msgpack: never torch, transformers, tokenizers,
 the engine or qdrant_client (the worker is ``pip install 'poolq[worker]'``). The repository's
-folders install beneath this package: ``poolq.worker``, ``poolq.ingest``, ``poolq.sinks``. This
+folders install beneath this package: ``poolq.worker``, ``poolq.ingest``, ``poolq.sinks``,
+``poolq.wire``. This
 file is ``ingest/api/__init__.py`` in the source tree, installed as ``poolq/__init__.py``.
 """
 
 from poolq.ingest.client import JobOutcome, PoolqClient, SyncPoolqClient
-from poolq.sinks.search_types import Chunk, Hit, SearchError, SearchRequest, SearchResult
+from poolq.wire.search_types import Chunk, Hit, SearchError, SearchRequest, SearchResult
 
 __all__ = [
     "Chunk",

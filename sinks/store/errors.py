@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from poolq.worker.wire.records.codes import ErrorCode
+from poolq.wire.records.codes import ErrorCode
 
 try:  # grpcio comes with qdrant-client; guarded all the same
     import grpc

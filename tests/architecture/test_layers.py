@@ -17,22 +17,24 @@ FOLDERS = {
     "worker": "poolq.worker",
     "ingest": "poolq.ingest",
     "sinks": "poolq.sinks",
+    "wire": "poolq.wire",
 }
 
 # Highest first. A module may import modules of its own layer or of any layer below it.
 LAYERS: list[tuple[str, ...]] = [
     ("poolq",),  # the public client API (ingest/api/__init__.py)
-    ("poolq.worker.cli",),  # the transport: command line
+    ("poolq.worker.cli",),  # the transport: command line (the client's commands among them)
     ("poolq.worker.dev",),  # local development helpers (demo, local Redis, worker process)
+    ("poolq.ingest",),  # the client: what application code uses (it imports only the wire)
     ("poolq.worker.app",),  # the arq application and its jobs
     ("poolq.worker.reliability", "poolq.worker.observability"),
     ("poolq.worker.runtime",),  # what a worker holds: engines, writer, query and search services
-    ("poolq.worker.config",),  # settings, schedules
-    ("poolq.ingest",),  # documents, chunking, profiles, reindex planning, the client
+    ("poolq.worker.config",),  # settings, schedules, collection profiles
+    ("poolq.worker.reindex", "poolq.worker.chunks"),  # reindex planning; chunks and points
     ("poolq.worker.engine",),
     ("poolq.worker.pooling",),
     ("poolq.sinks",),
-    ("poolq.worker.wire",),  # Redis keys and wire formats, shared with the client
+    ("poolq.wire",),  # Redis keys, records and wire formats: shared by the client and workers
 ]
 # the worker package's own __init__/__main__ (``python -m poolq.worker`` runs the CLI)
 ENTRY_POINTS = {"poolq.worker": 1, "poolq.worker.__main__": 1}
@@ -64,7 +66,7 @@ def layer_of(module: str) -> int:
 
 def source_files() -> list[Path]:
     files = []
-    for folder in ("worker", "ingest", "sinks"):
+    for folder in ("worker", "ingest", "sinks", "wire"):
         files += sorted((ROOT / folder).rglob("*.py"))
     return files
 
@@ -86,7 +88,7 @@ def poolq_imports(path: Path) -> list[tuple[int, str]]:
 
 
 def resolve(name: str) -> str:
-    """``poolq.worker.wire.constants.INGEST_QUEUE`` -> the module part, by longest match."""
+    """``poolq.wire.constants.INGEST_QUEUE`` -> the module part, by longest match."""
     known = {module_name(p) for p in source_files()}
     parts = name.split(".")
     for i in range(len(parts), 0, -1):
@@ -120,8 +122,8 @@ def test_every_module_is_in_a_layer():
 
 
 def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
-    """The checker itself: an upward import (ingest importing the arq app) is reported."""
-    fake = ROOT / "ingest" / "_layer_probe.py"
+    """The checker itself: an upward import (the wire importing the arq app) is reported."""
+    fake = ROOT / "wire" / "_layer_probe.py"
     fake.write_text("from poolq.worker.app.worker_settings import worker_kwargs\n")
     try:
         found = violations()
@@ -130,7 +132,18 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     assert any("_layer_probe" in v and "poolq.worker.app" in v for v in found), found
 
 
-@pytest.mark.parametrize("folder", ["ingest", "sinks", "worker/engine", "worker/pooling"])
+def test_the_client_imports_only_itself_and_the_wire():
+    """``ingest/`` is what applications import: nothing of the worker, engine or store (the
+    layers above allow the worker's code below it; this is stricter)."""
+    for path in sorted((ROOT / "ingest").rglob("*.py")):
+        for lineno, name in poolq_imports(path):
+            target = resolve(name)
+            assert target == "poolq" or target.startswith(("poolq.ingest", "poolq.wire")), (
+                f"{path.relative_to(ROOT)}:{lineno} imports {target}"
+            )
+
+
+@pytest.mark.parametrize("folder", ["ingest", "sinks", "worker/engine", "worker/pooling", "wire"])
 def test_lower_layers_never_import_the_arq_app_or_cli(folder):
     for path in sorted((ROOT / folder).rglob("*.py")):
         for lineno, name in poolq_imports(path):

@@ -15,8 +15,8 @@ import time
 import pytest
 import redis
 
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize
+from poolq.wire import constants
+from poolq.wire.serialization import deserialize
 
 pytestmark = pytest.mark.slow  # the CLI in a subprocess, a real redis-server
 

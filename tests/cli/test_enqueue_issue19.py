@@ -18,11 +18,11 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 
-from poolq.ingest import job_index
 from poolq.ingest.job_progress import WaitProgress
+from poolq.wire import constants
+from poolq.wire.serialization import deserialize
 from poolq.worker.cli.enqueue_wait import ProgressBar
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize
+from poolq.worker.reliability import job_records
 from tests.cli_process import poolq
 
 REFUSED = {
@@ -91,7 +91,7 @@ def test_a_job_whose_every_document_was_refused_fails_the_command(redis_server, 
 
         async def record():
             client = AsyncRedis.from_url(url)
-            await job_index.record_outcome(client, job_id, success=True, result=REFUSED)
+            await job_records.record_outcome(client, job_id, success=True, result=REFUSED)
             await client.aclose()
 
         asyncio.run(record())

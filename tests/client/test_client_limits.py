@@ -11,7 +11,7 @@ import pytest
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.job_plan import Limits
 from poolq.ingest.workers_alive import NoWorkerError
-from poolq.worker.wire import constants
+from poolq.wire import constants
 
 
 async def queued(client: PoolqClient) -> int:
@@ -48,7 +48,7 @@ async def test_a_document_no_job_can_carry_is_refused_naming_it(redis_server):
 
 
 async def test_force_is_sent_as_the_jobs_keyword_argument(redis_server):
-    from poolq.worker.wire.serialization import deserialize
+    from poolq.wire.serialization import deserialize
 
     async with PoolqClient(redis_server.url) as client:
         (plain,) = await client.enqueue("docs", [{"id": "a", "text": "x"}])

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from poolq.ingest.client import PoolqClient, SyncPoolqClient
+from poolq.wire.connection import RedisUnavailableError, redis_settings
 from poolq.worker.dev.local_redis import LocalRedis, free_port
-from poolq.worker.wire.connection import RedisUnavailableError, redis_settings
 
 PASSWORD = "s3cret-pw"
 

@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 from arq.worker import func
 
-from poolq.ingest import job_index
 from poolq.ingest.client import JobOutcome, PoolqClient
-from poolq.worker.reliability import job_guard
+from poolq.wire import constants
+from poolq.wire.connection import redis_settings
+from poolq.wire.serialization import deserialize, serialize
+from poolq.worker.reliability import job_guard, job_records
 from poolq.worker.reliability.arq_overrides import PoolqWorker
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import redis_settings
-from poolq.worker.wire.serialization import deserialize, serialize
 
 DAY = 24 * 3600
 WORKER = "w-index"
@@ -178,8 +177,8 @@ async def test_outcomes_are_trimmed_by_age_on_every_write_and_counted_over_the_t
         r = client.redis
         t0 = clock.now
         for i in range(3):
-            await job_index.record_outcome(r, f"old-{i}", success=True, result={}, now=t0)
-        await job_index.record_outcome(r, "old-bad", success=False, error="E: x", now=t0)
+            await job_records.record_outcome(r, f"old-{i}", success=True, result={}, now=t0)
+        await job_records.record_outcome(r, "old-bad", success=False, error="E: x", now=t0)
         clock.now = t0 + constants.JOB_INDEX_TTL_S - 10  # still within the TTL
         assert (await client.status())["counts"] == {
             "queued": 0, "running": 0, "done": 3, "failed": 1, "not_found": 0, "deferred": 0,
@@ -188,11 +187,11 @@ async def test_outcomes_are_trimmed_by_age_on_every_write_and_counted_over_the_t
         st = await client.status()
         assert (st["counts"]["done"], st["counts"]["failed"]) == (0, 0) and st["jobs"] == []
         assert await r.zcard(constants.JOB_INDEX_DONE_KEY) == 3  # (nothing written since)
-        await job_index.record_outcome(r, "new", success=True, result={}, now=clock.now)
+        await job_records.record_outcome(r, "new", success=True, result={}, now=clock.now)
         assert [m.decode() for m in await r.zrange(constants.JOB_INDEX_DONE_KEY, 0, -1)] == ["new"]
         assert await r.zcard(constants.JOB_INDEX_FAILED_KEY) == 0  # both sets trimmed
         # a job recorded again (re-run after its worker died) is counted once, by its last end
-        await job_index.record_outcome(r, "new", success=False, error="E: y", now=clock.now + 1)
+        await job_records.record_outcome(r, "new", success=False, error="E: y", now=clock.now + 1)
         st = await client.status()
         assert (st["counts"]["done"], st["counts"]["failed"]) == (0, 1)
         assert constants.JOB_INDEX_TTL_S == 24 * 3600  # arq's keep_result default
@@ -206,7 +205,7 @@ async def test_status_is_a_few_commands_whatever_the_number_of_jobs(redis_server
         now = time.time()
         async with r.pipeline(transaction=False) as p:
             for i in range(3000):
-                job_index.add_outcome(p, f"job-{i}", success=i % 3 > 0, error="E", now=now)
+                job_records.add_outcome(p, f"job-{i}", success=i % 3 > 0, error="E", now=now)
             await p.execute()
         await r.config_resetstat()
         st = await client.status()

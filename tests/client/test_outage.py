@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from poolq.ingest import job_index
 from poolq.ingest.client import PoolqClient, WaitProgress
 from poolq.ingest.outage import REDIS_OUTAGE_LIMIT_S, RedisOutage, outage_limit_s
-from poolq.worker.wire.connection import RedisUnavailableError, WorkerRetry, reconnect_backoff
+from poolq.wire.connection import RedisUnavailableError, WorkerRetry, reconnect_backoff
+from poolq.worker.reliability import job_records
 
 RESULT = {"points": 1, "documents": 1, "errors": [], "skipped": 0}
 
@@ -69,7 +69,7 @@ async def test_wait_rides_out_a_restart_and_shows_the_outage(redis_server):
         assert not waiting.done()
         redis_server.start()
         assert await client.redis.exists(f"arq:job:{job_id}")  # (append-only: kept)
-        await job_index.record_outcome(client.redis, job_id, success=True, result=RESULT)
+        await job_records.record_outcome(client.redis, job_id, success=True, result=RESULT)
         (outcome,) = await asyncio.wait_for(waiting, 30)
     assert outcome.status == "done" and outcome.result == RESULT
     down = [p.redis_down_s for p in seen if p.redis_down_s is not None]

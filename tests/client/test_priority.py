@@ -12,8 +12,8 @@ import pytest
 
 from poolq.ingest.client import PoolqClient, SyncPoolqClient
 from poolq.ingest.priority import ARQ_EXPIRES_EXTRA_MS
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize
+from poolq.wire import constants
+from poolq.wire.serialization import deserialize
 
 HEAD_START_MS = constants.INTERACTIVE_HEAD_START_MS
 DOCS = [{"id": f"d{i}", "text": f"text {i}"} for i in range(4)]

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from poolq.ingest.profile import Profile
+from poolq.worker.config.profile import Profile
 from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.runtime.vectorizer import Vectorizer
 

@@ -7,7 +7,7 @@ import logging
 import pytest
 import torch
 
-from poolq.ingest.profile import Profile
+from poolq.worker.config.profile import Profile
 from poolq.worker.engine import cpu_features
 from poolq.worker.engine.device import resolve_precision, warn_emulated_bf16
 

@@ -7,7 +7,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from poolq.ingest.chunking import Chunker
+from poolq.worker.chunks.chunking import Chunker
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.runtime.vectorizer import chunk_counter

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
-from poolq.ingest.chunking import Chunker, TokenCounter
+from poolq.worker.chunks.chunking import Chunker, TokenCounter
 from tests.models import minilm_path, splade_path
 
 
@@ -91,7 +91,7 @@ def test_any_text_chunks_fit_and_cover(text, max_len, overlap):
     st.integers(16, 96),
 )
 def test_many_texts_at_once_chunk_as_one_by_one_and_as_the_general_path(texts, max_len):
-    from poolq.ingest.chunking import _SpanCounter
+    from poolq.worker.chunks.chunking import _SpanCounter
 
     counters = [TokenCounter(MINILM, max_len), TokenCounter(SPLADE, max_len + 7)]
     chunker = Chunker(counters, overlap_tokens=3)

@@ -3,7 +3,7 @@ so nothing is truncated, and queries are encoded in the query form (expanded to 
 
 import pytest
 
-from poolq.ingest.profile import Profile
+from poolq.worker.config.profile import Profile
 from poolq.worker.runtime.vectorizer import Vectorizer
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from poolq.ingest.profile import DEFAULT_PROFILE, Profile
 from poolq.sinks.collection_settings import CollectionSettings
+from poolq.worker.config.profile import DEFAULT_PROFILE, Profile
 
 
 def test_the_default_profile_stores_collections_as_qdrant_advises():
@@ -33,7 +33,7 @@ def test_every_key_is_read():
 
 
 def test_storage_settings_are_not_part_of_the_profile_version():
-    from poolq.ingest.versions import profile_version
+    from poolq.worker.config.versions import profile_version
 
     prints = {m: "f" for m in DEFAULT_PROFILE.models}
     tuned = Profile.from_dict({"collection": {"multivector_datatype": "float16"}})

@@ -1,6 +1,6 @@
 import pytest
 
-from poolq.ingest.documents import Document, DocumentError, validate_document
+from poolq.wire.documents import Document, DocumentError, validate_document
 
 
 def test_valid_document():

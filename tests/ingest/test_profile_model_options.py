@@ -7,7 +7,7 @@ from dataclasses import fields
 
 import pytest
 
-from poolq.ingest.profile import Profile
+from poolq.worker.config.profile import Profile
 from poolq.worker.engine.description import ModelConfig
 
 TOML = """

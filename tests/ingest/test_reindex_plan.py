@@ -5,13 +5,13 @@ from datetime import datetime
 import pytest
 from arq.cron import next_cron
 
-from poolq.ingest.documents import Document
-from poolq.ingest.profile import Profile
-from poolq.ingest.reindex import plan_reindex
-from poolq.ingest.versions import checkpoint_fingerprint, profile_version
 from poolq.sinks.inventory import StoredDocument
+from poolq.wire.documents import Document
+from poolq.worker.config.profile import Profile
 from poolq.worker.config.schedule import ReindexSchedule, cron_jobs, parse_cron
 from poolq.worker.config.settings import load_settings
+from poolq.worker.config.versions import checkpoint_fingerprint, profile_version
+from poolq.worker.reindex.plan import plan_reindex
 
 V = "v1"
 

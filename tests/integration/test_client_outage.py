@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import redis as redis_sync
 
+from poolq.wire import constants
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
-from poolq.worker.wire import constants
 from tests.cli_process import poolq
 from tests.integration.test_reliability import COLLECTION, assert_exact, corpus
 

@@ -15,8 +15,8 @@ from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks.points import point_id
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire.serialization import deserialize
 from poolq.worker.dev.local_worker import WorkerProcess
-from poolq.worker.wire.serialization import deserialize
 from tests.audit import audit_collection
 
 pytestmark = pytest.mark.slow

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from poolq.ingest.client import PoolqClient
+from poolq.wire import constants
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
-from poolq.worker.wire import constants
 
 pytestmark = pytest.mark.slow
 SECRET = "s3cr3t-" + uuid.uuid4().hex[:8]

@@ -12,8 +12,8 @@ from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks import payload as fields
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire import constants
 from poolq.worker.dev.local_worker import WorkerProcess
-from poolq.worker.wire import constants
 from tests.models import minilm_path
 
 pytestmark = pytest.mark.slow

@@ -16,9 +16,9 @@ import pytest
 import redis as redis_sync
 
 from poolq.ingest.client import PoolqClient
+from poolq.wire import constants
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
-from poolq.worker.wire import constants
 from tests.integration.test_reindex import engine_texts, fresh_heartbeat
 from tests.integration.test_reliability import assert_exact, corpus
 

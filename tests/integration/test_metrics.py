@@ -16,10 +16,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.wire.connection import redis_settings
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.observability.collector import WorkerMetrics
 from poolq.worker.reliability.arq_overrides import PoolqWorker
-from poolq.worker.wire.connection import redis_settings
 
 STAGES = ("tokenize", "queue_wait", "forward", "pool", "write")
 FAMILIES = (

@@ -6,10 +6,10 @@ import time
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 from redis.asyncio import Redis
 
+from poolq.wire import constants
+from poolq.wire.serialization import serialize
 from poolq.worker.reliability import dead_letter
 from poolq.worker.reliability.reaper import reap_dead_workers, reap_orphans
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import serialize
 
 Q = constants.INGEST_QUEUE
 TTL_MS = 3_600_000

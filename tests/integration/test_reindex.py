@@ -295,7 +295,7 @@ def wait_for_cron_results(url, prefix, n, timeout_s=120):
     from arq.constants import result_key_prefix
     from arq.jobs import deserialize_result
 
-    from poolq.worker.wire.serialization import deserialize
+    from poolq.wire.serialization import deserialize
 
     r = redis.Redis.from_url(url)
     deadline = time.time() + timeout_s

@@ -14,11 +14,11 @@ import pytest
 from poolq.ingest.client import PoolqClient, SyncPoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks.maxsim import maxsim
-from poolq.sinks.search_types import SearchError
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire.constants import SEARCH_QUEUE
+from poolq.wire.search_types import SearchError
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
-from poolq.worker.wire.constants import SEARCH_QUEUE
 from tests.models import minilm_path
 
 pytestmark = pytest.mark.slow

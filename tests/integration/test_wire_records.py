@@ -1,4 +1,4 @@
-"""What a real worker stores, decoded strictly with the records of ``worker/wire/records``: an
+"""What a real worker stores, decoded strictly with the records of ``wire/records``: an
 ingest job's arq result and its outcome, a reindex job's summaries and its progress record. A
 field the worker writes that a record does not declare fails here (``strict=True``), and so
 does a declared field it stopped writing. Real processes: Redis server -> ``poolq worker`` ->
@@ -15,16 +15,15 @@ import redis
 from arq.constants import result_key_prefix
 from arq.jobs import deserialize_result
 
-from poolq.ingest import job_index
 from poolq.ingest.client import PoolqClient
+from poolq.wire import constants
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
+from poolq.wire.records.reindex import ReindexProgress, ReindexSummary
+from poolq.wire.records.results import DocumentErrorRecord, IngestResult
+from poolq.wire.serialization import deserialize
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.codes import ErrorCode
-from poolq.worker.wire.records.outcome import JobOutcomeRecord
-from poolq.worker.wire.records.reindex import ReindexProgress, ReindexSummary
-from poolq.worker.wire.records.results import DocumentErrorRecord, IngestResult
-from poolq.worker.wire.serialization import deserialize
 
 pytestmark = pytest.mark.slow
 DOCS = [
@@ -61,7 +60,7 @@ def run_job(url: str, start: Any) -> tuple[Any, bytes, bytes | None]:
     r = redis.Redis.from_url(url)
     try:
         info = deserialize_result(r.get(result_key_prefix + job_id), deserializer=deserialize)
-        outcome = r.get(job_index.outcome_key(job_id))
+        outcome = r.get(outcome_key(job_id))
         progress = r.get(constants.REINDEX_PROGRESS_KEY.format(collection="kb"))
     finally:
         r.close()

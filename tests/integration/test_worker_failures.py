@@ -20,9 +20,9 @@ import redis as redis_sync
 from arq.constants import in_progress_key_prefix
 
 from poolq.ingest.client import PoolqClient
+from poolq.wire import constants
 from poolq.worker.dev.local_redis import free_port
 from poolq.worker.dev.local_worker import WorkerProcess
-from poolq.worker.wire import constants
 from tests.integration.test_reliability import assert_exact, corpus, wait_running
 
 pytestmark = pytest.mark.slow

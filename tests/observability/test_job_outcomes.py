@@ -9,6 +9,7 @@ import pytest
 from arq.jobs import serialize_result
 from arq.worker import Retry, func
 
+from poolq.wire.serialization import job_deserializer, serialize
 from poolq.worker.observability.collector import WorkerMetrics
 from poolq.worker.observability.job_outcomes import (
     FUNCTION_KEY,
@@ -18,7 +19,6 @@ from poolq.worker.observability.job_outcomes import (
     named,
 )
 from poolq.worker.reliability.arq_overrides import PoolqWorker
-from poolq.worker.wire.serialization import job_deserializer, serialize
 
 
 def test_outcome_is_the_arq_counter_that_moved():

@@ -62,15 +62,15 @@ def test_an_application_with_its_own_worker_package_imports_both(wheel, tmp_path
         check=True, capture_output=True, timeout=300,
     )  # fmt: skip
     app = tmp_path / "app"
-    for name in ("worker", "ingest", "sinks"):
+    for name in ("worker", "ingest", "sinks", "wire"):
         (app / name).mkdir(parents=True)
         (app / name / "__init__.py").write_text(f"OWNER = 'the application: {name}'\n")
     code = (
-        "import worker, ingest, sinks\n"
+        "import worker, ingest, sinks, wire\n"
         "import poolq\n"
         "from poolq import PoolqClient\n"
-        "from poolq.worker.wire import constants\n"
-        "import poolq.worker, poolq.ingest.client, poolq.sinks.search_types\n"
+        "from poolq.wire import constants\n"
+        "import poolq.worker, poolq.ingest.client, poolq.wire.search_types\n"
         "assert worker.OWNER == 'the application: worker', worker.__file__\n"
         "assert ingest.OWNER == 'the application: ingest' and sinks.OWNER == 'the application: sinks'\n"
         f"assert poolq.__file__.startswith({str(site)!r}), poolq.__file__\n"

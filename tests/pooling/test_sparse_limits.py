@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from poolq.ingest.profile import Profile
+from poolq.worker.config.profile import Profile
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.pooling import PoolingParams

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.cluster import hierarchy
 
-from poolq.ingest.profile import Profile
-from poolq.ingest.versions import profile_version
+from poolq.worker.config.profile import Profile
+from poolq.worker.config.versions import profile_version
 from poolq.worker.pooling.token_pooling import maxclust_labels, pool_tokens
 from poolq.worker.runtime.vectorizer import pool_documents
 

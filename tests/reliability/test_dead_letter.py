@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from poolq.wire import constants
 from poolq.worker.reliability.job_guard import guarded
-from poolq.worker.wire import constants
 
 
 def poolq(*args: str, url: str) -> subprocess.CompletedProcess[str]:

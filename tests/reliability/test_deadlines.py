@@ -15,6 +15,8 @@ import pytest
 from arq.worker import Retry
 from redis.asyncio import Redis
 
+from poolq.wire import constants
+from poolq.wire.serialization import deserialize
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability.deadlines import (
     JobClock,
@@ -24,8 +26,6 @@ from poolq.worker.reliability.deadlines import (
 )
 from poolq.worker.reliability.job_guard import guarded, is_transient_job_error
 from poolq.worker.runtime.job_progress import JobProgress
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize
 
 
 async def ticking(clock: JobClock, seconds: float, every: float) -> str:

@@ -21,6 +21,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.sinks.store.errors import SinkUnavailableError
+from poolq.wire import constants
+from poolq.wire.serialization import PayloadRejectedError, deserialize
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability.job_guard import (
     RETRY_BACKOFF_S,
@@ -28,8 +30,6 @@ from poolq.worker.reliability.job_guard import (
     is_transient_job_error,
     retry_delay,
 )
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import PayloadRejectedError, deserialize
 
 
 def http_error(status: int) -> UnexpectedResponse:

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from poolq.wire import constants
+from poolq.wire.records.heartbeat import Heartbeat
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability.heartbeat import HeartbeatThread
 from poolq.worker.reliability.job_guard import guarded
 from poolq.worker.reliability.reaper import WorkerJobs, confirmed_dead, reap_dead_workers
 from poolq.worker.reliability.run_lock import RunLocks, lock_key
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.heartbeat import Heartbeat
 
 pytestmark = pytest.mark.slow
 

@@ -15,6 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
+from poolq.wire import constants
+from poolq.wire.serialization import deserialize, serialize
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability.reaper import (
     ORPHAN_GRACE_S,
@@ -28,8 +30,6 @@ from poolq.worker.reliability.reaper import (
     reap_orphans,
     worker_id_of,
 )
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize, serialize
 
 TTL_MS = 3_600_000  # arq's in-progress timeout: a mark set s seconds ago has TTL_MS - 1000 s left
 Q = constants.INGEST_QUEUE

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from poolq.ingest.versions import checkpoint_fingerprint
+from poolq.worker.config.versions import checkpoint_fingerprint
 from poolq.worker.runtime import fingerprints
 from poolq.worker.runtime.fingerprints import cached_fingerprint
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from poolq.sinks.search_types import Chunk, Hit, SearchError, SearchRequest, SearchResult
+from poolq.wire import constants
+from poolq.wire.search_types import Chunk, Hit, SearchError, SearchRequest, SearchResult
+from poolq.wire.serialization import deserialize, serialize
 from poolq.worker.runtime.search_service import Envelope, parse_search, result_reply
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize, serialize
 
 # the request keys a worker older than grouping accepts (its SearchRequest.from_dict refuses
 # any other key)

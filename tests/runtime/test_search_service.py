@@ -16,7 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from poolq.sinks.search_types import Hit, SearchError, SearchRequest, SearchResult
+from poolq.wire import constants
+from poolq.wire.search_types import Hit, SearchError, SearchRequest, SearchResult
+from poolq.wire.serialization import deserialize, serialize
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.runtime.search_service import (
     Dropped,
@@ -27,8 +29,6 @@ from poolq.worker.runtime.search_service import (
     parse_search,
     result_reply,
 )
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize, serialize
 
 NOW = 1_700_000_000.0
 REPLY_TO = constants.SEARCH_REPLY_PREFIX + "r-1"

@@ -3,9 +3,6 @@ the filter language routes top-level, and what the audit and the inventory read 
 
 import pytest
 
-from poolq.ingest.chunking import Chunk
-from poolq.ingest.documents import Document
-from poolq.ingest.points import document_points
 from poolq.sinks import payload as schema
 from poolq.sinks.collections import ensure_collection
 from poolq.sinks.filters import payload_path
@@ -13,6 +10,9 @@ from poolq.sinks.inventory import INVENTORY_FIELDS, document_inventory
 from poolq.sinks.points import PointRecord, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.search import SearchRequest, parse_filters, search_points
+from poolq.wire.documents import Document
+from poolq.worker.chunks.chunking import Chunk
+from poolq.worker.chunks.points import document_points
 from tests.audit import audit_collection
 
 TEXT = "Alpha beta. Gamma delta."

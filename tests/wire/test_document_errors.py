@@ -9,11 +9,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from poolq.ingest.documents import Document
+from poolq.wire.documents import Document
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.results import IngestResult
 from poolq.worker.engine.engine import InputTooLongError
 from poolq.worker.runtime.pipeline import _points
-from poolq.worker.wire.records.codes import ErrorCode
-from poolq.worker.wire.records.results import IngestResult
 
 
 def test_a_document_that_could_not_be_encoded_carries_the_failures_code() -> None:

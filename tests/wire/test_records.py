@@ -1,4 +1,4 @@
-"""The records that cross Redis (``worker/wire/records``): every record round-trips, a strict
+"""The records that cross Redis (``wire/records``): every record round-trips, a strict
 decode refuses a field one side does not declare and names it, a missing or mistyped field is
 named, and what the real producers write decodes strictly (a field written on one side only
 fails here). No models: the producers are the real functions, against a real ``redis-server``
@@ -13,28 +13,27 @@ from hypothesis import given
 from hypothesis import strategies as st
 from redis.asyncio import Redis
 
-from poolq.ingest import job_index
-from poolq.ingest.documents import validate_documents
 from poolq.ingest.search_call import read_reply, search_call
-from poolq.sinks.search_types import SearchError, SearchRequest
+from poolq.wire import constants
+from poolq.wire.documents import validate_documents
+from poolq.wire.records.base import WireError, WireRecord
+from poolq.wire.records.codes import ErrorCode, error_code
+from poolq.wire.records.dead_letter import DeadLetter
+from poolq.wire.records.errors import ErrorRecord
+from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
+from poolq.wire.records.job_args import IngestArgs, ReindexArgs
+from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
+from poolq.wire.records.progress import JobProgressRecord
+from poolq.wire.records.results import DocumentErrorRecord, IngestResult
+from poolq.wire.records.search import SearchCall, SearchReply
+from poolq.wire.search_types import SearchError, SearchRequest
+from poolq.wire.serialization import PayloadRejectedError, deserialize, serialize
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.pooling.params import PoolingParamsError
 from poolq.worker.reliability import dead_letter
 from poolq.worker.reliability.deadlines import JobStalledError
 from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.search_service import Envelope, error_reply, parse_search
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.base import WireError, WireRecord
-from poolq.worker.wire.records.codes import ErrorCode, error_code
-from poolq.worker.wire.records.dead_letter import DeadLetter
-from poolq.worker.wire.records.errors import ErrorRecord
-from poolq.worker.wire.records.heartbeat import Heartbeat, WorkerLimits
-from poolq.worker.wire.records.job_args import IngestArgs, ReindexArgs
-from poolq.worker.wire.records.outcome import JobOutcomeRecord
-from poolq.worker.wire.records.progress import JobProgressRecord
-from poolq.worker.wire.records.results import DocumentErrorRecord, IngestResult
-from poolq.worker.wire.records.search import SearchCall, SearchReply
-from poolq.worker.wire.serialization import PayloadRejectedError, deserialize, serialize
 
 # one of each record with every field set (none left at a default that to_wire leaves out)
 FULL: list[WireRecord] = [
@@ -260,7 +259,7 @@ async def test_a_dead_letter_and_its_outcome_decode_strictly(redis: Redis) -> No
     letter = DeadLetter.unpack(raw, strict=True)
     assert (letter.error, letter.code) == (f"ValueError: {error}", ErrorCode.BAD_REQUEST)
     assert letter.args == ["docs", "oops"] and letter.kwargs == {"force": True}
-    outcome = JobOutcomeRecord.unpack(await redis.get(job_index.outcome_key("j-1")), strict=True)
+    outcome = JobOutcomeRecord.unpack(await redis.get(outcome_key("j-1")), strict=True)
     assert (outcome.status, outcome.error, outcome.code) == ("failed", letter.error, "bad_request")
 
 

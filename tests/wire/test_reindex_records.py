@@ -1,4 +1,4 @@
-"""The reindex records (``worker/wire/records/reindex.py``): its summary, its skipped result and
+"""The reindex records (``wire/records/reindex.py``): its summary, its skipped result and
 its progress round-trip with every field on the wire; ``switched_from`` stays on the wire as
 ``null`` (``always_on_wire``) while other unset optional fields stay off it; what the real job
 writes decodes strictly (against a real ``redis-server``; no models: the paths that need none);
@@ -17,23 +17,23 @@ import pytest
 from redis.asyncio import Redis
 
 from poolq.ingest.client import PoolqClient
-from poolq.worker.app.jobs.reindex import run_reindex
-from poolq.worker.cli.reindex import _summary
-from poolq.worker.config.settings import Settings
-from poolq.worker.dev.local_redis import LocalRedis
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.base import WireError, WireRecord, always_on_wire
-from poolq.worker.wire.records.codes import ErrorCode
-from poolq.worker.wire.records.job_args import ReindexArgs
-from poolq.worker.wire.records.reindex import (
+from poolq.wire import constants
+from poolq.wire.records.base import WireError, WireRecord, always_on_wire
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.job_args import ReindexArgs
+from poolq.wire.records.reindex import (
     REINDEX_STATES,
     ReindexProgress,
     ReindexSkipped,
     ReindexSummary,
     reindex_result,
 )
-from poolq.worker.wire.records.results import DocumentErrorRecord
-from poolq.worker.wire.serialization import deserialize
+from poolq.wire.records.results import DocumentErrorRecord
+from poolq.wire.serialization import deserialize
+from poolq.worker.app.jobs.reindex import run_reindex
+from poolq.worker.cli.reindex import _summary
+from poolq.worker.config.settings import Settings
+from poolq.worker.dev.local_redis import LocalRedis
 
 
 def summary(**changes: Any) -> ReindexSummary:

@@ -14,8 +14,7 @@ from arq.jobs import deserialize_job_raw, deserialize_result, serialize_job, ser
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolq.worker.reliability.job_guard import retry_delay
-from poolq.worker.wire.serialization import (
+from poolq.wire.serialization import (
     REJECTED_JOB,
     PayloadRejectedError,
     deserialize,
@@ -24,6 +23,7 @@ from poolq.worker.wire.serialization import (
     rejected_payload,
     serialize,
 )
+from poolq.worker.reliability.job_guard import retry_delay
 
 JOB_KEYS = {"f", "a", "k", "t", "et"}
 

@@ -10,6 +10,7 @@ import pytest
 from redis.asyncio import Redis
 
 from poolq.sinks.filters import parse_conditions
+from poolq.wire import constants
 from poolq.worker.runtime.collection_fields import (
     filter_problem,
     metadata_fields,
@@ -17,7 +18,6 @@ from poolq.worker.runtime.collection_fields import (
     record_fields,
     registry_name,
 )
-from poolq.worker.wire import constants
 
 
 def test_metadata_fields_flatten_nested_keys_with_their_types():

@@ -1,4 +1,4 @@
-"""Redis URLs and connections of ``worker/wire/connection.py``: URLs checked in one line, a Redis
+"""Redis URLs and connections of ``wire/connection.py``: URLs checked in one line, a Redis
 that is down refused within seconds at start-up, and a running worker's commands riding out a
 restart of a real redis-server while logging each reconnect attempt with the time waited."""
 
@@ -12,14 +12,14 @@ import time
 import pytest
 from arq.connections import create_pool
 
-from poolq.worker.dev.local_redis import free_port
-from poolq.worker.wire.connection import (
+from poolq.wire.connection import (
     RedisUnavailableError,
     WorkerRetry,
     check_redis_url,
     probe_redis,
     redis_settings,
 )
+from poolq.worker.dev.local_redis import free_port
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ from arq.connections import create_pool
 from arq.constants import in_progress_key_prefix, retry_key_prefix
 from arq.worker import Worker, func
 
+from poolq.wire.connection import redis_settings
 from poolq.worker.reliability.arq_overrides import SIGNAL_OVERRIDES, PoolqWorker
-from poolq.worker.wire.connection import redis_settings
 
 
 def _shape(f):

@@ -11,10 +11,10 @@ import urllib.request
 
 import pytest
 
+from poolq.wire import constants
 from poolq.worker.config.settings import Settings
 from poolq.worker.dev.local_redis import free_port
 from poolq.worker.observability import metrics
-from poolq.worker.wire import constants
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,14 @@ from arq.worker import func
 
 from poolq.sinks.folder_lock import hold_folder
 from poolq.sinks.store.heap import keep_freed_memory
+from poolq.wire import constants
+from poolq.wire.connection import redis_settings
+from poolq.wire.serialization import (
+    REJECTED_JOB,
+    job_deserializer,
+    rejected_payload,
+    serialize,
+)
 from poolq.worker.app.jobs.ingest import ingest
 from poolq.worker.app.jobs.reindex import reindex
 from poolq.worker.config.schedule import cron_jobs
@@ -33,14 +41,6 @@ from poolq.worker.reliability.reaper import reaper_loop
 from poolq.worker.reliability.run_lock import RunLocks
 from poolq.worker.runtime.runtime import Runtime
 from poolq.worker.runtime.search_service import SearchService
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import redis_settings
-from poolq.worker.wire.serialization import (
-    REJECTED_JOB,
-    job_deserializer,
-    rejected_payload,
-    serialize,
-)
 
 log = logging.getLogger("poolq.worker")
 REINDEX_MAX_TRIES = 3

@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from poolq.wire.records.dead_letter import DeadLetter
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
     CLIENT_ERRORS,
@@ -18,7 +19,6 @@ from poolq.worker.cli.options import (
     resolve_redis_url,
 )
 from poolq.worker.reliability import dead_letter
-from poolq.worker.wire.records.dead_letter import DeadLetter
 
 
 def _args_summary(e: DeadLetter) -> str:

@@ -21,6 +21,7 @@ import typer
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.outage import outage_limit_s
 from poolq.ingest.priority import check_priority
+from poolq.wire.connection import RedisUnavailableError
 from poolq.worker.cli.app import app
 from poolq.worker.cli.enqueue_input import Prepared, prepare
 from poolq.worker.cli.enqueue_wait import ProgressBar, summarize, summary_line
@@ -33,7 +34,6 @@ from poolq.worker.cli.options import (
     resolve_redis_url,
     timeout_option,
 )
-from poolq.worker.wire.connection import RedisUnavailableError
 
 EXIT_FAILED, EXIT_NOTHING, EXIT_TIMEOUT, EXIT_REDIS_LOST, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from poolq.ingest.documents import Document, validate_document
 from poolq.ingest.job_plan import JOB_ENVELOPE_BYTES, Limits
-from poolq.ingest.sources import FolderSource, open_source
-from poolq.worker.wire.serialization import serialize
+from poolq.wire.documents import Document, validate_document
+from poolq.wire.serialization import serialize
+from poolq.worker.reindex.sources import FolderSource, open_source
 
 NAMES_SHOWN = 5  # skipped files named in a note, then "and N more"
 

@@ -14,7 +14,7 @@ from tqdm import tqdm
 from poolq.ingest.job_index import JobOutcome
 from poolq.ingest.job_progress import WaitProgress
 from poolq.ingest.workers_alive import no_worker_message
-from poolq.worker.wire.connection import describe_address
+from poolq.wire.connection import describe_address
 
 
 class ProgressBar:

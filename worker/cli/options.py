@@ -14,8 +14,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import (
+from poolq.wire import constants
+from poolq.wire.connection import (
     RedisUnavailableError,
     check_redis_url,
     describe_address,
@@ -111,7 +111,7 @@ def model_path(command: str, model: str) -> str:
     ship, as a profile names them) becomes its folder; a folder or hub id is left as is."""
     if not model.startswith("bundled:"):
         return model
-    from poolq.ingest.profile import BUNDLED_MODELS, resolve_model  # (worker-only commands)
+    from poolq.worker.config.profile import BUNDLED_MODELS, resolve_model  # (worker-only commands)
 
     if model not in BUNDLED_MODELS:
         fail(

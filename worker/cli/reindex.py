@@ -12,6 +12,9 @@ import typer
 from tqdm import tqdm
 
 from poolq.ingest.client import PoolqClient
+from poolq.wire.connection import redact_text
+from poolq.wire.records.base import WireError
+from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary, reindex_result
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
     CLIENT_ERRORS,
@@ -20,9 +23,6 @@ from poolq.worker.cli.options import (
     resolve_redis_url,
     timeout_option,
 )
-from poolq.worker.wire.connection import redact_text
-from poolq.worker.wire.records.base import WireError
-from poolq.worker.wire.records.reindex import ReindexSkipped, ReindexSummary, reindex_result
 
 
 async def _run(

@@ -16,7 +16,7 @@ from typing import Any
 
 import typer
 
-from poolq.sinks.search_types import (
+from poolq.wire.search_types import (
     DEFAULT_GROUP_SIZE,
     MAX_GROUP_SIZE,
     Hit,

@@ -1,10 +1,10 @@
 """``poolq worker``: run an ingestion worker (arq) on this machine.
 
 Before any model loads, everything a user can get wrong is checked, each failure one line within
-seconds: the URLs (:func:`~poolq.worker.wire.connection.check_redis_url`, an http(s) Qdrant URL)
+seconds: the URLs (:func:`~poolq.wire.connection.check_redis_url`, an http(s) Qdrant URL)
 and the embedded folder (one worker per folder: :mod:`poolq.sinks.folder_lock`) before anything
 heavy is imported, then the settings, then Redis answering
-(:func:`~poolq.worker.wire.connection.probe_redis`) and a Qdrant server's port answering.
+(:func:`~poolq.wire.connection.probe_redis`) and a Qdrant server's port answering.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 import typer
 
+from poolq.wire import constants
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import fail
-from poolq.worker.wire import constants
 
 if TYPE_CHECKING:
     from poolq.worker.config.locations import Locations
@@ -139,7 +139,7 @@ def worker(
     from poolq.worker.engine.cpu_threads import CpuProbe
 
     cpu_probe = CpuProbe.start()  # neighbours measured while the worker starts
-    from poolq.worker.wire.connection import check_redis_url
+    from poolq.wire.connection import check_redis_url
 
     if qdrant_url and qdrant_path:
         raise typer.BadParameter("give --qdrant-url or --qdrant-path, not both")
@@ -152,8 +152,8 @@ def worker(
                 check(value)
             except ValueError as exc:
                 fail("worker", f"{flag}: {str(exc).removeprefix('qdrant_url: ')}")
+    from poolq.wire.connection import redact_log_handlers
     from poolq.worker.observability.logs import configure
-    from poolq.worker.wire.connection import redact_log_handlers
 
     try:
         configure(log_format)
@@ -233,7 +233,7 @@ def _hold_folder(where: Locations) -> None:
 def _probe(settings: Settings) -> None:
     """Redis and the Qdrant server answer, or one line within seconds (instead of arq's
     reconnect loop, or a first job that fails)."""
-    from poolq.worker.wire.connection import probe_redis
+    from poolq.wire.connection import probe_redis
 
     try:
         probe_redis(settings.redis_url)

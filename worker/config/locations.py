@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import redact_url
+from poolq.wire import constants
+from poolq.wire.connection import redact_url
 
 ENV_PREFIX = "POOLQ_"
 NAMES = ("redis_url", "qdrant_url", "qdrant_path")

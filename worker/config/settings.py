@@ -17,12 +17,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from poolq.ingest.profile import DEFAULT_PROFILE, Profile
 from poolq.sinks.store.server_target import TRANSPORTS, server_target
+from poolq.wire import constants
+from poolq.wire.connection import check_redis_url, redact_text
 from poolq.worker.config.locations import check_qdrant_url
+from poolq.worker.config.profile import DEFAULT_PROFILE, Profile
 from poolq.worker.config.schedule import ReindexSchedule
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import check_redis_url, redact_text
 
 ENV_PREFIX = "POOLQ_"
 BACKENDS = ("torch", "openvino", "auto")  # engine/openvino/backend.py BACKENDS

@@ -14,9 +14,9 @@ from typing import Any
 
 import redis
 
+from poolq.wire import constants
+from poolq.wire.records.heartbeat import read_heartbeat
 from poolq.worker.dev.ending import end_process
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.heartbeat import read_heartbeat
 
 
 class WorkerProcess:

@@ -21,9 +21,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
+from poolq.wire import constants
 from poolq.worker.observability.histogram import SECONDS_BUCKETS, EngineMetrics, Histogram
 from poolq.worker.observability.job_outcomes import JobOutcomes
-from poolq.worker.wire import constants
 
 if TYPE_CHECKING:
     from poolq.worker.engine.engine import EngineObserver

@@ -16,7 +16,7 @@ import functools
 import threading
 from typing import TYPE_CHECKING, Any
 
-from poolq.worker.wire import constants
+from poolq.wire import constants
 
 if TYPE_CHECKING:
     from arq.typing import WorkerCoroutine

@@ -13,7 +13,7 @@ import logging
 import sys
 import time
 
-from poolq.worker.wire.connection import redact_url
+from poolq.wire.connection import redact_url
 
 __all__ = ["JsonFormatter", "configure", "redact_url"]
 

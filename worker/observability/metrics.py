@@ -39,8 +39,8 @@ import contextlib
 import logging
 from typing import Any
 
+from poolq.wire import constants
 from poolq.worker.observability.collector import WorkerMetrics
-from poolq.worker.wire import constants
 
 log = logging.getLogger("poolq.metrics")
 

@@ -42,9 +42,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.exceptions import WatchError
 
+from poolq.wire import constants
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.runtime.admission import Admission
-from poolq.worker.wire import constants
 
 log = logging.getLogger("poolq.worker")
 

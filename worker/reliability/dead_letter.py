@@ -2,7 +2,7 @@
 fix), kept with their arguments and error so that ``poolq dlq list|retry|drop`` can act on them.
 
 Stored as one Redis hash (``DEAD_LETTER_KEY``): job id -> msgpack
-:class:`~poolq.worker.wire.records.dead_letter.DeadLetter` ``{"job_id", "function", "args",
+:class:`~poolq.wire.records.dead_letter.DeadLetter` ``{"job_id", "function", "args",
 "kwargs", "error", "tries", "failed_at", "code"}``. A job is
 dead-lettered and counted as failed in the job index (``ingest/job_index.py``) in one
 transaction; dropping or retrying it takes it out of both.
@@ -17,10 +17,10 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from poolq.ingest import job_index
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.dead_letter import DeadLetter
-from poolq.worker.wire.records.errors import ErrorRecord
+from poolq.wire import constants
+from poolq.wire.records.dead_letter import DeadLetter
+from poolq.wire.records.errors import ErrorRecord
+from poolq.worker.reliability import job_records
 
 
 async def record(
@@ -41,7 +41,7 @@ async def record(
     )
     async with redis.pipeline(transaction=True) as tr:
         tr.hset(constants.DEAD_LETTER_KEY, job_id, entry.pack())  # type: ignore[arg-type]
-        job_index.add_outcome(
+        job_records.add_outcome(
             tr,
             job_id,
             success=False,
@@ -57,7 +57,7 @@ async def _remove(redis: Redis, job_ids: Sequence[str]) -> None:
     """Out of the list, and no longer counted as failed."""
     async with redis.pipeline(transaction=True) as tr:
         tr.hdel(constants.DEAD_LETTER_KEY, *job_ids)
-        job_index.add_forget_failed(tr, job_ids)
+        job_records.add_forget_failed(tr, job_ids)
         await tr.execute()
 
 

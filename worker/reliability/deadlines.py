@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
-from poolq.worker.wire.records.codes import ErrorCode
-from poolq.worker.wire.records.progress import JobProgressRecord
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.progress import JobProgressRecord
 
 CHECK_EVERY_S = 1.0  # how often the watchdog looks (at most: a quarter of the stall limit)
 

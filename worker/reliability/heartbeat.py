@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 import redis as redis_sync
 
+from poolq.wire import constants
+from poolq.wire.connection import redact_text
+from poolq.wire.records.heartbeat import Heartbeat
 from poolq.worker.reliability.run_lock import RunLocks
-from poolq.worker.wire import constants
-from poolq.worker.wire.connection import redact_text
-from poolq.worker.wire.records.heartbeat import Heartbeat
 
 log = logging.getLogger("poolq.worker")
 

@@ -1,7 +1,7 @@
 """What every job goes through around its body: transient failures retried by the queue with
 backoff, permanent ones (and the last try) sent to the dead-letter list, running jobs registered
 under the worker so that a live worker can hand back the jobs of a dead one (see reaper.py), and
-how each job ended recorded in the job index (``ingest/job_index.py``): done, or failed for good
+how each job ended recorded in the job index (``job_records.py``): done, or failed for good
 (a retry is neither). :func:`install_job_index` (in the worker's startup) counts the jobs arq
 fails without running them as failed too.
 
@@ -25,15 +25,14 @@ from arq.worker import Retry
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.ingest import job_index
 from poolq.sinks.store.errors import SinkUnavailableError, is_transient
-from poolq.worker.reliability import dead_letter
+from poolq.wire import constants
+from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
+from poolq.wire.serialization import deserialize, error_info
+from poolq.worker.reliability import dead_letter, job_records
 from poolq.worker.reliability.arq_overrides import adopt_running
 from poolq.worker.reliability.deadlines import JobClock, JobDeadlineError, run_with_deadlines
 from poolq.worker.reliability.run_lock import RunLocks
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.outcome import JobOutcomeRecord
-from poolq.worker.wire.serialization import deserialize, error_info
 
 log = logging.getLogger("poolq.jobs")
 RETRY_BACKOFF_S = (2.0, 10.0, 30.0, 60.0, 120.0)  # queue-level delay before try 2, 3, ...
@@ -166,11 +165,11 @@ async def _wait_for_other_run(redis: Any, locks: RunLocks, job_id: str) -> Any:
     )
 
     async def finished() -> bool:
-        return bool(await redis.exists(job_index.outcome_key(job_id)))
+        return bool(await redis.exists(outcome_key(job_id)))
 
     if await locks.wait_turn(redis, job_id, finished):
         return None
-    raw = await redis.get(job_index.outcome_key(job_id))
+    raw = await redis.get(outcome_key(job_id))
     outcome = JobOutcomeRecord.unpack(raw) if raw is not None else None
     if outcome is None or outcome.status != "done":
         error = outcome.error if outcome is not None else None
@@ -194,7 +193,7 @@ def result_ttl_s(ctx: dict[str, Any]) -> float:
 
 async def _record(redis: Any, job_id: str, **outcome: Any) -> None:
     try:
-        await job_index.record_outcome(redis, job_id, **outcome)
+        await job_records.record_outcome(redis, job_id, **outcome)
     except Exception as e:  # best effort: `poolq status JOB_ID` falls back on arq's result
         log.warning("job %s: could not record its outcome in the job index: %s", job_id, e)
 
@@ -203,7 +202,7 @@ async def _list_reindex(redis: Any, args: tuple[Any, ...], kwargs: dict[str, Any
     collection = kwargs.get("collection", args[1] if len(args) > 1 else None)
     if isinstance(collection, str) and collection:
         with contextlib.suppress(Exception):  # best effort: status shows its progress
-            await job_index.reindex_listed(redis, collection)
+            await job_records.reindex_listed(redis, collection)
 
 
 _PENDING: set[asyncio.Task[None]] = set()  # outcomes being recorded (referenced until done)
@@ -227,14 +226,12 @@ async def record_unguarded(redis: Any, job_id: str, ttl_s: float) -> None:
     """After a job ended: if the guard recorded nothing (a cron job, which is not guarded, or a
     job arq timed out, where the guard saw only a cancellation), record it from arq's result.
     No result: retried or cancelled, it runs again."""
-    if await redis.exists(job_index.outcome_key(job_id)):
+    if await redis.exists(outcome_key(job_id)):
         return
     raw = await redis.get(result_key_prefix + job_id)
     if raw is not None:
-        o = job_index.from_arq_result(job_id, raw)
-        await _record(
-            redis, job_id, success=o.status == "done", result=o.result, error=o.error, ttl_s=ttl_s
-        )
+        success, result, error = job_records.arq_outcome(raw)
+        await _record(redis, job_id, success=success, result=result, error=error, ttl_s=ttl_s)
 
 
 async def install_job_index(ctx: dict[str, Any]) -> None:
@@ -273,6 +270,6 @@ async def install_job_index(ctx: dict[str, Any]) -> None:
     rt = ctx.get("runtime")
     with contextlib.suppress(Exception):  # Redis restarting: the reaper's next pass will do
         if rt is not None:
-            await job_index.worker_seen(redis, str(rt.worker_id))
+            await job_records.worker_seen(redis, str(rt.worker_id))
         for schedule in getattr(ctx.get("settings"), "reindex", ()):
-            await job_index.reindex_listed(redis, schedule.collection)
+            await job_records.reindex_listed(redis, schedule.collection)

@@ -33,11 +33,10 @@ from typing import Any
 
 from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_prefix
 
-from poolq.ingest import job_index
-from poolq.worker.reliability import dead_letter
+from poolq.wire import constants
+from poolq.wire.serialization import deserialize
+from poolq.worker.reliability import dead_letter, job_records
 from poolq.worker.reliability.run_lock import lock_key
-from poolq.worker.wire import constants
-from poolq.worker.wire.serialization import deserialize
 
 log = logging.getLogger("poolq.reaper")
 ORPHAN_GRACE_S = 30.0  # a running job registers itself within milliseconds of being marked
@@ -292,7 +291,7 @@ async def reaper_loop(ctx: dict[str, Any]) -> None:
             rt = ctx.get("runtime")
             self_id = str(rt.worker_id) if rt is not None else None
             if self_id is not None:
-                await job_index.worker_seen(ctx["redis"], self_id)
+                await job_records.worker_seen(ctx["redis"], self_id)
             await reap_dead_workers(
                 ctx["redis"], ctx.get("max_tries"), self_id=self_id, suspects=suspects
             )

@@ -17,7 +17,7 @@ import threading
 import uuid
 from typing import Any
 
-from poolq.worker.wire import constants
+from poolq.wire import constants
 
 log = logging.getLogger("poolq.jobs")
 

@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from poolq.sinks.filters import Condition
 from poolq.sinks.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
-from poolq.worker.wire import constants
+from poolq.wire import constants
 
 NUMERIC = frozenset({"integer", "float"})
 # the payload's own numeric fields; every other top-level field holds strings (or an object)

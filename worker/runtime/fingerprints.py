@@ -1,4 +1,4 @@
-"""Checkpoint fingerprints (``ingest/versions.py``) without re-reading every byte at each start.
+"""Checkpoint fingerprints (``worker/config/versions.py``) without re-reading every byte at each start.
 
 A worker fingerprints each model folder to version its points; hashing reads the weights once
 more after loading them (~0.1-0.2 s per 100 MB, and about a second per GB). The result is kept
@@ -18,7 +18,7 @@ import logging
 import os
 from pathlib import Path
 
-from poolq.ingest.versions import checkpoint_fingerprint, fingerprint_files
+from poolq.worker.config.versions import checkpoint_fingerprint, fingerprint_files
 
 log = logging.getLogger("poolq.worker")
 CACHE_FILE = "fingerprints.json"

@@ -15,8 +15,8 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.progress import JobProgressRecord
+from poolq.wire import constants
+from poolq.wire.records.progress import JobProgressRecord
 
 
 @dataclass

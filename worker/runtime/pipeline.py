@@ -18,15 +18,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from poolq.ingest.chunking import Chunk
-from poolq.ingest.documents import Document, DocumentError
-from poolq.ingest.points import document_points
 from poolq.sinks.points import PointRecord
+from poolq.wire.documents import Document, DocumentError
+from poolq.wire.records.codes import error_code
+from poolq.worker.chunks.chunking import Chunk
+from poolq.worker.chunks.points import document_points
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.runtime.collection_fields import metadata_fields, record_fields
 from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.runtime import Runtime
-from poolq.worker.wire.records.codes import error_code
 
 log = logging.getLogger("poolq.jobs")
 

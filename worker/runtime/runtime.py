@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.writer import QdrantWriter
+from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
 from poolq.worker.config.settings import Settings
 from poolq.worker.engine.thread_names import name_os_thread
 from poolq.worker.runtime.admission import Admission, default_bound
 from poolq.worker.runtime.query import QueryService
 from poolq.worker.runtime.vectorizer import Vectorizer
-from poolq.worker.wire.records.heartbeat import Heartbeat, WorkerLimits
 
 if TYPE_CHECKING:
     from poolq.worker.runtime.search_service import SearchService

@@ -5,7 +5,7 @@ themselves: they push a request onto the ``SEARCH_QUEUE`` list and wait on a rep
 request goes to exactly one worker (``BLPOP``); it is not an arq job, so it never waits behind
 the ingestion queue or arq's polling, and its query is encoded ahead of ingestion.
 
-Request: a :class:`~poolq.worker.wire.records.search.SearchCall`; reply, pushed onto
+Request: a :class:`~poolq.wire.records.search.SearchCall`; reply, pushed onto
 ``reply_to`` (which expires after ``SEARCH_REPLY_TTL_S``): a ``SearchReply`` holding the
 result, or an ``ErrorRecord`` whose ``code`` tells the client what it means.
 
@@ -40,18 +40,18 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.sinks.filters import parse_conditions
 from poolq.sinks.inventory import MISSING
-from poolq.sinks.search_types import SearchError, SearchRequest, SearchResult
+from poolq.wire import constants
+from poolq.wire.records.base import WireError
+from poolq.wire.records.errors import ErrorRecord
+from poolq.wire.records.search import SearchCall, SearchReply
+from poolq.wire.search_types import SearchError, SearchRequest, SearchResult
+from poolq.wire.serialization import deserialize
 from poolq.worker.runtime.collection_fields import (
     filter_problem,
     metadata_fields,
     read_fields,
     record_fields,
 )
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.base import WireError
-from poolq.worker.wire.records.errors import ErrorRecord
-from poolq.worker.wire.records.search import SearchCall, SearchReply
-from poolq.worker.wire.serialization import deserialize
 
 if TYPE_CHECKING:
     from poolq.worker.runtime.query import QueryService

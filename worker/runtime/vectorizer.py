@@ -12,11 +12,11 @@ import numpy as np
 import torch
 from tokenizers import Encoding
 
-from poolq.ingest.chunking import Chunk, Chunker, TokenCounter
-from poolq.ingest.profile import Profile
-from poolq.ingest.versions import profile_version
 from poolq.sinks.points import SparseValues, VectorValue
 from poolq.sinks.schema import VectorSpec
+from poolq.worker.chunks.chunking import Chunk, Chunker, TokenCounter
+from poolq.worker.config.profile import Profile
+from poolq.worker.config.versions import profile_version
 from poolq.worker.engine.description import ModelDescription
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.lanes import Lane
@@ -31,7 +31,7 @@ class Vectorizer:
     profile: Profile
     engines: dict[str, AsyncEngine]  # profile model name -> engine
     chunker: Chunker
-    version: str = ""  # profile version (ingest/versions.py), recorded on every point
+    version: str = ""  # profile version (worker/config/versions.py), recorded on every point
     # a latency lane per model: the same weights, its own scheduler and model thread, so a
     # query never waits for an ingestion batch already running (queries are small and few)
     query_engines: dict[str, AsyncEngine] = field(default_factory=dict)

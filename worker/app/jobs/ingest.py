@@ -28,14 +28,14 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from poolq.ingest.documents import Document, validate_documents
 from poolq.sinks.inventory import StoredDocument, stored_documents
+from poolq.wire.documents import Document, validate_documents
+from poolq.wire.records.job_args import IngestArgs
+from poolq.wire.records.results import IngestResult
 from poolq.worker.engine.lanes import lane_of_priority
 from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.pipeline import ingest_documents
 from poolq.worker.runtime.runtime import Runtime
-from poolq.worker.wire.records.job_args import IngestArgs
-from poolq.worker.wire.records.results import IngestResult
 
 
 def _runtime(ctx: dict[str, Any]) -> Runtime:

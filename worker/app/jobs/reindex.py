@@ -1,11 +1,11 @@
 """The reindex job: bring a collection in line with its source (planned in
-``ingest/reindex.py``), incrementally or as a full rebuild behind an atomic alias switch (the
+``worker/reindex/plan.py``), incrementally or as a full rebuild behind an atomic alias switch (the
 new collection is loaded with indexing deferred, indexed, and only then switched to).
 
 ``reindex(ctx, source, collection, full=False, keep_old=False)``. One reindex per collection runs
 at a time (a Redis lock); progress is published under ``REINDEX_PROGRESS_KEY`` for
 ``poolq status``. Both the job's result (a summary, or a skipped run) and its progress are the
-records of ``worker/wire/records/reindex.py``, which the client reads with.
+records of ``wire/records/reindex.py``, which the client reads with.
 """
 
 from __future__ import annotations
@@ -17,8 +17,17 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from poolq.ingest.documents import Document, DocumentError
-from poolq.ingest.reindex import (
+from poolq.sinks import payload as fields
+from poolq.sinks.aliases import new_physical_name
+from poolq.sinks.inventory import StoredDocument, document_inventory
+from poolq.sinks.points import point_id
+from poolq.wire import constants
+from poolq.wire.documents import Document, DocumentError
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.errors import ErrorRecord
+from poolq.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexSummary
+from poolq.wire.records.results import DocumentErrorRecord
+from poolq.worker.reindex.plan import (
     BATCH_DOCUMENTS,
     BATCHES_IN_FLIGHT,
     PROGRESS_EVERY_S,
@@ -28,17 +37,8 @@ from poolq.ingest.reindex import (
     plan_reindex,
     read_source,
 )
-from poolq.sinks import payload as fields
-from poolq.sinks.aliases import new_physical_name
-from poolq.sinks.inventory import StoredDocument, document_inventory
-from poolq.sinks.points import point_id
 from poolq.worker.runtime.pipeline import ingest_documents
 from poolq.worker.runtime.runtime import Runtime
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.codes import ErrorCode
-from poolq.worker.wire.records.errors import ErrorRecord
-from poolq.worker.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexSummary
-from poolq.worker.wire.records.results import DocumentErrorRecord
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

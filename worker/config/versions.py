@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from poolq.ingest.profile import Profile
+from poolq.worker.config.profile import Profile
 
 _FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".bin", ".pt", ".txt", ".model")
 _CHUNK = 1 << 20

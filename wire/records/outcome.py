@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from poolq.worker.wire.records.base import WireRecord
-from poolq.worker.wire.records.codes import ErrorCode
+from poolq.wire import constants
+from poolq.wire.records.base import WireRecord
+from poolq.wire.records.codes import ErrorCode
 
 
 @dataclass(frozen=True)
@@ -21,3 +22,8 @@ class JobOutcomeRecord(WireRecord):
     result: Any = None
     error: str | None = None
     code: ErrorCode | None = None
+
+
+def outcome_key(job_id: str) -> str:
+    """Where a job's :class:`JobOutcomeRecord` is kept."""
+    return constants.JOB_OUTCOME_KEY.format(job_id=job_id)

@@ -7,7 +7,7 @@ record keeps the shape older readers know, unless it is declared with :func:`alw
 for a ``null`` that readers already look for); ``from_wire(data)`` checks and converts a map back,
 field by field, driven by the type hints (``int``, ``float``, ``str``, ``bool``, ``Any``, enums,
 ``X | None``, nested records, ``list[...]``, ``dict[str, ...]``). ``pack()``/``unpack(raw)``
-add msgpack (:mod:`poolq.worker.wire.serialization`: never pickle).
+add msgpack (:mod:`poolq.wire.serialization`: never pickle).
 
 A field of the wrong type, or a required one missing, raises :class:`WireError` naming the
 record and the field, expected vs got. Keys the record does not declare are ignored by default
@@ -24,8 +24,8 @@ import types
 import typing
 from typing import Any, ClassVar, Self
 
-from poolq.worker.wire.records.codes import ErrorCode
-from poolq.worker.wire.serialization import deserialize, serialize
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.serialization import deserialize, serialize
 
 
 class WireError(ValueError):

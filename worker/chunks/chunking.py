@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from tokenizers import Encoding, Tokenizer
 
-from poolq.ingest.documents import content_hash
+from poolq.wire.documents import content_hash
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")

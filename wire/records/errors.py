@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from poolq.worker.wire.records.base import WireError, WireRecord
-from poolq.worker.wire.records.codes import ErrorCode, error_code, legacy_code
-from poolq.worker.wire.serialization import error_message
+from poolq.wire.records.base import WireError, WireRecord
+from poolq.wire.records.codes import ErrorCode, error_code, legacy_code
+from poolq.wire.serialization import error_message
 
 # the key arq's stored exceptions had before codes: still written, so older clients read them
 LEGACY_TYPE_KEY = "__error__"
@@ -43,7 +43,7 @@ class ErrorRecord(WireRecord):
         """The error a stored result or reply holds (None: not an error). Reads a record with a
         code, and the ``{"__error__": type, "message": ...}`` (or ``{"type", "message"}``) maps
         of workers older than codes, whose code is inferred from the class name
-        (:func:`~poolq.worker.wire.records.codes.legacy_code`)."""
+        (:func:`~poolq.wire.records.codes.legacy_code`)."""
         if not isinstance(data, dict):
             return None
         if "code" in data:

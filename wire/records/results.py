@@ -4,15 +4,15 @@
     {"points": n, "documents": n, "errors": [{"id", "field", "error", "code"}], "skipped": n,
      "seconds": s}
 
-A failed job's result is an :class:`~poolq.worker.wire.records.errors.ErrorRecord` instead."""
+A failed job's result is an :class:`~poolq.wire.records.errors.ErrorRecord` instead."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from poolq.worker.wire.records.base import WireError, WireRecord
-from poolq.worker.wire.records.codes import ErrorCode
+from poolq.wire.records.base import WireError, WireRecord
+from poolq.wire.records.codes import ErrorCode
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.base import WireError, WireRecord
+from poolq.wire import constants
+from poolq.wire.records.base import WireError, WireRecord
 
 
 @dataclass(frozen=True)

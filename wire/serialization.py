@@ -9,7 +9,7 @@ from typing import Any
 
 import msgpack
 
-from poolq.worker.wire.records.codes import ErrorCode
+from poolq.wire.records.codes import ErrorCode
 
 DEFAULT_MAX_JOB_BYTES = 64 << 20  # a job's whole payload (documents included)
 
@@ -18,7 +18,7 @@ def _default(obj: Any) -> Any:
     # arq stores a failed job's exception as its result: as an ErrorRecord (code, type,
     # message), plain data, with the "__error__" key older clients read.
     if isinstance(obj, BaseException):
-        from poolq.worker.wire.records.errors import ErrorRecord
+        from poolq.wire.records.errors import ErrorRecord
 
         return ErrorRecord.of(obj).as_result()
     if isinstance(obj, set | frozenset | tuple):
@@ -89,7 +89,7 @@ def error_message(e: BaseException) -> str:
 def error_info(result: Any) -> str | None:
     """``Type: message`` of a failed job's result, if it is a serialized exception (an
     ``ErrorRecord``, or the ``{"__error__", "message"}`` map of workers older than codes)."""
-    from poolq.worker.wire.records.errors import ErrorRecord
+    from poolq.wire.records.errors import ErrorRecord
 
     if not isinstance(result, dict) or not ({"__error__", "code"} & result.keys()):
         return None

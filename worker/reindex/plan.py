@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from poolq.ingest.documents import Document, DocumentError, validate_documents
-from poolq.ingest.sources import Source, open_source
 from poolq.sinks.inventory import StoredDocument
-from poolq.worker.wire.records.job_args import ReindexArgs
+from poolq.wire.documents import Document, DocumentError, validate_documents
+from poolq.wire.records.job_args import ReindexArgs
+from poolq.worker.reindex.sources import Source, open_source
 
 if TYPE_CHECKING:
     pass

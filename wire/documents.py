@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from poolq.worker.wire.records.codes import ErrorCode
-from poolq.worker.wire.records.results import DocumentErrorRecord
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.results import DocumentErrorRecord
 
 MAX_ID_CHARS = 512
 DEFAULT_MAX_DOCUMENT_BYTES = 1 << 20  # 1 MiB of UTF-8 text per document

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from poolq.worker.wire import constants
-from poolq.worker.wire.records.base import WireRecord
+from poolq.wire import constants
+from poolq.wire.records.base import WireRecord
 
 
 def _non_empty(name: str, value: Any) -> None:

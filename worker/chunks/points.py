@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from poolq.ingest.chunking import Chunk
-from poolq.ingest.documents import Document
 from poolq.sinks.payload import build_payload
 from poolq.sinks.points import PointRecord, VectorValue, point_id
+from poolq.wire.documents import Document
+from poolq.worker.chunks.chunking import Chunk
 
 
 def document_points(

@@ -1,0 +1,46 @@
+"""The client side is light: importing any module of ``poolq.ingest`` (and ``poolq`` itself)
+loads no worker module, torch, transformers or Qdrant client. Run in a fresh interpreter, so
+what other tests imported does not hide it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("poolq.worker", "torch", "transformers", "qdrant_client", "qdrant_edge", "tokenizers")
+
+CODE = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+heavy = tuple(json.loads(sys.stdin.read()))
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.startswith(heavy))))
+"""
+
+
+def client_modules() -> list[str]:
+    names = ["poolq", "poolq.ingest"]
+    names += [f"poolq.ingest.{p.stem}" for p in sorted((ROOT / "ingest").glob("*.py"))]
+    return [n for n in names if not n.endswith(".__init__")]
+
+
+def loaded_by(modules: list[str]) -> list[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", CODE, *modules],
+        input=json.dumps(HEAVY), capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(out.stdout)
+
+
+def test_the_client_loads_no_worker_model_or_store_code():
+    modules = client_modules()
+    assert len(modules) > 10, modules
+    assert loaded_by(modules) == []
+
+
+def test_the_check_sees_a_heavy_import():
+    """The checker itself: a worker module is reported."""
+    assert "poolq.worker.config.profile" in loaded_by(["poolq.worker.config.profile"])

@@ -1,0 +1,1 @@
+"""Reindex planning: reading a source and deciding what changed (the worker side of a reindex job)."""
