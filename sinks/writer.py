@@ -157,15 +157,6 @@ class QdrantWriter(StoreOwner):
         keys = frozenset(p.id for p in points) | frozenset(("doc", d) for d in replace)
         return await self._submit(partial(self._write, collection, points, replace), keys)
 
-    async def delete_documents(self, collection: str, doc_ids: Sequence[str]) -> None:
-        """Delete every point of ``doc_ids``."""
-        if not doc_ids:
-            return
-        selector = models.FilterSelector(filter=documents_filter(doc_ids))
-        fn = partial(_delete, collection=collection, selector=selector)
-        what = f"delete of {len(doc_ids)} documents from {collection!r}"
-        await self._submit(partial(self._mutating, what, fn))
-
     async def delete_points(self, collection: str, ids: Sequence[str]) -> None:
         """Delete points by id (no payload scan; ids that do not exist are ignored)."""
         if not ids:

@@ -150,13 +150,6 @@ async def test_replace_docs_removes_stale_chunks(writer):
         await writer.write("docs", [], replace_docs={"a": -1})
 
 
-async def test_delete_documents(writer):
-    await writer.write("docs", doc("a", 2) + doc("b", 3) + doc("c", 1))
-    await writer.delete_documents("docs", ["a", "c", "missing"])
-    await writer.delete_documents("docs", [])
-    assert await writer.count("docs") == 3 == await writer.count("docs", doc_id="b")
-
-
 async def test_maxsim_query_finds_the_query_point(writer):
     points = [p for d in range(8) for p in doc(f"d{d}", 5)]
     await writer.write("docs", points)

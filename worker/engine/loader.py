@@ -109,12 +109,6 @@ def describe(
     )
 
 
-def describe_model(name_or_path: str, config: ModelConfig | None = None) -> ModelDescription:
-    """The model's description, from its files only (the model is not run or built)."""
-    cfg = config or ModelConfig(model=name_or_path)
-    return describe(Checkpoint.open(name_or_path), cfg)
-
-
 @dataclass
 class PoolingModel:
     """Everything needed to turn token ids into pooled outputs for one checkpoint."""
