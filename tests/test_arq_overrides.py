@@ -219,3 +219,18 @@ async def test_start_jobs_takes_by_capacity_and_never_runs_a_job_twice_here(redi
             t.cancel()
         await asyncio.gather(*w.tasks.values(), return_exceptions=True)
         await pool.aclose()
+
+
+def test_poolq_worker_puts_itself_in_ctx_with_no_stack_lookup(monkeypatch):
+    """``poolq worker`` builds a PoolqWorker: on_startup finds it in ctx; the frame lookup (only
+    for arq's own CLI) is never used."""
+
+    def no_lookup():
+        raise AssertionError("running_worker() called for a PoolqWorker")
+
+    monkeypatch.setattr(arq_overrides, "running_worker", no_lookup)
+    w = PoolqWorker(
+        functions=[func(_noop, name="noop")], redis_settings=redis_settings("redis://x")
+    )
+    assert w.ctx["arq_worker"] is w
+    assert arq_overrides.adopt_running(w.ctx) is w and type(w) is PoolqWorker

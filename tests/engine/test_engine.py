@@ -166,7 +166,7 @@ async def test_a_caller_waiting_its_turn_counts_as_moving(minilm_model):
 
 
 async def test_cancelling_frees_the_queue_place(minilm_model):
-    engine = AsyncEngine(minilm_model, max_queued_tokens=40, record_batches=True)
+    engine = AsyncEngine(minilm_model, queue_limit_tokens=40, record_batches=True)
     gate = threading.Event()
     ran: list[str] = []
     real_launch = engine.runner.launch

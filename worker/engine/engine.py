@@ -5,7 +5,7 @@
 - The :class:`Scheduler` owns the queue. Requests that arrive while a batch runs join the next
   one. Each request's :class:`~poolq.worker.engine.lanes.Lane` (query, interactive, bulk) and
   its caller's fair share decide who runs next (``lanes.py``, the one place for that policy).
-- Backpressure: at most ``max_queued_tokens`` tokens wait in the queue; further callers wait
+- Backpressure: at most ``queue_limit_tokens`` tokens wait in the queue; further callers wait
   (a single submission larger than the bound is admitted alone into an empty queue).
 - Cancelling a caller's task cancels its futures; their queue places are freed at once.
 """
@@ -93,7 +93,7 @@ class AsyncEngine:
         *,
         max_batch_tokens: int | None = None,
         max_batch_requests: int = 512,
-        max_queued_tokens: int = 1 << 20,
+        queue_limit_tokens: int = 1 << 20,
         tokenizer_threads: int = 1,
         record_batches: bool = False,
         lane: Lane = Lane.BULK,
@@ -106,7 +106,10 @@ class AsyncEngine:
             max_batch_tokens = default_batch_tokens(model.device)
         self.scheduler = Scheduler(max_batch_tokens, max_batch_requests)
         self.scheduler.chunked_prefill = bool(getattr(model.encoder, "causal", False))
-        self.max_queued_tokens = max_queued_tokens
+        # a hard cap on this engine's own queue (callers beyond it wait, first come first served);
+        # not the worker's admission bound (settings' max_queued_tokens, runtime/admission.py),
+        # which keeps the queue far below it by taking jobs only while there is room
+        self.queue_limit_tokens = queue_limit_tokens
         self.runner = ModelRunner(model)
         self.stats = EngineStats(batch_sizes=[] if record_batches else None)
         self._tok_pool = ThreadPoolExecutor(
@@ -345,7 +348,7 @@ class AsyncEngine:
             await self._space.wait_for(
                 lambda: (
                     self.scheduler.queued_tokens == 0
-                    or self.scheduler.queued_tokens + tokens <= self.max_queued_tokens
+                    or self.scheduler.queued_tokens + tokens <= self.queue_limit_tokens
                 )
             )
 

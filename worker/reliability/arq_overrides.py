@@ -21,8 +21,18 @@ else goes through its public hooks and constructor arguments).
   arq puts each back in the queue with its in-progress mark dropped, so another worker takes it
   at once (re-running a job rewrites the same points).
 
-``poolq worker`` constructs a :class:`PoolqWorker`; under ``arq poolq.worker.app.WorkerSettings``
-arq constructs its own ``Worker``, which ``on_startup`` turns into one with :func:`adopt_running`.
+``poolq worker`` constructs a :class:`PoolqWorker`, which puts itself in its ``ctx``
+(``ctx["arq_worker"]``, what ``on_startup`` and the reaper read): no class swap, no stack
+inspection. None of these behaviours has a public hook in arq (its hooks are ``on_startup``,
+``on_shutdown``, ``on_job_start``, ``on_job_end``, ``after_job_end`` and the serializers; none
+sees a poll, the choice of which job ids to start, or a job failed before it ran), and a queue
+per lane (``_queue_name``) would order lanes but not admit by capacity nor ride out Redis
+errors, so they stay overrides of the private methods above.
+
+Under ``arq poolq.worker.app.WorkerSettings`` (documented to run the same worker) arq's CLI
+constructs ``arq.worker.Worker`` itself, with no way to name another class, and ``on_startup``
+receives only ``ctx``: only there :func:`adopt_running` finds the worker (the ``main()`` task
+awaiting ``on_startup``) and swaps its class to :class:`PoolqWorker`.
 ``tests/test_arq_overrides.py`` fails when arq's internals that these rely on change.
 """
 
@@ -66,6 +76,7 @@ class PoolqWorker(Worker):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.failed_unrun = []
+        self.ctx["arq_worker"] = self  # on_startup(ctx) and the reaper find it here
 
     def running_jobs(self) -> int:
         return sum(not t.done() for t in self.tasks.values())
@@ -127,12 +138,10 @@ class PoolqWorker(Worker):
             if before is not None and not before.done():
                 await self._keep_mark(job_id)  # running here: never a second local run
                 continue
-            if self.admission is not None:
-                lane = await self._lane_of(job_id)
-                if not self.admission.room(lane):
-                    if lane == Lane.BULK:
-                        return  # the ids come in score order: only bulk jobs follow
-                    continue
+            if self.admission is not None and not self.admission.room(await self._lane_of(job_id)):
+                # only a bulk job can find no room (admission.py), and the ids come in score
+                # order, interactive first: every id after this one is bulk too
+                return
             await super().start_jobs([raw])
             started = self.tasks.get(job_id)
             if self.admission is not None and started is not None and started is not before:
