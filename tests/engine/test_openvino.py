@@ -187,8 +187,13 @@ def test_splade_int8_runs_the_first_mode_that_passes_the_gate(
     assert q.int8_report is not None and q.int8_report.passed
     lines = [r.getMessage() for r in caplog.records]
     assert any("backend openvino: openvino" in m and "gate passed" in m for m in lines), lines
+    caplog.clear()
     again = load(splade, "openvino", cache_dir, dtype="int8")  # refused modes are not redone
     assert again.int8_report.passed
+    assert again.int8_report.summary() == q.int8_report.summary()
+    assert any("(cached verdict)" in r.getMessage() for r in caplog.records)
+    ref = encode_texts(q, TEXTS[:10], ["sparse"])
+    sparse_agree(ref, encode_texts(again, TEXTS[:10], ["sparse"]), q.description.vocab_size)
 
 
 def test_the_gate_refuses_int8_below_the_floors(minilm, cache_dir):

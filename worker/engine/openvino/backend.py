@@ -15,10 +15,12 @@ and from the config's ``[engine] backend``), one of ``torch`` (the default), ``o
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -68,12 +70,8 @@ def _why_not(model: PoolingModel) -> str | None:
         import openvino  # noqa: F401
     except ImportError:  # pragma: no cover - the extra is installed in CI
         return "openvino is not installed (pip install 'poolq[openvino]')"
-    if model.precision == "int8":
-        try:
-            import nncf  # noqa: F401
-        except ImportError as exc:
-            log.debug("nncf: %s", exc)
-            return f"nncf is not importable ({exc}; pip install 'poolq[openvino]')"
+    if model.precision == "int8" and importlib.util.find_spec("nncf") is None:
+        return "nncf is not installed (pip install 'poolq[openvino]')"  # imported to quantize
     return None
 
 
@@ -125,12 +123,18 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
     fp32_model, fresh = _converted(model, head)
     core = ov.Core()
     config = compile_config()
-    fp32 = core.compile_model(fp32_model, "CPU", config)
+    # int8 compiles the fp32 model only for the gate's reference pass (not on a cached verdict)
+    fp32 = functools.cache(lambda: core.compile_model(fp32_model, "CPU", config))
     lengths = bucket_lengths(model.description.max_length)
     budget = default_batch_tokens(model.device)
     remove = sparse.remove_token_ids if isinstance(sparse, SpladePooler) else ()
     encoder = OpenVinoEncoder(
-        fp32, model.description.hidden_size, lengths, budget, remove_token_ids=remove
+        fp32() if model.precision == "float32" else None,
+        model.description.hidden_size,
+        lengths,
+        budget,
+        sparse_head=head,
+        remove_token_ids=remove,
     )
     if check_fp32 and model.precision == "float32":
         _check_fp32(model, encoder)
@@ -162,7 +166,7 @@ def _int8(
     model: PoolingModel,
     encoder: OpenVinoEncoder,
     fp32_model: Any,
-    fp32: Any,
+    fp32: Callable[[], Any],
     lengths: tuple[int, ...],
     budget: int,
     head: bool,
@@ -181,6 +185,18 @@ def _int8(
         if (before := cache.refused(key, model.config.int8_floors)) is not None:
             error = Int8QualityError(f"{before} (cached verdict)")
             continue
+        floors = model.config.int8_floors
+        if (report := cache.passed(key, floors)) is not None and (q := cache.load_cached(key)):
+            # this very model passed this gate under these floors before: no second fp32 run
+            encoder.use(ov.Core().compile_model(q, "CPU", compile_config()), "int8")
+            model.int8_report = report
+            log.info(
+                "model %s (openvino int8, %s): %s (cached verdict)",
+                model.description.model_id,
+                mode,
+                report.summary(),
+            )
+            return f"int8 {mode}, gate passed (cached verdict)"
         q = cache.load_cached(key)
         if q is None:
             samples = quantize.calibration_inputs(model, lengths, budget, head)
@@ -188,11 +204,12 @@ def _int8(
             cache.store(key, q)
         int8 = ov.Core().compile_model(q, "CPU", compile_config())
         try:
-            model.int8_report = quantize.gate(model, encoder, fp32, int8, mode)
+            model.int8_report = quantize.gate(model, encoder, fp32(), int8, mode)
         except Int8QualityError as exc:
             cache.mark_refused(key, model.config.int8_floors, str(exc))
             error = exc
             continue
+        cache.mark_passed(key, floors, model.int8_report)
         return f"int8 {mode}, gate passed"
     assert error is not None
     raise error

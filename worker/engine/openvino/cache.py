@@ -5,22 +5,28 @@ Under ``<cache folder>/openvino/<key>/model.xml`` (the cache folder: ``POOLQ_CAC
 checkpoint's fingerprint (its files' contents, ``worker/config/versions.py``), the form version
 (``graph.FORM_VERSION``), whether the SPLADE head is in the graph, the precision, and the
 OpenVINO (and, for int8, NNCF) versions. A model is written to a temporary folder and renamed
-into place: a reader never sees half a model. Weights are saved as they are (no fp16
+into place: a reader never sees half a model. Beside an int8 model, the int8 gate's verdict
+under the model's floors (``passed-*.json`` with its figures, ``refused-*``): the gate ran on
+this very model, sample and floors, so a later start does not run the fp32 pass again. Weights are saved as they are (no fp16
 compression: fp32 must match torch).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from poolq.worker.engine.openvino.graph import FORM_VERSION
+
+if TYPE_CHECKING:
+    from poolq.worker.engine.int8_quality import QualityReport
 
 log = logging.getLogger("poolq.openvino")
 MODEL_FILE = "model.xml"
@@ -45,9 +51,9 @@ def cache_key(checkpoint: str, *, sparse_head: bool, precision: str) -> str:
         "openvino": ov.get_version(),
     }
     if precision.startswith("int8"):
-        import nncf
+        from importlib.metadata import version
 
-        parts["nncf"] = nncf.__version__
+        parts["nncf"] = version("nncf")  # not imported: 1.6 s
     blob = json.dumps(parts, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
 
@@ -100,3 +106,28 @@ def refused(key: str, floors: object) -> str | None:
 def mark_refused(key: str, floors: object, message: str) -> None:
     with contextlib.suppress(OSError):  # else the gate runs again next start
         _refusal(key, floors).write_text(message)
+
+
+def _verdict(key: str, floors: object) -> Path:
+    tag = hashlib.sha256(repr(floors).encode()).hexdigest()[:12]
+    return cache_root() / key / f"passed-{tag}.json"
+
+
+def passed(key: str, floors: object) -> QualityReport | None:
+    """The int8 gate's report if it passed this cached model under these floors."""
+    from poolq.worker.engine.int8_quality import Check, QualityReport
+
+    try:
+        data = json.loads(_verdict(key, floors).read_text())
+        report = QualityReport(int(data["texts"]), [Check(**c) for c in data["checks"]])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return report if report.passed else None
+
+
+def mark_passed(key: str, floors: object, report: QualityReport | None) -> None:
+    if report is None:
+        return
+    data = {"texts": report.texts, "checks": [dataclasses.asdict(c) for c in report.checks]}
+    with contextlib.suppress(OSError):
+        _verdict(key, floors).write_text(json.dumps(data))

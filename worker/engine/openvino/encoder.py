@@ -27,23 +27,26 @@ class OpenVinoEncoder(nn.Module):
 
     def __init__(
         self,
-        compiled: Any,
+        compiled: Any | None,
         hidden_size: int,
         lengths: tuple[int, ...],
         budget: int,
         *,
+        sparse_head: bool = False,
         remove_token_ids: Sequence[int] = (),
         precision: str = "float32",
     ) -> None:
         super().__init__()
-        self.compiled = compiled
         self.hidden_size = hidden_size
         self.lengths = lengths
         self.budget = budget
-        self.precision = precision
-        self.sparse_head = len(compiled.inputs) == 3
+        self.sparse_head = sparse_head  # the graph takes pool_mask and returns "sparse"
         self._remove = np.asarray(sorted(remove_token_ids), dtype=np.int64)
-        self._request = compiled.create_infer_request()
+        self.compiled: Any = None
+        self.precision = precision
+        self._request: Any = None
+        if compiled is not None:  # else set by use() before the first forward
+            self.use(compiled, precision)
         # the last forward's pooled SPLADE weights: row per sequence start, and its hidden
         self.last_hidden: Tensor | None = None
         self.last_sparse: dict[int, np.ndarray] = {}
