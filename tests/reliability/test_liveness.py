@@ -24,7 +24,8 @@ from poolq.wire.records.heartbeat import Heartbeat
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability.heartbeat import HeartbeatThread
 from poolq.worker.reliability.job_guard import guarded
-from poolq.worker.reliability.reaper import WorkerJobs, confirmed_dead, reap_dead_workers
+from poolq.worker.reliability.reap_decisions import WorkerJobs, confirmed_dead
+from poolq.worker.reliability.reaper import reap_dead_workers
 from poolq.worker.reliability.run_lock import RunLocks, lock_key
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from poolq.wire import constants
 from poolq.wire.serialization import deserialize, serialize
 from poolq.worker.dev.local_redis import LocalRedis
-from poolq.worker.reliability.reaper import (
+from poolq.worker.reliability.reap_decisions import (
     ORPHAN_GRACE_S,
     LastTry,
     Mark,
@@ -26,10 +26,9 @@ from poolq.worker.reliability.reaper import (
     dead_workers,
     last_try,
     orphaned_marks,
-    reap_dead_workers,
-    reap_orphans,
     worker_id_of,
 )
+from poolq.worker.reliability.reaper import reap_dead_workers, reap_orphans
 
 TTL_MS = 3_600_000  # arq's in-progress timeout: a mark set s seconds ago has TTL_MS - 1000 s left
 Q = constants.INGEST_QUEUE
