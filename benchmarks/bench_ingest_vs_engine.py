@@ -64,7 +64,7 @@ async def through_queue(
         ids = await client.enqueue(collection, docs, job_size=job_size)
         outcomes = await client.wait(ids, poll_s=0.05)
         dt = time.perf_counter() - t0
-    bad = [o for o in outcomes if o.status != "done" or (o.result or {}).get("errors")]
+    bad = [o for o in outcomes if o.status != "done" or o.result is None or o.result.errors]
     if bad:
         raise SystemExit(f"{len(bad)} jobs failed or reported errors: {bad[:2]}")
     return dt

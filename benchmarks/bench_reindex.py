@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.wire.records.reindex import ReindexSummary
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 
@@ -32,7 +33,7 @@ def write_source(path: Path, docs: list[dict]) -> None:
     path.write_text("".join(json.dumps(d) + "\n" for d in docs))
 
 
-async def reindex(url: str, source: Path, full: bool = False) -> tuple[float, dict]:
+async def reindex(url: str, source: Path, full: bool = False) -> tuple[float, ReindexSummary]:
     async with PoolqClient(url) as client:
         t0 = time.perf_counter()
         job_id = await client.reindex(str(source), COLLECTION, full=full)
@@ -40,6 +41,8 @@ async def reindex(url: str, source: Path, full: bool = False) -> tuple[float, di
         elapsed = time.perf_counter() - t0
     if outcome.status != "done":
         raise SystemExit(f"reindex failed: {outcome.error}")
+    if not isinstance(outcome.result, ReindexSummary):
+        raise SystemExit(f"reindex did not run: {outcome.result}")
     return elapsed, outcome.result
 
 
@@ -70,14 +73,14 @@ def main() -> None:
             t, r = asyncio.run(reindex(server.url, source, full=True))
             rows.append(("full rebuild + alias switch", t, r))
     full_s = rows[-1][1]
-    print(f"{args.docs} documents, {rows[0][2]['points']} chunks; one worker, embedded Qdrant")
+    print(f"{args.docs} documents, {rows[0][2].points} chunks; one worker, embedded Qdrant")
     print(
         f"{'run':30s} {'seconds':>8s} {'vs full':>8s} {'encoded':>8s} {'written':>8s} {'unchanged':>9s}"
     )
     for name, t, r in rows:
         print(
-            f"{name:30s} {t:8.2f} {t / full_s:8.3f} {r['encoded_chunks']:8d} "
-            f"{r['points_written']:8d} {r['unchanged']:9d}"
+            f"{name:30s} {t:8.2f} {t / full_s:8.3f} {r.encoded_chunks:8d} "
+            f"{r.points_written:8d} {r.unchanged:9d}"
         )
 
 

@@ -124,10 +124,10 @@ async def run(redis_url: str, args: argparse.Namespace) -> dict:
         after, after_running = await pending(client)
         outcomes = await client.wait(ids, timeout_s=3600, max_poll_s=2.0)
         drain_s = time.perf_counter() - t0
-    bad = [o for o in outcomes if o.status != "done" or (o.result or {}).get("errors")]
+    bad = [o for o in outcomes if o.status != "done" or o.result is None or o.result.errors]
     if bad:
         raise SystemExit(f"{len(bad)} backlog jobs failed or reported errors: {bad[:2]}")
-    chunks = {o.job_id: int((o.result or {})["points"]) for o in outcomes}
+    chunks = {o.job_id: o.result.points for o in outcomes if o.result is not None}
     return {
         "idle": idle,
         "busy": busy,

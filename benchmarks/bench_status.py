@@ -37,6 +37,8 @@ from arq.constants import result_key_prefix
 from poolq.ingest import job_index
 from poolq.ingest.client import PoolqClient
 from poolq.wire import constants
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.results import IngestResult
 from poolq.wire.serialization import serialize
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability import job_records
@@ -45,6 +47,8 @@ from poolq.worker.reliability import job_records
 MIX = {"done": 0.55, "failed": 0.10, "running": 0.001, "queued": 0.30, "deferred": 0.049}
 PIPELINE = 5000
 LIVE = ("bench-a", "bench-b")
+DONE = IngestResult(points=16, documents=8).to_wire()  # an ingest job's result, as stored
+ONE = IngestResult(points=1, documents=1).to_wire()
 RESULT = b"r" * 600  # an arq result's size, roughly (it holds the job's documents)
 
 
@@ -63,7 +67,7 @@ async def fill(client: PoolqClient, n: int, now: float) -> dict[str, int]:
     async with r.pipeline(transaction=False) as p:  # ended before the TTL: trimmed by what follows
         for i in range(n // 10):
             job_records.add_outcome(
-                p, f"stale-{i:06d}", success=True, result={}, now=now - 2 * 86400
+                p, f"stale-{i:06d}", success=True, result=DONE, now=now - 2 * 86400
             )
         await p.execute()
     expected = dict.fromkeys(job_index.STATUSES, 0)
@@ -76,11 +80,11 @@ async def fill(client: PoolqClient, n: int, now: float) -> dict[str, int]:
                 expected[kind] += 1
                 ended = now - 23 * 3600 * (i % 997) / 997  # within the last day
                 if kind in ("done", "failed"):
-                    result = {"documents": 8, "points": 16, "errors": []}
                     error = "ValueError: document 'x': text: empty"
                     job_records.add_outcome(
-                        p, job_id, success=kind == "done", result=result, error=error, now=ended
-                    )
+                        p, job_id, success=kind == "done", result=DONE, error=error,
+                        code=ErrorCode.BAD_REQUEST, now=ended,
+                    )  # fmt: skip
                     p.set(result_key_prefix + job_id, RESULT, ex=86400)
                 else:
                     score = now_ms + 3_600_000 if kind == "deferred" else now_ms - 1000
@@ -112,7 +116,7 @@ async def finish_some(client: PoolqClient, n: int) -> None:
     ids = [m.decode() for m in due if m not in running][:n]
     async with r.pipeline(transaction=False) as p:
         for job_id in ids:
-            job_records.add_outcome(p, job_id, success=True, result={"points": 1})
+            job_records.add_outcome(p, job_id, success=True, result=ONE)
             p.zrem(constants.INGEST_QUEUE, job_id)
         await p.execute()
 

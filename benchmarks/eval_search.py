@@ -165,10 +165,10 @@ async def evaluate(
         ids = await client.enqueue(COLLECTION, docs, job_size=16)
         outcomes = await client.wait(ids, timeout_s=1800)
         ingest_s = time.perf_counter() - t0
-        bad = [o for o in outcomes if o.status != "done" or (o.result or {}).get("errors")]
+        bad = [o for o in outcomes if o.status != "done" or o.result is None or o.result.errors]
         if bad:
             raise SystemExit(f"{len(bad)} jobs failed or reported errors: {bad[:2]}")
-        points = sum(int((o.result or {}).get("points", 0)) for o in outcomes)
+        points = sum(o.result.points for o in outcomes if o.result is not None)
         per_grouping: dict[str, Any] = {}
         for grouping, group_by in GROUPINGS.items():
             per_grouping[grouping] = await _modes(client, queries, candidates, group_by)

@@ -93,7 +93,7 @@ async def through_queue(
             ids = await client.enqueue(name, docs, job_size=job_size)
             outcomes = await client.wait(ids)  # the default polling, as a user waits
             dt = time.perf_counter() - t0
-    bad = [o for o in outcomes if o.status != "done" or (o.result or {}).get("errors")]
+    bad = [o for o in outcomes if o.status != "done" or o.result is None or o.result.errors]
     if bad:
         raise SystemExit(f"{len(bad)} jobs failed or reported errors: {bad[:2]}")
-    return dt, sum(int((o.result or {}).get("points", 0)) for o in outcomes)
+    return dt, sum(o.result.points for o in outcomes if o.result is not None)

@@ -176,11 +176,11 @@ class RunReport:
 
     @property
     def job_points(self) -> int:
-        return sum(int((o.result or {}).get("points", 0)) for o in self.outcomes.values())
+        return sum(o.result.points for o in self.outcomes.values() if o.result is not None)
 
     @property
     def job_errors(self) -> int:
-        return sum(len((o.result or {}).get("errors") or []) for o in self.outcomes.values())
+        return sum(len(o.result.errors) for o in self.outcomes.values() if o.result is not None)
 
     @property
     def ok(self) -> bool:

@@ -16,6 +16,8 @@ from poolq.ingest.outage import RedisOutage, ride_out
 from poolq.ingest.search_call import search_via_workers
 from poolq.ingest.workers_alive import live_workers
 from poolq.wire import constants
+from poolq.wire.records.heartbeat import Heartbeat
+from poolq.wire.records.progress import JobProgressRecord
 from poolq.wire.records.reindex import ReindexProgress, read_reindex_progress
 from poolq.wire.search_types import (
     DEFAULT_GROUP_SIZE,
@@ -43,24 +45,19 @@ class ClientReads:
     def outage(self) -> RedisOutage:
         raise NotImplementedError
 
-    async def live_workers(self) -> list[dict[str, Any]]:
-        """Heartbeats of the workers alive on this Redis (not expired, not stopped), as maps
-        (:class:`~poolq.wire.records.heartbeat.Heartbeat` on the wire)."""
-        return [h.to_wire() for h in await live_workers(self.redis)]
+    async def live_workers(self) -> list[Heartbeat]:
+        """Heartbeats of the workers alive on this Redis (not expired, not stopped)."""
+        return await live_workers(self.redis)
 
-    async def progress(self, job_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+    async def progress(self, job_ids: Sequence[str]) -> dict[str, JobProgressRecord]:
         """job id -> its progress record (``documents``, ``done``, ``chunks``, ``points``,
         ``errors``, ``skipped``) for the jobs a worker has started (kept an hour)."""
         return await read_progress(self.redis, job_ids)
 
-    async def reindex_progress(self, collection: str | None = None) -> list[dict[str, Any]]:
-        """The latest progress record of each collection's reindex (or of ``collection``), as
-        maps (:class:`~poolq.wire.records.reindex.ReindexProgress` on the wire)."""
-        return [r.to_wire() for r in await self.reindex_records(collection)]
-
-    async def reindex_records(self, collection: str | None = None) -> list[ReindexProgress]:
-        """:meth:`reindex_progress` as records: the collections workers listed when a reindex
-        started or was scheduled (no SCAN), by name; a value no worker wrote is left out."""
+    async def reindex_progress(self, collection: str | None = None) -> list[ReindexProgress]:
+        """The latest progress record of each collection's reindex (or of ``collection``): the
+        collections workers listed when a reindex started or was scheduled (no SCAN), by name;
+        a value no worker wrote is left out."""
         from poolq.ingest.job_index import reindex_collections
 
         names = [collection] if collection is not None else await reindex_collections(self.redis)
@@ -124,7 +121,10 @@ class ClientReads:
         index's TTL as the workers recorded them (see ``job_index``: a few commands whatever
         the number of jobs). Also ``workers`` (heartbeats, stopped ones included while their
         final heartbeat lasts), ``workers_alive`` (how many are), ``last_heartbeat_age_s``
-        (seconds since a worker was last seen; None: never) and ``reindex`` progress.
+        (seconds since a worker was last seen; None: never) and ``reindex`` progress. The
+        values are records: :class:`JobOutcome` under ``jobs``,
+        :class:`~poolq.wire.records.heartbeat.Heartbeat` under ``workers``,
+        :class:`~poolq.wire.records.reindex.ReindexProgress` under ``reindex``.
 
         A Redis outage is waited out (``on_outage(seconds_down)`` after each failed try,
         ``on_outage(None)`` once Redis is back; :class:`RedisUnavailableError` after
@@ -154,7 +154,7 @@ class ClientReads:
         return {
             "counts": counts,
             "jobs": listed,
-            "workers": [w.to_wire() for w in workers],
+            "workers": workers,
             "reindex": await self.reindex_progress(),
             "workers_alive": len(live),
             "last_heartbeat_age_s": (
@@ -195,10 +195,10 @@ class ClientReads:
         )  # fmt: skip
         return await search_via_workers(self.redis, self.redis_url, query, request, timeout_s)
 
-    async def workers(self) -> list[dict[str, Any]]:
+    async def workers(self) -> list[Heartbeat]:
         """The heartbeats of the workers seen lately (stopped ones while their final heartbeat
         lasts), by worker id: found from the workers' last-seen set, without a SCAN."""
         from poolq.ingest.job_index import worker_records
 
         records, _ = await worker_records(self.redis, now=self._clock())
-        return [r.to_wire() for r in records]
+        return records

@@ -21,8 +21,9 @@ Read by clients, in a few commands whatever the number of jobs: queued and defer
 queue before and after now, less the running jobs (arq keeps a job in its queue until it ends);
 running are the job lists of live workers; done and failed a ``ZCOUNT`` over the TTL. The
 outcomes of given jobs take one pipeline per thousand jobs: the outcome record, else arq's
-in-progress mark, else the queue; a job that ended without an outcome record (a cron reindex, or
-a job of an older worker) is read from arq's result with arq's ``deserialize_result``.
+in-progress mark, else the queue; a job that ended without an outcome record (its worker could
+not write it) is read from arq's result with arq's ``deserialize_result``. Results are read back
+as their records (:func:`~poolq.wire.records.outcome.job_result`), errors with their codes.
 """
 
 from __future__ import annotations
@@ -37,10 +38,12 @@ from arq.jobs import deserialize_result
 
 from poolq.wire import constants
 from poolq.wire.records.base import WireError
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.errors import failure_of
 from poolq.wire.records.heartbeat import Heartbeat, read_heartbeat
-from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
-from poolq.wire.records.results import ingest_result
-from poolq.wire.serialization import deserialize, error_info
+from poolq.wire.records.outcome import JobOutcomeRecord, JobResult, job_result, outcome_key
+from poolq.wire.records.results import IngestResult
+from poolq.wire.serialization import deserialize
 
 CHUNK = 1000  # job ids per command (or pipeline)
 STATUSES = ("queued", "running", "done", "failed", "not_found", "deferred")
@@ -57,25 +60,31 @@ WORKERS_LISTED_S = 20 * constants.HEARTBEAT_TTL_S + 30
 class JobOutcome:
     """``status``: queued | deferred | running | done | refused | failed | not_found.
     ``refused``: an ingest job that ended without failing but whose every document was refused
-    (its ``result`` lists them under ``errors``; nothing written, nothing skipped)."""
+    (its ``result`` lists them under ``errors``; nothing written, nothing skipped).
+
+    ``result``: a finished job's record (:data:`~poolq.wire.records.outcome.JobResult`): an
+    :class:`~poolq.wire.records.results.IngestResult` for an ingest job, a
+    :class:`~poolq.wire.records.reindex.ReindexSummary` (or ``ReindexSkipped``) for a reindex.
+    ``error`` (``Type: message``, for people) and ``code`` (what a program decides by) of a
+    failed job; a result that does not decode is a failure too (``internal``, its error naming
+    the field)."""
 
     job_id: str
     status: str
-    result: dict[str, Any] | None = None
+    result: JobResult | None = None
     error: str | None = None
+    code: ErrorCode | None = None
 
 
 def ended(job_id: str, result: Any) -> JobOutcome:
-    """The outcome of a job that ended without failing: ``refused`` when it is an ingest result
-    whose every document was refused, else ``done``."""
-    status = "refused" if all_refused(result) else "done"
-    return JobOutcome(job_id, status, result)
-
-
-def all_refused(result: Any) -> bool:
-    """Whether an ingest job's ``result`` refused documents and wrote or skipped none."""
-    record = ingest_result(result)
-    return record is not None and record.all_refused
+    """The outcome of a job that ended without failing, its ``result`` as stored: ``refused``
+    when it is an ingest result whose every document was refused, else ``done``."""
+    try:
+        record = job_result(result)
+    except WireError as e:
+        return JobOutcome(job_id, "failed", None, f"unreadable result: {e}", ErrorCode.INTERNAL)
+    status = "refused" if isinstance(record, IngestResult) and record.all_refused else "done"
+    return JobOutcome(job_id, status, record)
 
 
 def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
@@ -99,19 +108,21 @@ def _recorded(job_id: str, raw: bytes | None) -> JobOutcome | None:
         return None
     if record.status == "done":
         return ended(job_id, record.result)
-    return JobOutcome(job_id, "failed", None, record.error)
+    return JobOutcome(job_id, "failed", None, record.error, record.code)
 
 
 def from_arq_result(job_id: str, raw: bytes) -> JobOutcome:
-    """A done or failed outcome from an arq result as stored (poolq's msgpack serializer);
-    ``done`` whatever the result (workers record it so: see :func:`ended` for clients)."""
+    """The outcome of a job from its arq result as stored (poolq's msgpack serializer): see
+    :func:`ended` for one that succeeded; a failure carries the code of its error record."""
     try:
         info = deserialize_result(raw, deserializer=deserialize)
     except Exception as e:  # not poolq's serializer (an arq worker using pickle, say)
-        return JobOutcome(job_id, "failed", None, f"unreadable result ({type(e).__name__})")
+        error = f"unreadable result ({type(e).__name__})"
+        return JobOutcome(job_id, "failed", None, error, ErrorCode.INTERNAL)
     if info.success:
-        return JobOutcome(job_id, "done", info.result)
-    return JobOutcome(job_id, "failed", None, error_info(info.result) or str(info.result))
+        return ended(job_id, info.result)
+    err = failure_of(info.result)
+    return JobOutcome(job_id, "failed", None, err.text(), err.code)
 
 
 async def _finished(
@@ -138,8 +149,7 @@ async def _finished(
         raws = await redis.mget([result_key_prefix + j for j in by_result])
         for j, raw in zip(by_result, raws, strict=True):
             if raw is not None:  # (None: expired meanwhile)
-                o = from_arq_result(j, raw)
-                found[j] = ended(j, o.result) if o.status == "done" else o
+                found[j] = from_arq_result(j, raw)
     if states:
         for k, j in enumerate(rest):
             if j in found:

@@ -27,7 +27,7 @@ from poolq.wire import constants
 from poolq.wire.connection import RedisUnavailableError
 from poolq.wire.records.base import WireError
 from poolq.wire.records.progress import JobProgressRecord
-from poolq.wire.records.results import IngestResult, ingest_result
+from poolq.wire.records.results import IngestResult
 
 if TYPE_CHECKING:
     from poolq.ingest.client_reads import ClientReads
@@ -35,10 +35,9 @@ if TYPE_CHECKING:
 LOOK_EVERY_S = constants.HEARTBEAT_INTERVAL_S  # how often a wait looks for live workers
 
 
-async def read_progress(redis: Any, job_ids: Sequence[str]) -> dict[str, dict[str, int]]:
-    """job id -> its progress record (:class:`JobProgressRecord` as a map), for the jobs that
-    have a readable one."""
-    out: dict[str, dict[str, int]] = {}
+async def read_progress(redis: Any, job_ids: Sequence[str]) -> dict[str, JobProgressRecord]:
+    """job id -> its progress record, for the jobs that have a readable one."""
+    out: dict[str, JobProgressRecord] = {}
     for part in chunks(list(job_ids)):
         pipe = redis.pipeline(transaction=False)
         for job_id in part:
@@ -46,7 +45,7 @@ async def read_progress(redis: Any, job_ids: Sequence[str]) -> dict[str, dict[st
         for job_id, raw in zip(part, await pipe.execute(), strict=True):
             if raw:
                 with contextlib.suppress(WireError):  # not a hash a worker wrote: no progress
-                    out[job_id] = JobProgressRecord.from_hash(raw).to_wire()
+                    out[job_id] = JobProgressRecord.from_hash(raw)
     return out
 
 
@@ -77,7 +76,7 @@ class WaitProgress:
 
 def totals(
     job_ids: Sequence[str],
-    records: Mapping[str, Mapping[str, int]],
+    records: Mapping[str, JobProgressRecord],
     finished: Mapping[str, JobOutcome],
     sizes: Mapping[str, int],
     workers_alive: int | None = None,
@@ -87,19 +86,21 @@ def totals(
     sums = dict.fromkeys(("documents", "done", "chunks", "points", "errors", "skipped"), 0)
     failed = 0
     for job_id in job_ids:
-        rec = records.get(job_id) or {}
-        size = sizes.get(job_id) or rec.get("documents", 0)
+        rec = records.get(job_id) or JobProgressRecord()
+        size = sizes.get(job_id) or rec.documents
         outcome = finished.get(job_id)
         if outcome is None:
-            part = {f: rec.get(f, 0) for f in ("done", "chunks", "points", "errors", "skipped")}
+            part = {f: getattr(rec, f) for f in ("done", "chunks", "points", "errors", "skipped")}
         else:
-            result = ingest_result(outcome.result) or IngestResult(0, 0)
+            result = outcome.result
+            if not isinstance(result, IngestResult):  # (a reindex, or a failed job)
+                result = IngestResult(0, 0)
             failed += outcome.status == "failed"
             if not size:  # neither the caller nor a record knows: count what the result says
                 size = result.size
             part = {
                 "done": size,
-                "chunks": rec.get("chunks", 0),
+                "chunks": rec.chunks,
                 "points": result.points,
                 "errors": len(result.errors),
                 "skipped": result.skipped,
@@ -126,7 +127,7 @@ async def wait_jobs(
     ids = list(dict.fromkeys(job_ids))
     pending = list(ids)
     finished: dict[str, JobOutcome] = {}
-    records: dict[str, dict[str, int]] = {}
+    records: dict[str, JobProgressRecord] = {}
     interval = poll_s
     alive: int | None = None
     looked = -float("inf")

@@ -16,11 +16,11 @@ DEFAULT_MAX_JOB_BYTES = 64 << 20  # a job's whole payload (documents included)
 
 def _default(obj: Any) -> Any:
     # arq stores a failed job's exception as its result: as an ErrorRecord (code, type,
-    # message), plain data, with the "__error__" key older clients read.
+    # message), plain data.
     if isinstance(obj, BaseException):
         from poolq.wire.records.errors import ErrorRecord
 
-        return ErrorRecord.of(obj).as_result()
+        return ErrorRecord.of(obj).to_wire()
     if isinstance(obj, set | frozenset | tuple):
         return list(obj)
     raise TypeError(f"cannot serialize {type(obj).__name__} with msgpack")
@@ -88,10 +88,8 @@ def error_message(e: BaseException) -> str:
 
 def error_info(result: Any) -> str | None:
     """``Type: message`` of a failed job's result, if it is a serialized exception (an
-    ``ErrorRecord``, or the ``{"__error__", "message"}`` map of workers older than codes)."""
+    ``ErrorRecord``; a map with a ``code`` that is no such record raises ``WireError``)."""
     from poolq.wire.records.errors import ErrorRecord
 
-    if not isinstance(result, dict) or not ({"__error__", "code"} & result.keys()):
-        return None
     record = ErrorRecord.from_result(result)
     return record.text() if record is not None else None

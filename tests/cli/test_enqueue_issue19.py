@@ -29,7 +29,9 @@ REFUSED = {
     "points": 0,
     "documents": 0,
     "skipped": 0,
-    "errors": [{"id": "a", "field": "text", "error": "could not be encoded: boom"}],
+    "errors": [
+        {"id": "a", "field": "text", "error": "could not be encoded: boom", "code": "internal"}
+    ],
 }
 
 
@@ -99,6 +101,7 @@ def test_a_job_whose_every_document_was_refused_fails_the_command(redis_server, 
     assert out.returncode == 1, out.stderr
     summary = json.loads(out.stdout)
     assert summary["refused_jobs"] == 1 and summary["failed_jobs"] == 0
+    assert summary["errors"] == REFUSED["errors"]  # each with its code
     assert "document 'a': could not be encoded: boom" in out.stderr
     assert "1 jobs refused every document they were sent" in out.stderr
 

@@ -15,11 +15,14 @@ from arq.worker import func
 from poolq.ingest.client import JobOutcome, PoolqClient
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.results import IngestResult
 from poolq.wire.serialization import deserialize, serialize
 from poolq.worker.reliability import job_guard, job_records
 from poolq.worker.reliability.arq_overrides import PoolqWorker
 
 DAY = 24 * 3600
+EMPTY = IngestResult(0, 0).to_wire()  # what an ingest job of no documents returns
 WORKER = "w-index"
 
 
@@ -134,7 +137,7 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
             assert st["counts"] == {
                 "queued": 2, "running": 1, "done": 5, "failed": 6, "not_found": 0, "deferred": 1,
             }  # fmt: skip
-            assert st["workers_alive"] == 1 and [x["worker_id"] for x in st["workers"]] == [WORKER]
+            assert st["workers_alive"] == 1 and [x.worker_id for x in st["workers"]] == [WORKER]
 
             given = [retried, failed[0], too_many, expired, unknown, done[2], gate, queued[1]]
             st = await client.status([*given, deferred, unguarded, timed_out, "never-enqueued"])
@@ -143,13 +146,16 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
                 "deferred", "done", "failed", "not_found",
             ]  # fmt: skip
             by_id = {o.job_id: o for o in st["jobs"]}
-            assert by_id[retried] == JobOutcome(retried, "done", {"documents": 1, "points": 1})
-            assert by_id[failed[0]].error == "ValueError: document 'x': text: empty"
+            assert by_id[retried] == JobOutcome(retried, "done", IngestResult(1, 1))
+            assert by_id[failed[0]].code == ErrorCode.BAD_REQUEST
+            assert by_id[failed[0]].error.endswith("document 'x': text: empty")
+            # failed by arq before they ran: its JobExecutionFailed, an internal error
             assert "max 3 retries exceeded" in by_id[too_many].error
             assert "expired" in by_id[expired].error
             assert "no_such_function" in by_id[unknown].error
-            assert by_id[unguarded].result == {"documents": 5, "points": 10}
-            assert by_id[timed_out].error.startswith("TimeoutError")
+            assert {by_id[j].code for j in (too_many, expired, unknown)} == {ErrorCode.INTERNAL}
+            assert by_id[unguarded].result == IngestResult(points=10, documents=5)
+            assert by_id[timed_out].code == ErrorCode.TIMEOUT
 
             release.set()
             assert await until(lambda: client.finished([gate, *queued]))
@@ -177,8 +183,10 @@ async def test_outcomes_are_trimmed_by_age_on_every_write_and_counted_over_the_t
         r = client.redis
         t0 = clock.now
         for i in range(3):
-            await job_records.record_outcome(r, f"old-{i}", success=True, result={}, now=t0)
-        await job_records.record_outcome(r, "old-bad", success=False, error="E: x", now=t0)
+            await job_records.record_outcome(r, f"old-{i}", success=True, result=EMPTY, now=t0)
+        await job_records.record_outcome(
+            r, "old-bad", success=False, error="E: x", code=ErrorCode.INTERNAL, now=t0
+        )
         clock.now = t0 + constants.JOB_INDEX_TTL_S - 10  # still within the TTL
         assert (await client.status())["counts"] == {
             "queued": 0, "running": 0, "done": 3, "failed": 1, "not_found": 0, "deferred": 0,
@@ -187,11 +195,13 @@ async def test_outcomes_are_trimmed_by_age_on_every_write_and_counted_over_the_t
         st = await client.status()
         assert (st["counts"]["done"], st["counts"]["failed"]) == (0, 0) and st["jobs"] == []
         assert await r.zcard(constants.JOB_INDEX_DONE_KEY) == 3  # (nothing written since)
-        await job_records.record_outcome(r, "new", success=True, result={}, now=clock.now)
+        await job_records.record_outcome(r, "new", success=True, result=EMPTY, now=clock.now)
         assert [m.decode() for m in await r.zrange(constants.JOB_INDEX_DONE_KEY, 0, -1)] == ["new"]
         assert await r.zcard(constants.JOB_INDEX_FAILED_KEY) == 0  # both sets trimmed
         # a job recorded again (re-run after its worker died) is counted once, by its last end
-        await job_records.record_outcome(r, "new", success=False, error="E: y", now=clock.now + 1)
+        await job_records.record_outcome(
+            r, "new", success=False, error="E: y", code=ErrorCode.INTERNAL, now=clock.now + 1
+        )
         st = await client.status()
         assert (st["counts"]["done"], st["counts"]["failed"]) == (0, 1)
         assert constants.JOB_INDEX_TTL_S == 24 * 3600  # arq's keep_result default
@@ -205,7 +215,9 @@ async def test_status_is_a_few_commands_whatever_the_number_of_jobs(redis_server
         now = time.time()
         async with r.pipeline(transaction=False) as p:
             for i in range(3000):
-                job_records.add_outcome(p, f"job-{i}", success=i % 3 > 0, error="E", now=now)
+                job_records.add_outcome(
+                    p, f"job-{i}", success=i % 3 > 0, error="E", code=ErrorCode.INTERNAL, now=now
+                )
             await p.execute()
         await r.config_resetstat()
         st = await client.status()

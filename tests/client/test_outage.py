@@ -14,9 +14,10 @@ import pytest
 from poolq.ingest.client import PoolqClient, WaitProgress
 from poolq.ingest.outage import REDIS_OUTAGE_LIMIT_S, RedisOutage, outage_limit_s
 from poolq.wire.connection import RedisUnavailableError, WorkerRetry, reconnect_backoff
+from poolq.wire.records.results import IngestResult
 from poolq.worker.reliability import job_records
 
-RESULT = {"points": 1, "documents": 1, "errors": [], "skipped": 0}
+RESULT = IngestResult(points=1, documents=1)
 
 
 def test_the_limit_comes_from_the_argument_then_the_environment(monkeypatch):
@@ -69,7 +70,9 @@ async def test_wait_rides_out_a_restart_and_shows_the_outage(redis_server):
         assert not waiting.done()
         redis_server.start()
         assert await client.redis.exists(f"arq:job:{job_id}")  # (append-only: kept)
-        await job_records.record_outcome(client.redis, job_id, success=True, result=RESULT)
+        await job_records.record_outcome(
+            client.redis, job_id, success=True, result=RESULT.to_wire()
+        )
         (outcome,) = await asyncio.wait_for(waiting, 30)
     assert outcome.status == "done" and outcome.result == RESULT
     down = [p.redis_down_s for p in seen if p.redis_down_s is not None]

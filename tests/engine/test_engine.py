@@ -158,7 +158,7 @@ async def test_a_caller_waiting_its_turn_counts_as_moving(minilm_model):
         assert engine.progress_of("late") >= t0 - 0.05 or late.done()
         await asyncio.gather(first, late)
         done_at = engine.progress_of("late")
-        assert done_at == engine.served_at["late"]
+        assert done_at == engine.groups.served_at["late"]
         await asyncio.sleep(0.2)
         assert engine.progress_of("late") == done_at  # nothing pending: it no longer moves
         engine.forget_group("late")

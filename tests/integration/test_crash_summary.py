@@ -64,14 +64,14 @@ def test_a_retry_after_sigkill_counts_the_crashed_tries_writes_as_written(redis_
     assert outcome.status == "done", outcome.error
     r = outcome.result
     print(f"killed with {at_kill['done']} documents written; the retry's result: {r}")
-    assert (r["documents"], r["skipped"], r["errors"]) == (len(docs), 0, [])
-    assert r["points"] == points
+    assert (r.documents, r.skipped, r.errors) == (len(docs), 0, [])
+    assert r.points == points
     assert again.status == "done"
-    assert (again.result["documents"], again.result["points"]) == (0, 0)
-    assert again.result["skipped"] == len(docs)
+    assert (again.result.documents, again.result.points) == (0, 0)
+    assert again.result.skipped == len(docs)
     assert refused.status == "refused", refused
-    assert [e["id"] for e in refused.result["errors"]] == ["no-text", "number"]
-    assert (refused.result["documents"], refused.result["points"]) == (0, 0)
+    assert [e.id for e in refused.result.errors] == ["no-text", "number"]
+    assert (refused.result.documents, refused.result.points) == (0, 0)
     st = json.loads(status.stdout)
     assert st["counts"]["refused"] == 1 and st["counts"]["done"] == 0
     assert st["jobs"][0]["status"] == "refused"

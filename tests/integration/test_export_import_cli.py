@@ -21,7 +21,7 @@ def test_export_import_moves_a_collection_between_folders(redis_server, tmp_path
         client = SyncPoolqClient(redis_server.url)
         try:
             outcomes = client.wait(client.enqueue("kb", docs, job_size=20))
-            points = sum(o.result["points"] for o in outcomes)
+            points = sum(o.result.points for o in outcomes)
             before = client.search(docs[7]["text"], "kb", mode="rerank", limit=5).hits
         finally:
             client.close()

@@ -111,7 +111,7 @@ def test_limits_per_job_and_per_document(env):
     assert outcome.status == "failed" and "exceeds the limit of 50" in outcome.error
     # the worker still does real work after all of that
     outcome = run_job(env, "ingest", "c", [{"id": "ok", "text": MARKER_TEXT}])
-    assert outcome.status == "done" and outcome.result["points"] == 1
+    assert outcome.status == "done" and outcome.result.points == 1
 
 
 def test_logs_carry_job_ids_but_no_secrets_and_no_document_text(env):

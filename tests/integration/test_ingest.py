@@ -13,6 +13,7 @@ from poolq.ingest.sample_corpus import passages
 from poolq.sinks import payload as fields
 from poolq.sinks.store.edge import EdgeStore
 from poolq.wire import constants
+from poolq.wire.records.codes import ErrorCode
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.models import minilm_path
 
@@ -66,16 +67,16 @@ def test_300_documents_in_10_jobs_land_exactly_once(redis_server, tmp_path):
         ids, outcomes = asyncio.run(run_jobs(redis_server.url, "docs", docs, job_size=30))
         assert len(ids) == 10
         assert all(o.status == "done" for o in outcomes), [o.error for o in outcomes]
-        points_first = sum(o.result["points"] for o in outcomes)
-        assert sum(o.result["documents"] for o in outcomes) == 300
-        assert all(o.result["errors"] == [] for o in outcomes)
+        points_first = sum(o.result.points for o in outcomes)
+        assert sum(o.result.documents for o in outcomes) == 300
+        assert all(o.result.errors == [] for o in outcomes)
         # the same documents again: unchanged, so skipped (nothing encoded or written)
         _, again = asyncio.run(run_jobs(redis_server.url, "docs", docs, job_size=30))
-        assert sum(o.result["skipped"] for o in again) == 300
-        assert sum(o.result["points"] for o in again) == 0
+        assert sum(o.result.skipped for o in again) == 300
+        assert sum(o.result.points for o in again) == 0
         # forced: written again under the same (idempotent) point ids, same count
         _, forced = asyncio.run(run_jobs(redis_server.url, "docs", docs, job_size=30, force=True))
-        assert sum(o.result["points"] for o in forced) == points_first
+        assert sum(o.result.points for o in forced) == points_first
         # doc-000 (long) re-ingested shorter: its stale chunks disappear
         _, short = asyncio.run(
             run_jobs(
@@ -85,7 +86,7 @@ def test_300_documents_in_10_jobs_land_exactly_once(redis_server, tmp_path):
                 1,
             )
         )
-        assert short[0].result["points"] == 1
+        assert short[0].result.points == 1
 
     client = EdgeStore(qpath)
     try:
@@ -151,15 +152,16 @@ def test_bad_documents_are_reported_and_the_rest_lands(redis_server, tmp_path):
         _, outcomes = asyncio.run(run_jobs(redis_server.url, "bad", docs, job_size=len(docs)))
     result = outcomes[0].result
     assert outcomes[0].status == "done"
-    assert result["documents"] == 5 and result["points"] == 5
-    errors = {e["id"]: e for e in result["errors"]}
+    assert result.documents == 5 and result.points == 5
+    errors = {e.id: e for e in result.errors}
     assert set(errors) == {"#2", "not-a-string", "empty", "huge", "bad-meta", "nan-meta"}
-    assert errors["#2"]["field"] == "id"
-    assert "text" in errors["not-a-string"]["error"] and "int" in errors["not-a-string"]["error"]
-    assert "empty" in errors["empty"]["error"]
-    assert "exceeds the limit" in errors["huge"]["error"]
-    assert errors["bad-meta"]["field"] == "metadata" and "bytes" in errors["bad-meta"]["error"]
-    assert errors["nan-meta"]["field"] == "metadata"
+    assert {e.code for e in result.errors} == {ErrorCode.BAD_REQUEST}
+    assert errors["#2"].field == "id"
+    assert "text" in errors["not-a-string"].error and "int" in errors["not-a-string"].error
+    assert "empty" in errors["empty"].error
+    assert "exceeds the limit" in errors["huge"].error
+    assert errors["bad-meta"].field == "metadata" and "bytes" in errors["bad-meta"].error
+    assert errors["nan-meta"].field == "metadata"
     client = EdgeStore(qpath)
     try:
         assert {p.payload["doc_id"] for p in scroll_all(client, "bad")} == {d["id"] for d in good}

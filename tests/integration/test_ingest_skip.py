@@ -98,17 +98,17 @@ def test_first_ingest_writes_everything_and_publishes_its_progress(env):
         t.join(10)
     assert outcome.status == "done", outcome.error
     result = outcome.result
-    assert result["skipped"] == 0 and result["documents"] == N_DOCS and result["errors"] == []
+    assert result.skipped == 0 and result.documents == N_DOCS and result.errors == []
     final, ttl = progress_of(server.url, job_id)
     assert final == {
         "documents": N_DOCS,
         "done": N_DOCS,
         "chunks": final["chunks"],
-        "points": result["points"],
+        "points": result.points,
         "errors": 0,
         "skipped": 0,
     }
-    assert final["chunks"] == result["points"] > N_DOCS  # some documents have several chunks
+    assert final["chunks"] == result.points > N_DOCS  # some documents have several chunks
     assert 0 < ttl <= constants.JOB_PROGRESS_TTL_S
     # documents finished while the job ran, not all at once at the end
     partial = [p["done"] for p in seen if 0 < p["done"] < N_DOCS]
@@ -147,8 +147,8 @@ def test_re_enqueueing_unchanged_documents_costs_no_model_work_and_no_writes(env
     job_id, result, seconds = ingest(server.url, docs)
     after = fresh_heartbeat(worker)
     print(f"re-enqueueing {N_DOCS} unchanged documents took {seconds:.2f}s ({result})")
-    assert result["skipped"] == N_DOCS
-    assert (result["documents"], result["points"], result["errors"]) == (0, 0, [])
+    assert result.skipped == N_DOCS
+    assert (result.documents, result.points, result.errors) == (0, 0, [])
     assert engine_texts(after) == engine_texts(before)
     assert after["write_calls"] == before["write_calls"]
     assert after["points_written"] == before["points_written"]
@@ -165,8 +165,8 @@ def test_a_changed_document_is_re_encoded_and_the_rest_skipped(env):
     before = fresh_heartbeat(worker)
     _, result, _ = ingest(server.url, changed)
     after = fresh_heartbeat(worker)
-    assert result["skipped"] == N_DOCS - 2 and result["documents"] == 2
-    chunks = result["points"]
+    assert result.skipped == N_DOCS - 2 and result.documents == 2
+    chunks = result.points
     assert chunks >= 3
     assert engine_texts(after) - engine_texts(before) == 2 * chunks  # MiniLM and SPLADE
     docs[:] = changed
@@ -177,8 +177,8 @@ def test_force_re_encodes_every_document(env):
     before = fresh_heartbeat(worker)
     _, result, _ = ingest(server.url, docs, force=True)
     after = fresh_heartbeat(worker)
-    assert result["skipped"] == 0 and result["documents"] == N_DOCS
-    assert engine_texts(after) - engine_texts(before) == 2 * result["points"]
+    assert result.skipped == 0 and result.documents == N_DOCS
+    assert engine_texts(after) - engine_texts(before) == 2 * result.points
     assert after["write_calls"] > before["write_calls"]
 
 

@@ -185,7 +185,7 @@ def test_metrics_endpoint_moves_with_jobs(metrics_worker):
     assert moved("poolq_jobs_total", function="ingest", outcome="done") == len(outcomes)
     assert moved("poolq_jobs_total", function="ingest", outcome="failed") == 1
     assert total(after, "poolq_jobs_total", outcome="retried") == 0
-    assert moved("poolq_points_written_total") == sum(o.result["points"] for o in outcomes)
+    assert moved("poolq_points_written_total") == sum(o.result.points for o in outcomes)
     for stage in STAGES:
         assert moved("poolq_stage_seconds_count", stage=stage) > 0, stage
         assert moved("poolq_stage_seconds_sum", stage=stage) > 0, stage

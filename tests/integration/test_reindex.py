@@ -11,6 +11,7 @@ import pytest
 
 from poolq.ingest.client import PoolqClient, SyncPoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 
@@ -50,7 +51,8 @@ def reindex(url, source, collection=COLLECTION, **kw):
             job_id = await client.reindex(str(source), collection, **kw)
             (outcome,) = await client.wait([job_id], timeout_s=600)
             assert outcome.status == "done", outcome.error
-            return outcome.result
+            assert isinstance(outcome.result, ReindexSummary), outcome.result
+            return outcome.result.to_wire()  # (the tests read the summary as the map it stores)
 
     return asyncio.run(go())
 
@@ -93,8 +95,8 @@ def test_first_reindex_writes_every_document(env):
         (progress,) = status.status()["reindex"]
     finally:
         status.close()
-    assert progress["state"] == "done" and progress["collection"] == COLLECTION
-    assert progress["done"] == N_DOCS
+    assert progress.state == "done" and progress.collection == COLLECTION
+    assert progress.done == N_DOCS
 
 
 def test_unchanged_source_costs_no_model_work_and_no_writes(env):
@@ -194,8 +196,8 @@ def test_one_reindex_per_collection_at_a_time(env):
 
     outcomes = asyncio.run(go())
     assert all(o.status == "done" for o in outcomes)
-    skipped = [o.result for o in outcomes if "skipped" in o.result]
-    assert len(skipped) == 1 and "another reindex of 'kb' is running" in skipped[0]["skipped"]
+    skipped = [o.result for o in outcomes if isinstance(o.result, ReindexSkipped)]
+    assert len(skipped) == 1 and "another reindex of 'kb' is running" in skipped[0].skipped
 
 
 def test_folder_source_ids_are_absolute_paths(env):

@@ -58,7 +58,7 @@ def url(tmp_path_factory):
                 ids = await client.enqueue(COLLECTION, documents(), job_size=20)
                 outcomes = await client.wait(ids, timeout_s=600)
                 assert all(o.status == "done" for o in outcomes), [o.error for o in outcomes]
-                points = sum(o.result["points"] for o in outcomes)
+                points = sum(o.result.points for o in outcomes)
                 assert points >= len(documents()) + 5  # the manual has many chunks
 
         asyncio.run(ingest())

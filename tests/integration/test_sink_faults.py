@@ -14,6 +14,7 @@ from poolq.ingest.sample_corpus import passages
 from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.writer import QdrantWriter
+from poolq.wire.records.codes import ErrorCode
 from poolq.worker.app.worker_settings import worker_kwargs
 from poolq.worker.cli.dlq import run_dlq
 from poolq.worker.config.settings import Settings
@@ -78,7 +79,7 @@ async def test_transient_sink_failures_are_retried_and_nothing_is_lost(redis_ser
     assert flaky[0].injected == 4 and writer.retries == 4
     check = EdgeStore(tmp_path / "q")
     try:
-        assert check.count("c") == sum(o.result["points"] for o in outcomes) >= 40
+        assert check.count("c") == sum(o.result.points for o in outcomes) >= 40
     finally:
         check.close()
 
@@ -100,12 +101,12 @@ async def test_a_sink_that_keeps_failing_ends_in_the_dead_letter_list(
         await run_worker_until_idle(settings, writer)
         (outcome,) = await client.wait([job_id], timeout_s=60)
         assert outcome.status == "failed"
-        assert "Qdrant unavailable" in outcome.error
+        assert outcome.code == ErrorCode.SINK and "Qdrant unavailable" in outcome.error
         (entry,) = await dead_letter.entries(client.redis)
     # 3 tries (2 retries by the queue), each 2 attempts by the writer
     assert entry.job_id == job_id and entry.tries == 3 and flaky[0].injected == 6
     assert entry.function == "ingest" and entry.args[0] == "c"
-    assert "SinkUnavailableError" in entry.error
+    assert entry.code == ErrorCode.SINK
 
     assert await asyncio.to_thread(run_dlq, "list", [], False, redis_server.url, False) == 0
     out = capsys.readouterr().out
@@ -118,6 +119,6 @@ async def test_a_sink_that_keeps_failing_ends_in_the_dead_letter_list(
     await run_worker_until_idle(settings, writer2)
     async with PoolqClient(redis_server.url) as client:
         (again,) = await client.wait([new_id], timeout_s=60)
-        assert again.status == "done" and again.result["documents"] == 5
+        assert again.status == "done" and again.result.documents == 5
         assert await dead_letter.entries(client.redis) == []
     assert await asyncio.to_thread(run_dlq, "drop", ["nope"], False, redis_server.url, False) == 1

@@ -13,6 +13,7 @@ from poolq.ingest.sample_corpus import passages
 from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.writer import QdrantWriter
+from poolq.wire.records.codes import ErrorCode
 from poolq.worker.app.worker_settings import worker_kwargs
 from poolq.worker.config.settings import Settings
 from poolq.worker.reliability import dead_letter, job_guard
@@ -69,7 +70,8 @@ async def test_a_job_whose_write_hangs_is_timed_out_retried_then_dead_lettered(
     assert outcome.status == "failed"
     assert entry.job_id == job_id and entry.tries == 2
     error = entry.error
-    assert error.startswith(f"JobStalledError: job {job_id} ingest (try 2 of 2): no progress for")
+    assert entry.code == ErrorCode.STALLED and outcome.code == ErrorCode.STALLED
+    assert f": job {job_id} ingest (try 2 of 2): no progress for" in error
     assert "0/6 documents done, 0 points written" in error and "since it started" in error
     assert outcome.error and "no progress" in outcome.error
     assert stores[0].hung >= 1

@@ -65,7 +65,8 @@ async def test_dropping_and_retrying_dead_letters_leave_the_failed_count(redis_s
     entries = json_lines(listed.stdout)
     assert [e["job_id"] for e in entries] == ["bad-0", "bad-1", "bad-2"]
     assert entries[0]["function"] == "ingest" and entries[0]["args"] == ["c", "nope"]
-    assert entries[0]["error"] == "ValueError: documents: expected a list, got str"
+    assert entries[0]["code"] == "bad_request"
+    assert entries[0]["error"].endswith(": documents: expected a list, got str")
 
     retried = poolq("dlq", "retry", "bad-1", "--json", url=url)
     assert retried.returncode == 0, retried.stderr

@@ -132,5 +132,6 @@ async def test_a_stalled_job_is_retried_then_dead_lettered_naming_job_and_progre
     (raw,) = (await redis.hgetall(constants.DEAD_LETTER_KEY)).values()
     entry = deserialize(raw)
     assert entry["tries"] == 2
-    assert entry["error"].startswith("JobStalledError: job j-9 ingest (try 2 of 2): no progress")
+    assert entry["code"] == "stalled"
+    assert ": job j-9 ingest (try 2 of 2): no progress" in entry["error"]
     assert "1/2 documents done, 4 points written" in entry["error"]

@@ -171,7 +171,7 @@ async def test_a_transient_failure_on_the_last_try_is_dead_lettered_and_raised(
     assert entry["function"] == "ingest"
     assert entry["args"] == ["c", [{"id": "d", "text": "t"}]]
     assert entry["kwargs"] == {"source": "s"}
-    assert entry["error"] == "ConnectionError: redis down"
+    assert entry["code"] == "internal" and entry["error"].endswith(": redis down")
     assert entry["tries"] == 3
     assert ctx["runtime"].jobs_failed == 1 and ctx["runtime"].jobs_retried == 0
     assert await redis.smembers(RUNNING) == set()
@@ -186,7 +186,8 @@ async def test_a_permanent_failure_is_dead_lettered_on_its_first_try(redis: Redi
     entries = await dead_letters(redis)
     assert list(entries) == ["j-1"]
     assert entries["j-1"]["tries"] == 1
-    assert entries["j-1"]["error"] == "ValueError: document 'd': no text"
+    assert entries["j-1"]["code"] == "bad_request"
+    assert entries["j-1"]["error"].endswith(": document 'd': no text")
 
 
 async def test_redis_down_neither_masks_the_error_nor_the_retry(

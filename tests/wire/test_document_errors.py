@@ -9,7 +9,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from poolq.wire.documents import Document
+from poolq.wire.records.base import WireError
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.results import IngestResult
 from poolq.worker.engine.engine import InputTooLongError
@@ -32,7 +35,7 @@ def test_a_document_that_could_not_be_encoded_carries_the_failures_code() -> Non
     assert IngestResult.from_wire(wire, strict=True).errors == records
 
 
-def test_document_errors_from_workers_older_than_codes_still_read() -> None:
-    old = {"points": 0, "documents": 0, "errors": [{"id": "a", "field": "text", "error": "e"}]}
-    (error,) = IngestResult.from_wire(old, strict=True).errors
-    assert error.code is None and "code" not in error.to_wire()
+def test_a_document_error_without_a_code_does_not_decode() -> None:
+    codeless = {"points": 0, "documents": 0, "errors": [{"id": "a", "field": "text", "error": "e"}]}
+    with pytest.raises(WireError, match=r"^ingest result: errors\[0\]: code: missing"):
+        IngestResult.from_wire(codeless, strict=True)

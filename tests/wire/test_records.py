@@ -70,7 +70,7 @@ FULL: list[WireRecord] = [
     SearchReply("r-1", None, ErrorRecord(ErrorCode.TIMEOUT, "TimeoutError", "late")),
     ErrorRecord(ErrorCode.SINK, "SinkUnavailableError", "Qdrant unavailable"),
     DeadLetter(
-        "j-1", "ingest", ["docs", []], {"force": True}, "ValueError: x", 3, 7.0, "bad_request"
+        "j-1", "ingest", ["docs", []], {"force": True}, "ValueError: x", 3, 7.0, code="bad_request"
     ),
     JobOutcomeRecord("failed", 7.0, {"points": 1}, "ValueError: x", ErrorCode.BAD_REQUEST),
 ]
@@ -97,9 +97,7 @@ def test_progress_round_trips_through_a_hash(values: list[int]) -> None:
     points=st.integers(0, 10**9),
     documents=st.integers(0, 10**6),
     errors=st.lists(
-        st.tuples(
-            st.none() | st.text(), st.text(), st.text(), st.none() | st.sampled_from(ErrorCode)
-        ),
+        st.tuples(st.none() | st.text(), st.text(), st.text(), st.sampled_from(ErrorCode)),
         max_size=4,
     ),
     skipped=st.integers(0, 10**6),
@@ -141,6 +139,12 @@ def test_strict_decoding_refuses_an_unknown_field_and_names_it() -> None:
             "dead letter: code: expected one of 'bad_request', 'timeout', 'stalled', ",
         ),
         (JobOutcomeRecord, {"status": "lost", "finished_at": 1}, "job outcome: status: expected one of 'done', 'failed', got 'lost'"),
+        # every error carries its code: a record without one does not decode
+        (DeadLetter, {"job_id": "j", "function": "ingest"}, "dead letter: code: missing (a required field)"),
+        (JobOutcomeRecord, {"status": "failed", "finished_at": 1, "error": "E: x"}, "job outcome: code: missing (required when status is failed)"),
+        (IngestResult, {"points": 0, "documents": 0, "errors": [{"id": "a", "field": "text", "error": "x"}]}, "ingest result: errors[0]: code: missing (a required field)"),
+        (SearchReply, {"id": "r-1", "error": {"type": "ValueError", "message": "m"}}, "search reply: error: code: missing (a required field)"),
+        (ErrorRecord, {"type": "ValueError", "message": "m"}, "error: code: missing (a required field)"),
         (SearchCall, [1], "search call: expected a map, got list"),
     ],
 )  # fmt: skip
@@ -177,9 +181,13 @@ def test_the_worker_maps_each_exception_to_its_code(error: BaseException, code: 
     assert ErrorRecord.from_result(deserialize(serialize(error))) == record  # as arq stores it
 
 
-def test_a_result_stored_by_a_worker_older_than_codes_still_reads() -> None:
-    old = {"__error__": "ValueError", "message": "bad"}
-    assert ErrorRecord.from_result(old) == ErrorRecord(ErrorCode.BAD_REQUEST, "ValueError", "bad")
+def test_a_stored_result_is_an_error_only_with_a_code() -> None:
+    assert ErrorRecord.from_result({"type": "ValueError", "message": "bad"}) is None
+    assert ErrorRecord.from_result({"points": 1, "documents": 1, "errors": []}) is None
+    with pytest.raises(WireError, match=r"^error: code: expected one of"):
+        ErrorRecord.from_result({"code": "oops", "type": "ValueError", "message": "bad"})
+    stored = deserialize(serialize(ValueError("bad")))
+    assert stored == {"code": "bad_request", "type": "ValueError", "message": "bad"}
 
 
 @pytest.mark.parametrize(
@@ -207,9 +215,9 @@ def test_the_client_decides_by_code_not_by_class_name() -> None:
     internal = SearchReply("r-1", error=ErrorRecord(ErrorCode.INTERNAL, "ValueError", "boom"))
     with pytest.raises(RuntimeError, match=r"\(internal\): ValueError: boom"):
         read_reply(internal.pack())
-    legacy = serialize({"id": "r-1", "error": {"type": "SchemaMismatchError", "message": "m"}})
-    with pytest.raises(SearchError, match=r"^m$"):  # an older worker: no code, its class name
-        read_reply(legacy)
+    codeless = serialize({"id": "r-1", "error": {"type": "SchemaMismatchError", "message": "m"}})
+    with pytest.raises(WireError, match=r"^search reply: error: code: missing"):
+        read_reply(codeless)  # no code: no reply, whatever the class name
 
 
 # ---------------------------------------------------------------- the real producers, strictly

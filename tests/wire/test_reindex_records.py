@@ -172,7 +172,6 @@ async def test_a_failed_reindex_publishes_strict_progress_the_client_reads(
     record = ReindexProgress.unpack(raw, strict=True)
     assert (record.state, record.job_id, record.source) == ("failed", "j-1", missing)
     assert record.state in REINDEX_STATES and record.code == ErrorCode.INTERNAL
-    assert record.error is not None and record.error.startswith("FileNotFoundError: ")
+    assert record.error is not None and "gone.jsonl" in record.error
     async with PoolqClient(redis_server.url) as client:
-        assert await client.reindex_records("kb") == [record]
-        assert await client.reindex_progress("kb") == [record.to_wire()]
+        assert await client.reindex_progress("kb") == [record]

@@ -62,15 +62,14 @@ def test_tuples_and_sets_travel_as_lists(items: list[int]) -> None:
 
 
 def test_exceptions_travel_as_code_type_and_message() -> None:
-    # an ErrorRecord, plus the "__error__" key clients older than codes read
+    # an ErrorRecord, nothing else
     assert deserialize(serialize(KeyError("text"))) == {
         "code": "internal",
         "type": "KeyError",
         "message": "'text'",
-        "__error__": "KeyError",
     }
     bad = deserialize(serialize({"r": ValueError("bad")}))["r"]
-    assert (bad["__error__"], bad["code"]) == ("ValueError", "bad_request")
+    assert (bad["type"], bad["code"]) == ("ValueError", "bad_request")
 
 
 @pytest.mark.parametrize(
@@ -179,13 +178,21 @@ def test_error_info_reads_a_failed_jobs_stored_result() -> None:
     result = deserialize_result(raw, deserializer=deserialize)
     assert error_info(result.result) == "ValueError: bad doc"
     # an empty message never reaches a user (issue 19: "TimeoutError: " and nothing else)
-    assert error_info({"__error__": "KeyError"}) == "KeyError: raised without a message"
+    empty = {"code": "internal", "type": "KeyError", "message": ""}
+    assert error_info(empty) == "KeyError: raised without a message"
     stored = deserialize(serialize(TimeoutError()))
     assert error_info(stored) == "TimeoutError: timed out (the exception carried no message)"
 
 
 @pytest.mark.parametrize(
-    "result", [None, "ValueError: bad", {"points": 3}, {"error": "x"}, ["__error__"]]
+    "result",
+    [
+        None,
+        "ValueError: bad",
+        {"points": 3},
+        {"error": "x"},
+        {"type": "ValueError", "message": "x"},
+    ],
 )
 def test_error_info_is_none_for_anything_but_a_serialized_exception(result: Any) -> None:
     assert error_info(result) is None

@@ -37,15 +37,3 @@ def error_code(e: BaseException) -> ErrorCode:
     if isinstance(e, TimeoutError):
         return ErrorCode.TIMEOUT
     return ErrorCode.INTERNAL
-
-
-# Only for records written before codes existed (no "code" key): the class names an older
-# worker sent for errors in a search request. Never used for a record that carries a code.
-LEGACY_REQUEST_ERRORS = frozenset(
-    {"SearchError", "ValueError", "SchemaMismatchError", "PoolingParamsError", "InputTooLongError"}
-)
-
-
-def legacy_code(type_name: object) -> ErrorCode:
-    """The code of an error recorded by an older worker, which sent only its class name."""
-    return ErrorCode.BAD_REQUEST if type_name in LEGACY_REQUEST_ERRORS else ErrorCode.INTERNAL

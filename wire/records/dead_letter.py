@@ -1,7 +1,7 @@
 """A dead letter: a job that failed for good, kept in the ``DEAD_LETTER_KEY`` hash (job id ->
 this record, msgpack) with what it takes to run it again (``poolq dlq list|retry|drop``).
 ``error`` is the ``Type: message`` text people read; ``code`` what a program decides by
-(absent in letters written before codes)."""
+(required: a letter without one does not decode)."""
 
 from __future__ import annotations
 
@@ -23,4 +23,4 @@ class DeadLetter(WireRecord):
     error: str = "raised without a message"
     tries: int = 1
     failed_at: float = 0.0
-    code: ErrorCode | None = None
+    code: ErrorCode = field(kw_only=True)  # (required, after the fields with defaults)

@@ -1,6 +1,7 @@
 """An error as it crosses Redis: its code (what the reader decides by), the exception's class
 name and its message (for people). Used for job results that are exceptions, search reply
-errors, dead letters and job outcomes."""
+errors, dead letters and job outcomes. Every error carries its code: a map without one is no
+error record (:class:`~poolq.wire.records.base.WireError` naming the field)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from poolq.wire.records.base import WireError, WireRecord
-from poolq.wire.records.codes import ErrorCode, error_code, legacy_code
+from poolq.wire.records.codes import ErrorCode, error_code
 from poolq.wire.serialization import error_message
-
-# the key arq's stored exceptions had before codes: still written, so older clients read them
-LEGACY_TYPE_KEY = "__error__"
 
 
 @dataclass(frozen=True)
@@ -33,30 +31,26 @@ class ErrorRecord(WireRecord):
         """``Type: message``, as logs and ``poolq dlq list`` show it."""
         return f"{self.type}: {self.message or 'raised without a message'}"
 
-    def as_result(self) -> dict[str, Any]:
-        """A failed job's result as arq stores it: the record, plus the class name under
-        ``"__error__"`` (what clients older than codes look for)."""
-        return self.to_wire() | {LEGACY_TYPE_KEY: self.type}
-
     @classmethod
     def from_result(cls, data: Any) -> ErrorRecord | None:
-        """The error a stored result or reply holds (None: not an error). Reads a record with a
-        code, and the ``{"__error__": type, "message": ...}`` (or ``{"type", "message"}``) maps
-        of workers older than codes, whose code is inferred from the class name
-        (:func:`~poolq.wire.records.codes.legacy_code`)."""
-        if not isinstance(data, dict):
+        """The error a stored job result holds (None: not an error, a map without a ``code``);
+        :class:`WireError` naming the field for a map with a code that is no error record."""
+        if not isinstance(data, dict) or "code" not in data:
             return None
-        if "code" in data:
-            try:
-                return cls.from_wire(data)
-            except WireError:
-                pass  # an unknown code (a newer worker): read as an older record
-        type_name = data.get(LEGACY_TYPE_KEY, data.get("type"))
-        if not isinstance(type_name, str):
-            return None
-        message = data.get("message")
-        return cls(
-            legacy_code(type_name),
-            type_name,
-            message if isinstance(message, str) and message else "raised without a message",
+        return cls.from_wire(data)
+
+
+def failure_of(result: Any) -> ErrorRecord:
+    """The error of a job that failed, from its stored result: the record it holds, else an
+    ``internal`` error saying what was there instead (a result that is no error record)."""
+    try:
+        record = ErrorRecord.from_result(result)
+    except WireError as e:
+        return ErrorRecord(ErrorCode.INTERNAL, "WireError", str(e))
+    if record is None:
+        return ErrorRecord(
+            ErrorCode.INTERNAL,
+            "WireError",
+            f"a failed job's result that is no error record ({type(result).__name__})",
         )
+    return record

@@ -4,14 +4,14 @@
     {"points": n, "documents": n, "errors": [{"id", "field", "error", "code"}], "skipped": n,
      "seconds": s}
 
-A failed job's result is an :class:`~poolq.wire.records.errors.ErrorRecord` instead."""
+A failed job's result is an :class:`~poolq.wire.records.errors.ErrorRecord` instead. A client
+reads the result back with :func:`~poolq.wire.records.outcome.job_result`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from poolq.wire.records.base import WireError, WireRecord
+from poolq.wire.records.base import WireRecord
 from poolq.wire.records.codes import ErrorCode
 
 
@@ -20,14 +20,14 @@ class DocumentErrorRecord(WireRecord):
     """One refused document: ``id`` (its id, ``#position`` without a usable one, None for a
     source line that is no document), the ``field`` at fault, the message, and its ``code``
     (``bad_request``: the document itself is wrong; another code: the worker could not encode
-    or write it, so sending it again may work; None: written by a worker older than codes)."""
+    or write it, so sending it again may work)."""
 
     wire_name = "document error"
 
     id: str | None
     field: str
     error: str
-    code: ErrorCode | None = None
+    code: ErrorCode
 
 
 @dataclass(frozen=True)
@@ -49,13 +49,3 @@ class IngestResult(WireRecord):
     def size(self) -> int:
         """Documents in the job: written, refused, or skipped."""
         return self.documents + len(self.errors) + self.skipped
-
-
-def ingest_result(result: Any) -> IngestResult | None:
-    """``result`` read as an ingest result (None: it is not one; a reindex summary, say)."""
-    if not isinstance(result, dict) or not isinstance(result.get("errors"), list):
-        return None
-    try:
-        return IngestResult.from_wire(result)
-    except WireError:
-        return None

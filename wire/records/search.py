@@ -8,8 +8,8 @@ reads the reply; ``worker/runtime/search_service.py`` the other way round)::
 ``request`` and ``result`` are the maps of ``wire/search_types.py``, which own their own
 encoding and checks (this layer is below the sinks: it holds them as maps). The client decides
 what an error means by its ``code``: ``bad_request`` is a :class:`SearchError`, anything else
-the worker's failure. A reply from a worker older than codes (``{"type", "message"}``) still
-reads, its code inferred from the class name (:meth:`ErrorRecord.from_result`)."""
+the worker's failure. An error without a code is no reply (:class:`WireError` naming the
+field)."""
 
 from __future__ import annotations
 
@@ -45,10 +45,6 @@ class SearchReply(WireRecord):
 
     @classmethod
     def from_wire(cls, data: Any, *, strict: bool = False) -> Self:
-        if isinstance(data, dict) and isinstance(data.get("error"), dict):
-            legacy = ErrorRecord.from_result(data["error"])  # (code-less: older workers)
-            if legacy is not None and "code" not in data["error"]:
-                data = data | {"error": legacy.to_wire()}
         reply = super().from_wire(data, strict=strict)
         if (reply.result is None) == (reply.error is None):
             raise WireError(f"{cls.wire_name}: expected exactly one of result and error")

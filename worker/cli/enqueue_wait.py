@@ -15,6 +15,7 @@ from poolq.ingest.job_index import JobOutcome
 from poolq.ingest.job_progress import WaitProgress
 from poolq.ingest.workers_alive import no_worker_message
 from poolq.wire.connection import describe_address
+from poolq.wire.records.results import IngestResult
 
 
 class ProgressBar:
@@ -106,11 +107,11 @@ def summarize(
     """The ``--json`` summary: ``errors`` holds the documents not sent (``where``: FILE:LINE
     or path) and those the workers reported, ``skipped`` the unchanged documents,
     ``refused_jobs`` the jobs whose every document was refused (status ``refused``)."""
-    results = [o.result for o in outcomes if isinstance(o.result, dict)]
-    docs = sum(int(r.get("documents", 0)) for r in results)
-    points = sum(int(r.get("points", 0)) for r in results)
-    skipped = sum(int(r.get("skipped", 0)) for r in results)
-    errors = problems + [e for r in results for e in r.get("errors", [])]
+    results = [o.result for o in outcomes if isinstance(o.result, IngestResult)]
+    docs = sum(r.documents for r in results)
+    points = sum(r.points for r in results)
+    skipped = sum(r.skipped for r in results)
+    errors = problems + [e.to_wire() for r in results for e in r.errors]
     failed = [o for o in outcomes if o.status == "failed"]
     return {
         "jobs": len(outcomes),

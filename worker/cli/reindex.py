@@ -6,15 +6,14 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 from tqdm import tqdm
 
 from poolq.ingest.client import PoolqClient
 from poolq.wire.connection import redact_text
-from poolq.wire.records.base import WireError
-from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary, reindex_result
+from poolq.wire.records.outcome import JobResult
+from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
     CLIENT_ERRORS,
@@ -28,7 +27,7 @@ from poolq.worker.cli.options import (
 async def _run(
     source: str, collection: str, full: bool, keep_old: bool, wait: bool, redis_url: str,
     timeout_s: float | None, progress: bool,
-) -> tuple[str, Any, str | None]:  # fmt: skip
+) -> tuple[str, JobResult | None, str | None]:  # fmt: skip
     async with PoolqClient(redis_url) as client:
         job_id = await client.reindex(source, collection, full=full, keep_old=keep_old)
         if not wait:
@@ -38,7 +37,7 @@ async def _run(
         deadline = None if timeout_s is None else loop.time() + timeout_s
         while True:
             done = await client.finished([job_id])
-            records = await client.reindex_records(collection)
+            records = await client.reindex_progress(collection)
             rec = records[0] if records and records[0].job_id == job_id else None
             if rec is not None and rec.to_encode:
                 bar.total = rec.to_encode
@@ -89,10 +88,10 @@ def run_reindex_cli(
     if job_error is not None:
         print(f"poolq reindex: job {job_id} failed: {redact_text(job_error)}", file=sys.stderr)
         return 1
-    try:
-        r = reindex_result(result)
-    except WireError as exc:
-        error("reindex", f"job {job_id} returned no reindex summary: {exc}")
+    r = result
+    if not isinstance(r, ReindexSummary | ReindexSkipped):
+        got = "nothing" if r is None else f"a {r.wire_name}"
+        error("reindex", f"job {job_id} returned no reindex summary: {got}")
         return 1
     if isinstance(r, ReindexSkipped):
         print(f"poolq reindex: {r.skipped}", file=sys.stderr)

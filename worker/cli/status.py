@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from poolq.ingest.client import PoolqClient
+from poolq.ingest.job_index import JobOutcome
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
     CLIENT_ERRORS,
@@ -87,6 +88,13 @@ def format_worker(w: dict[str, Any]) -> str:
     )
 
 
+def job_map(o: JobOutcome) -> dict[str, Any]:
+    """A job's line of ``--json``: ``job_id``, ``status``, ``result`` (its record as a map, or
+    null), ``error``."""
+    result = o.result.to_wire() if o.result is not None else None
+    return {"job_id": o.job_id, "status": o.status, "result": result, "error": o.error}
+
+
 def run_status(
     job_ids: list[str], redis_url: str | None, as_json: bool, outage_limit_s: float | None = None
 ) -> int:
@@ -101,19 +109,23 @@ def run_status(
     except CLIENT_ERRORS as exc:
         error("status", exc)
         return 2
-    jobs = [o.__dict__ for o in st["jobs"]] if job_ids else []
+    # the records as maps, here at the edge: the JSON below is the command's contract
+    jobs = [job_map(o) for o in st["jobs"]] if job_ids else []
+    workers = [w.to_wire() for w in st["workers"]]
+    reindex = [r.to_wire() for r in st["reindex"]]
     if as_json:
-        keys = ("counts", "workers", "reindex", "workers_alive", "last_heartbeat_age_s")
-        print(json.dumps({"jobs": jobs} | {k: st[k] for k in keys}))
+        out = {"jobs": jobs, "counts": st["counts"], "workers": workers, "reindex": reindex}
+        keys = ("workers_alive", "last_heartbeat_age_s")
+        print(json.dumps(out | {k: st[k] for k in keys}))
         return 0
     print(counts_line(st["counts"]))
     for o in jobs:
         detail = json.dumps(o["result"]) if o["result"] is not None else (o["error"] or "")
         print(f"  {o['job_id']}  {o['status']:9s} {detail}")
-    for r in st["reindex"]:
+    for r in reindex:
         print(f"reindex {format_reindex(r)}")
     print(workers_line(st["workers_alive"], st["last_heartbeat_age_s"]))
-    for w in st["workers"]:
+    for w in workers:
         print(format_worker(w))
     return 0
 

@@ -37,7 +37,7 @@ async def record(
     """Dead-letter ``job_id`` and count it as failed (its outcome kept ``ttl_s``)."""
     err = ErrorRecord.of(error)
     entry = DeadLetter(
-        job_id, function, list(args), dict(kwargs), err.text(), tries, time.time(), err.code
+        job_id, function, list(args), dict(kwargs), err.text(), tries, time.time(), code=err.code
     )
     async with redis.pipeline(transaction=True) as tr:
         tr.hset(constants.DEAD_LETTER_KEY, job_id, entry.pack())  # type: ignore[arg-type]

@@ -27,8 +27,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.wire import constants
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.errors import failure_of
 from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
-from poolq.wire.serialization import deserialize, error_info
+from poolq.wire.serialization import deserialize
 from poolq.worker.reliability import dead_letter, job_records
 from poolq.worker.reliability.arq_overrides import adopt_running
 from poolq.worker.reliability.deadlines import JobClock, JobDeadlineError, run_with_deadlines
@@ -208,9 +210,10 @@ async def _list_reindex(redis: Any, args: tuple[Any, ...], kwargs: dict[str, Any
 _PENDING: set[asyncio.Task[None]] = set()  # outcomes being recorded (referenced until done)
 
 
-def unrun_failure(result_data: bytes | None) -> tuple[str, str] | None:
-    """The job id and error in arq's serialized result of a job it failed without running it
-    (None when arq could not serialize one)."""
+def unrun_failure(result_data: bytes | None) -> tuple[str, str, ErrorCode] | None:
+    """The job id, error and its code in arq's serialized result of a job it failed without
+    running it (arq's ``JobExecutionFailed``: ``internal``); None when arq could not serialize
+    one."""
     if not result_data:
         return None
     try:
@@ -219,7 +222,8 @@ def unrun_failure(result_data: bytes | None) -> tuple[str, str] | None:
         return None
     if not info.job_id:
         return None
-    return str(info.job_id), error_info(info.result) or str(info.result)
+    err = failure_of(info.result)
+    return str(info.job_id), err.text(), err.code
 
 
 async def record_unguarded(redis: Any, job_id: str, ttl_s: float) -> None:
@@ -230,8 +234,10 @@ async def record_unguarded(redis: Any, job_id: str, ttl_s: float) -> None:
         return
     raw = await redis.get(result_key_prefix + job_id)
     if raw is not None:
-        success, result, error = job_records.arq_outcome(raw)
-        await _record(redis, job_id, success=success, result=result, error=error, ttl_s=ttl_s)
+        success, result, error, code = job_records.arq_outcome(raw)
+        await _record(
+            redis, job_id, success=success, result=result, error=error, code=code, ttl_s=ttl_s
+        )
 
 
 async def install_job_index(ctx: dict[str, Any]) -> None:
@@ -249,9 +255,9 @@ async def install_job_index(ctx: dict[str, Any]) -> None:
         if failure is None:
             log.warning("a job failed before it ran and arq gave no result: not counted")
             return
-        job_id, error = failure
+        job_id, error, code = failure
         task = asyncio.get_running_loop().create_task(
-            _record(redis, job_id, success=False, error=error, ttl_s=ttl_s)
+            _record(redis, job_id, success=False, error=error, code=code, ttl_s=ttl_s)
         )
         _PENDING.add(task)
         task.add_done_callback(_PENDING.discard)

@@ -12,8 +12,9 @@ from arq.jobs import deserialize_result
 
 from poolq.wire import constants
 from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.errors import failure_of
 from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
-from poolq.wire.serialization import deserialize, error_info
+from poolq.wire.serialization import deserialize
 
 DONE, FAILED = constants.JOB_INDEX_DONE_KEY, constants.JOB_INDEX_FAILED_KEY
 
@@ -29,7 +30,8 @@ def add_outcome(
     now: float | None = None,
     ttl_s: float = constants.JOB_INDEX_TTL_S,
 ) -> None:
-    """Queue on ``pipe`` what :func:`record_outcome` writes (for pipelines of many jobs)."""
+    """Queue on ``pipe`` what :func:`record_outcome` writes (for pipelines of many jobs). A
+    failure needs its ``code`` (:class:`~poolq.wire.records.base.WireError` without one)."""
     now = time.time() if now is None else now
     ttl = int(ttl_s) if ttl_s >= 1 else constants.JOB_INDEX_TTL_S  # keep_result 0: arq's default
     into, other = (DONE, FAILED) if success else (FAILED, DONE)
@@ -81,13 +83,14 @@ async def reindex_listed(redis: Any, collection: str, *, now: float | None = Non
         await p.execute()
 
 
-def arq_outcome(raw: bytes) -> tuple[bool, Any, str | None]:
-    """(success, result, error) of an arq result as stored (poolq's msgpack serializer); an
-    unreadable one (not poolq's serializer) is a failure saying so."""
+def arq_outcome(raw: bytes) -> tuple[bool, Any, str | None, ErrorCode | None]:
+    """(success, result, error, code) of an arq result as stored (poolq's msgpack serializer);
+    an unreadable one (not poolq's serializer) is an ``internal`` failure saying so."""
     try:
         info = deserialize_result(raw, deserializer=deserialize)
     except Exception as e:
-        return False, None, f"unreadable result ({type(e).__name__})"
+        return False, None, f"unreadable result ({type(e).__name__})", ErrorCode.INTERNAL
     if info.success:
-        return True, info.result, None
-    return False, None, error_info(info.result) or str(info.result)
+        return True, info.result, None, None
+    err = failure_of(info.result)
+    return False, None, err.text(), err.code

@@ -70,8 +70,8 @@ def test_endpoint_killed_mid_ingest_every_document_lands_once(tmp_path):
     assert at_kill.count("done") < len(at_kill) - 4, at_kill  # the kill came mid-ingest
     assert "failed (attempt 1 of" in log, "the writer never saw the endpoint gone"
     assert all(o.status == "done" for o in outcomes), [(o.status, o.error) for o in outcomes]
-    assert all(o.result["errors"] == [] for o in outcomes)
-    assert sum(o.result["documents"] + o.result["skipped"] for o in outcomes) == N_DOCS
+    assert all(o.result.errors == [] for o in outcomes)
+    assert sum(o.result.documents + o.result.skipped for o in outcomes) == N_DOCS
 
     with EndpointProcess(tmp_path / "endpoint") as again:  # read back from a fresh start
         client = connect(again.port)
@@ -82,4 +82,4 @@ def test_endpoint_killed_mid_ingest_every_document_lands_once(tmp_path):
             client.close()
     assert audit.documents == {d["id"] for d in docs}
     assert audit.problems() == []  # no chunk missing, none twice
-    assert audit.points == audit.expected_points == sum(o.result["points"] for o in outcomes)
+    assert audit.points == audit.expected_points == sum(o.result.points for o in outcomes)

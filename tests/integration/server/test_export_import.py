@@ -49,7 +49,7 @@ def ok(out, *expected: str):
 def test_export_import_round_trips_through_the_server(worker, redis_url, endpoint, tmp_path):
     docs = [{"id": f"d{i}", "text": t, "metadata": {"i": i}} for i, t in enumerate(passages(8))]
     docs.append({"id": "long", "text": "\n\n".join(passages(14)[8:])})  # several chunks
-    n = sum(o.result["points"] for o in ingest(redis_url, "mv", docs, job_size=5))
+    n = sum(o.result.points for o in ingest(redis_url, "mv", docs, job_size=5))
     url = ["--qdrant-url", endpoint.url]
     npy, lines = tmp_path / "mv", tmp_path / "mv.jsonl"
     ok(poolq("export", "--collection", "mv", *url, "-o", str(npy)),
@@ -94,4 +94,4 @@ def test_export_import_round_trips_through_the_server(worker, redis_url, endpoin
             got.hits, search(redis_url, docs[3]["text"], "mv", mode=mode, limit=5).hits
         )
     (outcome,) = ingest(redis_url, "mv2", [{"id": "new", "text": "Written after the import."}])
-    assert outcome.result["points"] == 1
+    assert outcome.result.points == 1

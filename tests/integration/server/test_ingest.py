@@ -33,9 +33,9 @@ def qdrant(endpoint):
 def test_documents_land_once_with_payloads_and_every_vector(kb, qdrant):
     docs = {d["id"]: d for d in search_corpus()}
     points = scroll_all(qdrant, SEARCH_COLLECTION)
-    assert sum(o.result["documents"] for o in kb) == len(docs)
+    assert sum(o.result.documents for o in kb) == len(docs)
     assert (
-        sum(o.result["points"] for o in kb)
+        sum(o.result.points for o in kb)
         == len(points)
         == qdrant.count(SEARCH_COLLECTION, exact=True).count
     )
@@ -82,14 +82,14 @@ def test_unchanged_skipped_forced_rewritten_shrunk_loses_chunks(worker, redis_ur
     docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(passages(12)[:6])]
     docs.append({"id": "long", "text": "\n\n".join(passages(12)[6:])})  # several chunks
     first = ingest(redis_url, collection, docs, job_size=5)
-    points = sum(o.result["points"] for o in first)
+    points = sum(o.result.points for o in first)
     assert qdrant.count(collection, exact=True).count == points
     again = ingest(redis_url, collection, docs, job_size=5)
-    assert sum(o.result["skipped"] for o in again) == len(docs)
-    assert sum(o.result["points"] for o in again) == 0
+    assert sum(o.result.skipped for o in again) == len(docs)
+    assert sum(o.result.points for o in again) == 0
     before = {str(p.id): p.payload["ingested_at"] for p in scroll_all(qdrant, collection, False)}
     forced = ingest(redis_url, collection, docs, job_size=5, force=True)
-    assert sum(o.result["points"] for o in forced) == points
+    assert sum(o.result.points for o in forced) == points
     after = {str(p.id): p.payload["ingested_at"] for p in scroll_all(qdrant, collection, False)}
     assert after.keys() == before.keys()  # the same ids, written again
     assert all(after[i] >= before[i] for i in after) and after != before
@@ -97,7 +97,7 @@ def test_unchanged_skipped_forced_rewritten_shrunk_loses_chunks(worker, redis_ur
     long = [p for p in after if p in {point_id("long", i) for i in range(100)}]
     assert len(long) > 1
     (short,) = ingest(redis_url, collection, [{"id": "long", "text": "Short now."}], 1)
-    assert short.result["points"] == 1
+    assert short.result.points == 1
     kept = scroll_all(qdrant, collection, False)
     assert len(kept) == points - len(long) + 1
     (mine,) = [p for p in kept if p.payload["doc_id"] == "long"]
@@ -114,8 +114,8 @@ def test_bad_documents_are_reported_and_the_rest_lands(worker, redis_url, qdrant
         {"id": "nan-meta", "text": "fine text", "metadata": {"score": float("nan")}},
     ]
     (outcome,) = ingest(redis_url, "bad", good[:1] + bad + good[1:], job_size=10)
-    assert (outcome.result["documents"], outcome.result["points"]) == (3, 3)
-    assert {e["id"] for e in outcome.result["errors"]} == {"#1", "empty", "nan-meta"}
+    assert (outcome.result.documents, outcome.result.points) == (3, 3)
+    assert {e.id for e in outcome.result.errors} == {"#1", "empty", "nan-meta"}
     assert {p.payload["doc_id"] for p in scroll_all(qdrant, "bad", False)} == {
         d["id"] for d in good
     }

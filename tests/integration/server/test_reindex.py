@@ -15,6 +15,7 @@ import pytest
 
 from poolq.ingest.client import PoolqClient, SyncPoolqClient
 from poolq.ingest.sample_corpus import passages
+from poolq.wire.records.reindex import ReindexSummary
 from tests.audit import audit_collection
 from tests.cli_process import poolq
 from tests.integration.server.helpers import connect, scroll_all
@@ -56,7 +57,8 @@ def reindex(url: str, source, **kw) -> dict:
             job_id = await client.reindex(str(source), RX, **kw)
             (outcome,) = await client.wait([job_id], timeout_s=240)
             assert outcome.status == "done", outcome.error
-            return outcome.result
+            assert isinstance(outcome.result, ReindexSummary), outcome.result
+            return outcome.result.to_wire()  # (the tests read the summary as the map it stores)
 
     return asyncio.run(go())
 

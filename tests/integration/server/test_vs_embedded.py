@@ -16,6 +16,7 @@ from poolq.sinks.collection_settings import CollectionSettings
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.store.client import ClientStore
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire.records.codes import ErrorCode
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.integration.server.conftest import SEARCH_COLLECTION as KB
@@ -140,9 +141,10 @@ def test_another_profiles_collection_is_refused_alike_then_rebuilt(
         assert got.status == expected.status == "failed"
         assert got.error == expected.error, (got.error, expected.error)
         assert len(got.error.splitlines()) == 1
-        assert got.error.startswith(
-            f"SchemaMismatchError: collection '{schema.name}' (alias '{alias}') does not match "
-            "the schema: "
+        assert got.code == expected.code == ErrorCode.BAD_REQUEST  # (a schema mismatch)
+        assert (
+            f": collection '{schema.name}' (alias '{alias}') does not match the schema: "
+            in got.error
         ), got.error
         assert got.error.endswith(
             "rebuild it with `poolq reindex --full` (or set the profile's "
@@ -163,7 +165,7 @@ def test_another_profiles_collection_is_refused_alike_then_rebuilt(
 
     outcome = asyncio.run(rebuild())
     assert outcome.status == "done", outcome.error
-    assert outcome.result["switched_from"] == OTHERS["halves"].name
+    assert outcome.result.switched_from == OTHERS["halves"].name
     ingest(redis_url, "halves", [{"id": "two", "text": "Now it takes documents."}])
     client = connect(endpoint.port)
     try:

@@ -1,0 +1,92 @@
+"""What the async engine does to a call's inputs before they are queued: check each text's
+tasks against the model's pooler (errors name the request, ``request 'ID': ...``), and tokenize
+(in the tokenizer pool), reusing the tokens chunking found where the text is sent as it is."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tokenizers import Encoding
+
+from poolq.worker.engine.engine_types import EngineObserver, TaskSpec, as_params
+from poolq.worker.engine.input_forms import FormedInput, InputForm
+from poolq.worker.engine.tokenizer import TextTokenizer
+from poolq.worker.pooling import PoolingParams
+from poolq.worker.pooling.params import PoolingParamsError
+
+log = logging.getLogger("poolq.worker.engine.engine")
+
+
+def checked_params(
+    pooler: Any,
+    texts: Sequence[str],
+    tasks: Sequence[TaskSpec] | Sequence[Sequence[TaskSpec]],
+    ids: Sequence[str],
+) -> tuple[list[tuple[PoolingParams, ...]], dict[int, Exception]]:
+    """Each text's pooling params (one task list for all texts, or one per text), and the
+    errors of the texts that cannot be encoded, by index. A shared task list is validated
+    once."""
+    n = len(texts)
+    per_text = bool(tasks) and not isinstance(tasks[0], str | PoolingParams)
+    if per_text and len(tasks) != n:
+        raise ValueError(f"tasks: expected one task list per text ({n}), got {len(tasks)}")
+    shared = None if per_text else as_params(tasks)  # type: ignore[arg-type]
+    errors: dict[int, Exception] = {}
+    params: list[tuple[PoolingParams, ...]] = []
+    shared_ok = False  # the same tasks for every text: checked once (else per text, below)
+    if shared is not None:
+        with contextlib.suppress(ValueError):
+            pooler.validate(shared, [ids[0]] * len(shared))
+            shared_ok = True
+    for i in range(n):
+        try:
+            ps = shared if shared is not None else as_params(tasks[i])  # type: ignore[arg-type]
+            params.append(ps)
+            if not shared_ok:
+                pooler.validate(ps, [ids[i]] * len(ps))
+            if not isinstance(texts[i], str):
+                raise PoolingParamsError(
+                    f"request {ids[i]!r}: text must be a string, got {type(texts[i]).__name__}"
+                )
+        except ValueError as exc:
+            errors[i] = (
+                exc
+                if str(exc).startswith("request ")
+                else PoolingParamsError(f"request {ids[i]!r}: {exc}")
+            )
+    return params, errors
+
+
+def tokenize(
+    tokenizer: TextTokenizer,
+    texts: list[str],
+    form: InputForm | None,
+    pretokenized: list[Encoding | None] | None,
+    observer: EngineObserver | None,
+) -> list[FormedInput]:
+    """Tokenize ``texts``, then write each in its input form. ``pretokenized`` (no form): the
+    texts' tokens already split, used where given (only the special tokens are added)."""
+    t0 = time.perf_counter()
+    if form is None:
+        todo = [i for i, e in enumerate(pretokenized or ()) if e is None]
+        if pretokenized is None or len(todo) == len(texts):
+            done = tokenizer.encode_batch(texts)
+        else:
+            done = tokenizer.post_process([e for e in pretokenized if e is not None])
+            fresh = iter(tokenizer.encode_batch([texts[i] for i in todo]) if todo else ())
+            reused = iter(done)
+            done = [next(fresh) if e is None else next(reused) for e in pretokenized]
+        out = [FormedInput(t.ids, t.truncated) for t in done]
+    else:
+        tokenized = tokenizer.encode_batch([form.text(t) for t in texts])
+        out = [form.apply(t) for t in tokenized]
+    if observer is not None:
+        try:
+            observer.tokenized(time.perf_counter() - t0)
+        except Exception:  # metrics must never fail an encode
+            log.exception("engine observer failed")
+    return out
