@@ -243,3 +243,28 @@ async def test_enqueue_writes_no_index(redis_server):
         st = await client.status()
         assert st["counts"]["queued"] == 1 and st["workers_alive"] == 0
         assert (await client.status([job_id]))["jobs"][0].status == "queued"
+
+
+def test_an_outcome_read_from_arqs_result_carries_its_record_and_code():
+    from arq.jobs import serialize_result
+
+    from poolq.ingest.job_index import from_arq_result
+
+    def stored(success: bool, result: Any) -> bytes:
+        raw = serialize_result(
+            "ingest", (), {}, 1, 0, success, result, 0, 1, "ingest", "q", "j", serializer=serialize
+        )
+        assert raw is not None
+        return raw
+
+    done = from_arq_result("j", stored(True, IngestResult(1, 1).to_wire()))
+    assert done == JobOutcome("j", "done", IngestResult(1, 1))
+    failed = from_arq_result("j", stored(False, TimeoutError("late")))
+    assert (failed.status, failed.code) == ("failed", ErrorCode.TIMEOUT)
+    assert failed.error is not None and failed.error.endswith(": late")
+    # a result that is no record of poolq's: failed, internal, the field named
+    odd = from_arq_result("j", stored(True, {"documents": 1}))
+    assert (odd.status, odd.code, odd.result) == ("failed", ErrorCode.INTERNAL, None)
+    assert odd.error == "unreadable result: ingest result: points: missing (a required field)"
+    unreadable = from_arq_result("j", b"\x80\x04junk")
+    assert (unreadable.status, unreadable.code) == ("failed", ErrorCode.INTERNAL)

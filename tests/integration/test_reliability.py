@@ -11,6 +11,7 @@ import pytest
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire.records.codes import ErrorCode
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.audit import audit_collection
 
@@ -186,7 +187,9 @@ def test_a_job_whose_last_try_dies_with_its_worker_is_dead_lettered(redis_server
     finally:
         b.stop()
     assert outcome.status == "failed" and "max 1 retries exceeded" in outcome.error
+    assert outcome.code == ErrorCode.INTERNAL  # arq's own failure: internal
     (entry,) = entries
+    assert entry.code == ErrorCode.INTERNAL  # the worker died: internal
     assert entry.job_id == job_id and entry.function == "ingest" and entry.tries == 1
     assert "died during the job's last try" in entry.error
     assert entry.args[0] == COLLECTION and len(entry.args[1]) == 200  # retryable as it was

@@ -21,6 +21,7 @@ from poolq.wire import constants
 from poolq.wire.records.base import WireError, WireRecord, always_on_wire
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.job_args import ReindexArgs
+from poolq.wire.records.outcome import job_result
 from poolq.wire.records.reindex import (
     REINDEX_STATES,
     ReindexProgress,
@@ -28,7 +29,7 @@ from poolq.wire.records.reindex import (
     ReindexSummary,
     reindex_result,
 )
-from poolq.wire.records.results import DocumentErrorRecord
+from poolq.wire.records.results import DocumentErrorRecord, IngestResult
 from poolq.wire.serialization import deserialize
 from poolq.worker.app.jobs.reindex import run_reindex
 from poolq.worker.cli.reindex import _summary
@@ -111,6 +112,24 @@ def test_reindex_result_tells_a_summary_from_a_skipped_run() -> None:
     assert reindex_result(skipped) == ReindexSkipped(**skipped)
     with pytest.raises(WireError, match=r"^reindex summary: target: missing"):
         reindex_result(_without("target"))
+
+
+def test_a_job_result_reads_back_as_its_record() -> None:
+    assert job_result(summary().to_wire()) == summary()
+    skipped = ReindexSkipped(collection="kb", skipped="busy")
+    assert job_result(skipped.to_wire()) == skipped
+    ingest = IngestResult(2, 1, [DocumentErrorRecord("b", "text", "x", ErrorCode.BAD_REQUEST)])
+    assert job_result(ingest.to_wire()) == ingest
+    assert job_result(None) is None
+    with pytest.raises(WireError, match=r"^ingest result: expected a map, got 5"):
+        job_result(5)
+
+
+def test_a_failed_progress_without_its_code_does_not_decode() -> None:
+    wire = progress().to_wire()
+    del wire["code"]
+    with pytest.raises(WireError, match=r"^reindex progress: code: missing \(required when"):
+        ReindexProgress.from_wire(wire)
 
 
 def _without(key: str) -> dict[str, Any]:

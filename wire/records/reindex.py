@@ -85,7 +85,7 @@ class ReindexProgress(WireRecord):
     """``state``: one of :data:`REINDEX_STATES`; ``done`` of ``to_encode`` documents through
     the pipeline; the plan's counts once planned (absent before); ``updated_at``: when written
     (epoch seconds); ``result`` once done; ``error`` (``Type: message``) and its ``code`` once
-    failed."""
+    failed (a failed record without a code does not decode)."""
 
     wire_name = "reindex progress"
 
@@ -107,6 +107,10 @@ class ReindexProgress(WireRecord):
     result: ReindexSummary | None = None
     error: str | None = None
     code: ErrorCode | None = None
+
+    def __post_init__(self) -> None:
+        if self.state == "failed" and self.code is None:
+            raise WireError(f"{self.wire_name}: code: missing (required when state is failed)")
 
 
 def reindex_result(result: Any) -> ReindexSummary | ReindexSkipped:
