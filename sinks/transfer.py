@@ -25,7 +25,9 @@ from poolq.sinks.jsonl_points import (
     schema_of,
     to_json_line,
 )
-from poolq.sinks.npy_points import Manifest, NpyWriter, entries_of, iter_points, read_manifest
+from poolq.sinks.npy_points import Manifest, entries_of
+from poolq.sinks.npy_reader import iter_points, read_manifest
+from poolq.sinks.npy_writer import NpyWriter
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.store.base import Store
 

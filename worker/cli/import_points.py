@@ -54,7 +54,8 @@ def run_import(
     from tqdm import tqdm
 
     from poolq.sinks.jsonl_points import PointLineError
-    from poolq.sinks.npy_points import MANIFEST, NpyExportError, read_manifest
+    from poolq.sinks.npy_points import MANIFEST, NpyExportError
+    from poolq.sinks.npy_reader import read_manifest
     from poolq.sinks.store.errors import EdgeError
     from poolq.sinks.transfer import TransferError, check_new, import_npy, import_points
 
