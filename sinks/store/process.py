@@ -27,7 +27,6 @@ import contextlib
 import json
 import logging
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -42,10 +41,9 @@ from qdrant_client import models
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.errors import EdgeError
-from poolq.sinks.store.heap import keep_freed_memory
 from poolq.sinks.store.process_codec import pack, unpack
 
-_ROLES = ("write", "read", "build")
+ROLES = ("write", "read", "build")  # one pipe each (see above)
 _READS = frozenset(
     {"collections", "aliases", "resolve", "exists", "collection_params", "count", "retrieve",
      "scroll", "query"}
@@ -67,7 +65,7 @@ class ProcessStore(Store):
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._locks = {role: threading.Lock() for role in _ROLES}
+        self._locks = {role: threading.Lock() for role in ROLES}
         self._restart_lock = threading.Lock()
         self._closed = False
         self._start()
@@ -76,11 +74,11 @@ class ProcessStore(Store):
         """Start the child and wait until it has opened the folder (or failed to)."""
         # a fresh interpreter running this module (not multiprocessing's spawn, which would
         # import the caller's main script again), its pipes passed as file descriptors
-        pairs = {role: socket.socketpair() for role in _ROLES}
+        pairs = {role: socket.socketpair() for role in ROLES}
         fds = {role: theirs.fileno() for role, (_, theirs) in pairs.items()}
         argv = [str(self.path), json.dumps(fds), str(os.getpid())]
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "poolq.sinks.store.process", *argv],
+            [sys.executable, "-m", "poolq.sinks.store.process_child", *argv],
             pass_fds=tuple(fds.values()),
             stdin=subprocess.DEVNULL,
         )
@@ -256,98 +254,3 @@ class ProcessStore(Store):
         self._proc.wait()
         for conn in self._conns.values():
             conn.close()
-
-
-# -- the child -------------------------------------------------------------------------------
-
-
-def _die_with_parent(parent: int) -> None:
-    """Linux: SIGKILL this process when the worker exits, however it exits."""
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # it died before that took effect
-        os._exit(1)
-
-
-def _reply(conn: Connection, status: str, value: Any) -> None:
-    try:
-        data = pack((status, value))
-    except (TypeError, ValueError) as e:  # a value the codec does not carry: say so, as an error
-        data = pack(("error", EdgeError(f"{type(value).__name__}: {value} ({e})")))
-    conn.send_bytes(data)
-
-
-def main() -> None:
-    """The child: ``python -m poolq.sinks.store.process FOLDER FDS_JSON PARENT_PID``."""
-    path, fds = sys.argv[1], json.loads(sys.argv[2])
-    _die_with_parent(int(sys.argv[3]))
-    keep_freed_memory()  # each call's buffers reuse the pages of the last (heap.py)
-    _serve(path, {role: Connection(int(fd)) for role, fd in fds.items()})
-
-
-def _serve(path: str, conns: dict[str, Connection]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    try:
-        store = _open(path)
-    except Exception as e:
-        _reply(conns["write"], "error", e)
-        return
-    _reply(conns["write"], "ok", None)
-    closing = threading.Event()
-    threads = [
-        threading.Thread(target=_loop, args=(store, conns[r], closing), name=f"poolq-store-{r}")
-        for r in _ROLES
-        if r != "write"
-    ]
-    for t in threads:
-        t.daemon = True
-        t.start()
-    _loop(store, conns["write"], closing)
-    store.close()
-
-
-def _open(path: str, wait_s: float = 5.0) -> Any:
-    """The folder's EdgeStore. Held by another process, it is tried again for ``wait_s``: the
-    worker holds the folder's own lock already, so the holder is most likely the store process
-    of a worker that was just killed, still on its way out."""
-    import time
-
-    from poolq.sinks.store.edge import EdgeStore
-    from poolq.sinks.store.errors import StoreLockedError
-
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return EdgeStore(path)
-        except StoreLockedError:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.05)
-
-
-def _loop(store: Any, conn: Connection, closing: threading.Event) -> None:
-    while not closing.is_set():
-        try:
-            method, args, kwargs = unpack(conn.recv_bytes())
-        except (EOFError, OSError):  # the worker is gone (or closed the store)
-            closing.set()
-            return
-        if method == "close":
-            closing.set()
-            store.close()  # idempotent: _serve closes it again on its way out
-            _reply(conn, "ok", None)
-            return
-        try:
-            value = getattr(store, method)(*args, **kwargs)
-        except Exception as e:
-            _reply(conn, "error", e)
-        else:
-            _reply(conn, "ok", value)
-
-
-if __name__ == "__main__":
-    main()
