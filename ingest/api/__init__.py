@@ -14,13 +14,28 @@ file is ``ingest/api/__init__.py`` in the source tree, installed as ``poolq/__in
 """
 
 from poolq.ingest.client import JobOutcome, PoolqClient, SyncPoolqClient
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.heartbeat import Heartbeat
+from poolq.wire.records.progress import JobProgressRecord
+from poolq.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexSummary
+from poolq.wire.records.results import IngestResult
 from poolq.wire.search_types import Chunk, Hit, SearchError, SearchRequest, SearchResult
 
+# what the client returns: JobOutcome (its result an IngestResult, ReindexSummary or
+# ReindexSkipped; its code an ErrorCode), Heartbeat, JobProgressRecord, ReindexProgress,
+# SearchResult
 __all__ = [
     "Chunk",
+    "ErrorCode",
+    "Heartbeat",
     "Hit",
+    "IngestResult",
     "JobOutcome",
+    "JobProgressRecord",
     "PoolqClient",
+    "ReindexProgress",
+    "ReindexSkipped",
+    "ReindexSummary",
     "SearchError",
     "SearchRequest",
     "SearchResult",

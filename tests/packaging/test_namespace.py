@@ -15,7 +15,12 @@ import pytest
 pytestmark = pytest.mark.slow  # fresh interpreters (subprocesses)
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = {"worker": "poolq/worker", "ingest": "poolq/ingest", "sinks": "poolq/sinks"}
+FOLDERS = {
+    "worker": "poolq/worker",
+    "ingest": "poolq/ingest",
+    "sinks": "poolq/sinks",
+    "wire": "poolq/wire",
+}
 
 
 @pytest.fixture(scope="module")
