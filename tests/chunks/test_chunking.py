@@ -2,7 +2,7 @@
 
 import itertools
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
@@ -90,6 +90,8 @@ def test_any_text_chunks_fit_and_cover(text, max_len, overlap):
     ),
     st.integers(16, 96),
 )
+# few characters, many tokens: tokenized without offsets first, then again with them
+@example(["a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t", "short one."], 16)
 def test_many_texts_at_once_chunk_as_one_by_one_and_as_the_general_path(texts, max_len):
     from poolq.worker.chunks.chunking import _SpanCounter
 
@@ -101,3 +103,9 @@ def test_many_texts_at_once_chunk_as_one_by_one_and_as_the_general_path(texts, m
         # the one-chunk shortcut gives what the general path (every token's offsets) gives
         spans = [_SpanCounter(c.encode_batch([text])[0]) for c in chunker.counters]
         assert chunks == chunker._chunk(text, spans, shortcut=False)
+        # the tokens a one-chunk text carries (tokenized with or without offsets) are the
+        # tokenizer's own for its chunk's text
+        for chunk in chunks:
+            if chunk.encodings is not None:
+                for c, enc in zip(chunker.counters, chunk.encodings, strict=True):
+                    assert enc.ids == c.encode_batch([chunk.text])[0].ids
