@@ -90,8 +90,8 @@ def run_reindex_cli(
         return 1
     r = result
     if not isinstance(r, ReindexSummary | ReindexSkipped):
-        got = "nothing" if r is None else f"a {r.wire_name}"
-        error("reindex", f"job {job_id} returned no reindex summary: {got}")
+        got = "nothing" if r is None else r.wire_name
+        error("reindex", f"job {job_id} returned no reindex summary (got {got})")
         return 1
     if isinstance(r, ReindexSkipped):
         print(f"poolq reindex: {r.skipped}", file=sys.stderr)
