@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from poolq.sinks.payload import build_payload
 from poolq.sinks.points import PointRecord, SparseValues, point_id
 from poolq.sinks.schema import CollectionSchema, VectorSpec
+from poolq.wire.payload import build_payload
 
 DIM, VOCAB, NNZ = 384, 30522, 120
 SCHEMA = CollectionSchema(

@@ -44,9 +44,9 @@ from arq.jobs import deserialize_result
 
 from poolq.ingest.client import JobOutcome, PoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks import payload as fields
 from poolq.sinks.store.edge import EdgeStore
 from poolq.wire import constants
+from poolq.wire import payload as fields
 from poolq.wire.serialization import deserialize
 from poolq.worker.config.settings import Settings
 from poolq.worker.dev.local_redis import LocalRedis

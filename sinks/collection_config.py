@@ -17,9 +17,9 @@ from typing import Any
 
 from qdrant_client import models
 
-from poolq.sinks import payload as fields
 from poolq.sinks.collection_settings import CollectionSettings
 from poolq.sinks.schema import CollectionSchema, VectorSpec
+from poolq.wire import payload as fields
 
 DISTANCE = models.Distance.COSINE
 # uint8 multi-vectors: Euclid over offset codes is exactly affine in the cosine of unit vectors

@@ -13,7 +13,10 @@ from typing import Any
 
 from qdrant_client import models
 
-from poolq.sinks.payload import (
+from poolq.sinks.points import point_id
+from poolq.sinks.qdrant_filters import first_chunks_filter
+from poolq.sinks.store.base import Store
+from poolq.wire.payload import (
     CHUNK_COUNT,
     DOC_HASH,
     DOC_ID,
@@ -21,9 +24,6 @@ from poolq.sinks.payload import (
     META_HASH,
     PROFILE_VERSION,
 )
-from poolq.sinks.points import point_id
-from poolq.sinks.qdrant_filters import first_chunks_filter
-from poolq.sinks.store.base import Store
 
 INVENTORY_FIELDS = [DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT, INGESTED_AT]
 

@@ -1,5 +1,5 @@
 """Qdrant filters (qdrant-client models), built once for every backend: the filter language of
-``poolq search --filter`` (parsed in ``sinks/filters.py``) and the sink's own selections by
+``poolq search --filter`` (parsed in ``wire/filters.py``) and the sink's own selections by
 document and chunk."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from collections.abc import Sequence
 
 from qdrant_client import models
 
-from poolq.sinks import payload as fields
-from poolq.sinks.filters import Condition, parse_conditions
+from poolq.wire import payload as fields
+from poolq.wire.filters import Condition, parse_conditions
 
 
 def parse_filters(exprs: Sequence[str]) -> models.Filter | None:
-    """The Qdrant filter of ``exprs`` in the filter language (see ``sinks/filters.py``)."""
+    """The Qdrant filter of ``exprs`` in the filter language (see ``wire/filters.py``)."""
     must: list[models.Condition] = []
     must_not: list[models.Condition] = []
     for c in parse_conditions(exprs):

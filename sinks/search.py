@@ -18,12 +18,12 @@ from dataclasses import replace
 from qdrant_client import models
 
 from poolq.sinks.maxsim import maxsim, maxsim_many
-from poolq.sinks.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.sinks.points import VectorValue
 from poolq.sinks.qdrant_filters import parse_filters
 from poolq.sinks.query import build_group_query, build_query, resolve_mode, vectors_needed
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store.base import Store
+from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.wire.search_types import (
     FUSIONS,
     MAX_LIMIT,

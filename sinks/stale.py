@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 from qdrant_client import models
 
-from poolq.sinks import payload as fields
 from poolq.sinks.points import point_id
+from poolq.wire import payload as fields
 
 
 def stale_probes(replace: Mapping[str, int]) -> dict[str, str]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from poolq.sinks.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
 from poolq.sinks.store.base import Store
+from poolq.wire.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
 
 
 @dataclass

@@ -80,7 +80,7 @@ class SearchRequest:
         if isinstance(self.filters, str) or not all(isinstance(f, str) for f in self.filters):
             raise SearchError(f"filters: expected a list of strings, got {self.filters!r}")
         object.__setattr__(self, "filters", tuple(self.filters))
-        from poolq.sinks.filters import parse_conditions  # (filters import SearchError)
+        from poolq.wire.filters import parse_conditions  # (filters import SearchError)
 
         parse_conditions(self.filters)  # fail early, before any model work
 

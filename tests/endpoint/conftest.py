@@ -7,10 +7,10 @@ import pytest
 from qdrant_client import QdrantClient
 
 from poolq.sinks.collection_settings import CollectionSettings
-from poolq.sinks.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.store.client import ClientStore
+from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.worker.dev.endpoint_process import EndpointProcess
 
 DIM = 8

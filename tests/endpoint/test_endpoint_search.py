@@ -8,9 +8,9 @@ import pytest
 from qdrant_client import models
 
 from poolq.sinks.collections import ensure_collection
-from poolq.sinks.payload import DOC_ID
 from poolq.sinks.search import SearchRequest, search_points
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire.payload import DOC_ID
 from tests.endpoint.conftest import points, query_vectors, schema
 from tests.sinks.conftest import local_oracle
 

@@ -9,10 +9,10 @@ import pytest
 from qdrant_client import models
 
 from poolq.sinks.collections import ensure_collection
-from poolq.sinks.payload import DOC_ID
 from poolq.sinks.schema_diff import schema_differences
 from poolq.sinks.store import uint8_codec
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire.payload import DOC_ID
 from tests.endpoint.conftest import points, schema
 
 pytestmark = pytest.mark.slow

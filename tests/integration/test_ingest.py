@@ -10,9 +10,9 @@ import pytest
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks import payload as fields
 from poolq.sinks.store.edge import EdgeStore
 from poolq.wire import constants
+from poolq.wire import payload as fields
 from poolq.wire.records.codes import ErrorCode
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.models import minilm_path

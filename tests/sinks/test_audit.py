@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from qdrant_client import models
 
-from poolq.sinks.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
 from poolq.sinks.schema import CollectionSchema, VectorSpec
+from poolq.wire.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
 from tests.audit import audit_collection
 
 

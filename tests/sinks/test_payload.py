@@ -1,16 +1,16 @@
-"""The payload schema has one owner (``sinks/payload.py``): the payload ingest writes, the fields
+"""The payload schema has one owner (``wire/payload.py``): the payload ingest writes, the fields
 the filter language routes top-level, and what the audit and the inventory read all agree."""
 
 import pytest
 
-from poolq.sinks import payload as schema
 from poolq.sinks.collections import ensure_collection
-from poolq.sinks.filters import payload_path
 from poolq.sinks.inventory import INVENTORY_FIELDS, document_inventory
 from poolq.sinks.points import PointRecord, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.search import SearchRequest, parse_filters, search_points
+from poolq.wire import payload as schema
 from poolq.wire.documents import Document
+from poolq.wire.filters import payload_path
 from poolq.worker.chunks.chunking import Chunk
 from poolq.worker.chunks.points import document_points
 from tests.audit import audit_collection

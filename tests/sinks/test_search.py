@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 from qdrant_client import models
 
 from poolq.sinks.collections import ensure_collection
-from poolq.sinks.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.search import (
@@ -24,6 +23,7 @@ from poolq.sinks.search import (
     search_points,
 )
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from tests.sinks.conftest import local_oracle
 
 DIM, N = 8, 60

@@ -12,13 +12,13 @@ from qdrant_client import models
 
 from poolq.sinks.collections import ensure_collection
 from poolq.sinks.maxsim import maxsim
-from poolq.sinks.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.query import build_group_query, build_query
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.search import SearchError, SearchRequest, search_points
 from poolq.sinks.store import edge_groups
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from tests.sinks.conftest import local_oracle
 
 DIM = 8

@@ -9,8 +9,8 @@ import asyncio
 import pytest
 from redis.asyncio import Redis
 
-from poolq.sinks.filters import parse_conditions
 from poolq.wire import constants
+from poolq.wire.filters import parse_conditions
 from poolq.worker.runtime.collection_fields import (
     filter_problem,
     metadata_fields,

@@ -9,9 +9,9 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from poolq.sinks.inventory import MISSING, collection_names, first_value, stored_documents
-from poolq.sinks.payload import build_payload
 from poolq.sinks.points import point_id
 from poolq.sinks.store.client import ClientStore
+from poolq.wire.payload import build_payload
 
 COLLECTION = "docs"
 

@@ -1,14 +1,14 @@
 """A document's chunks and vectors as Qdrant points: deterministic ids and the payload of
-``sinks/payload.py`` (the one owner of the field names). Reindexing compares the hashes and the
+``wire/payload.py`` (the one owner of the field names). Reindexing compares the hashes and the
 profile version the payload records."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from poolq.sinks.payload import build_payload
 from poolq.sinks.points import PointRecord, VectorValue, point_id
 from poolq.wire.documents import Document
+from poolq.wire.payload import build_payload
 from poolq.worker.chunks.chunking import Chunk
 
 

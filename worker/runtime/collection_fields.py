@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from poolq.sinks.filters import Condition
-from poolq.sinks.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
 from poolq.wire import constants
+from poolq.wire.filters import Condition
+from poolq.wire.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
 
 NUMERIC = frozenset({"integer", "float"})
 # the payload's own numeric fields; every other top-level field holds strings (or an object)

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from poolq.sinks.filters import Condition
 from poolq.sinks.inventory import collection_names, first_value
 from poolq.sinks.query import resolve_mode, vectors_needed
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.writer import QdrantWriter
+from poolq.wire.filters import Condition
 from poolq.wire.search_types import SearchError, SearchRequest, SearchResult
 from poolq.worker.runtime.vectorizer import Vectorizer
 

@@ -38,9 +38,9 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.sinks.filters import parse_conditions
 from poolq.sinks.inventory import MISSING
 from poolq.wire import constants
+from poolq.wire.filters import parse_conditions
 from poolq.wire.records.base import WireError
 from poolq.wire.records.errors import ErrorRecord
 from poolq.wire.records.search import SearchCall, SearchReply

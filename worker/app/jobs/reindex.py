@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from poolq.sinks import payload as fields
 from poolq.sinks.aliases import new_physical_name
 from poolq.sinks.inventory import StoredDocument, document_inventory
 from poolq.sinks.points import point_id
 from poolq.wire import constants
+from poolq.wire import payload as fields
 from poolq.wire.documents import Document, DocumentError
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.errors import ErrorRecord

@@ -1,7 +1,7 @@
 """The filter language of ``poolq search --filter``, parsed into plain conditions.
 
 ``key=value``, ``key!=value`` and ranges ``key>n``, ``key>=n``, ``key<n``, ``key<=n``, all of
-them required (AND). Keys are the top-level payload fields of ``sinks/payload.py`` (``doc_id``,
+them required (AND). Keys are the top-level payload fields of ``wire/payload.py`` (``doc_id``,
 ``chunk_index``, ``meta_hash``, ``profile_version``, ..., ``models.<vector>``) or, for anything
 else, the document's ``metadata`` (``lang=en`` is ``metadata.lang``; nested keys with dots).
 Values: ``true``/``false``, integers and strings match exactly; a number with a fraction matches
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from poolq.sinks.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
+from poolq.wire.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
 from poolq.wire.search_types import SearchError
 
 _FILTER_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(!=|>=|<=|=|>|<)\s*(.*?)\s*$", re.S)
