@@ -10,7 +10,8 @@ from poolq.wire.documents import Document
 from poolq.worker.config.profile import Profile
 from poolq.worker.config.schedule import ReindexSchedule, cron_jobs, parse_cron
 from poolq.worker.config.settings import load_settings
-from poolq.worker.config.versions import checkpoint_fingerprint, profile_version
+from poolq.worker.config.versions import profile_version
+from poolq.worker.engine.fingerprints import checkpoint_fingerprint
 from poolq.worker.reindex.plan import plan_reindex
 
 V = "v1"

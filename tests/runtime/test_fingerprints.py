@@ -5,9 +5,8 @@ import os
 
 import pytest
 
-from poolq.worker.config.versions import checkpoint_fingerprint
-from poolq.worker.runtime import fingerprints
-from poolq.worker.runtime.fingerprints import cached_fingerprint
+from poolq.worker.engine import fingerprints
+from poolq.worker.engine.fingerprints import cached_fingerprint, checkpoint_fingerprint
 
 
 @pytest.fixture

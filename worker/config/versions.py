@@ -12,31 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from pathlib import Path
 
 from poolq.worker.config.profile import Profile
-
-_FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".bin", ".pt", ".txt", ".model")
-_CHUNK = 1 << 20
-
-
-def fingerprint_files(path: str | Path) -> list[Path]:
-    """The files a checkpoint fingerprint covers, sorted."""
-    root = Path(path)
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in _FINGERPRINT_SUFFIXES)
-
-
-def checkpoint_fingerprint(path: str | Path) -> str:
-    """sha256 over the names and contents of a model folder's config, tokenizer and weight
-    files (reads every byte once: about a second per GB)."""
-    root = Path(path)
-    h = hashlib.sha256()
-    for p in fingerprint_files(root):
-        h.update(p.relative_to(root).as_posix().encode() + b"\0")
-        with p.open("rb") as f:
-            while block := f.read(_CHUNK):
-                h.update(block)
-    return h.hexdigest()
 
 
 def profile_version(profile: Profile, fingerprints: Mapping[str, str]) -> str:

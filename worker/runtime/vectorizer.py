@@ -19,11 +19,11 @@ from poolq.worker.config.profile import Profile
 from poolq.worker.config.versions import profile_version
 from poolq.worker.engine.description import ModelDescription
 from poolq.worker.engine.engine import AsyncEngine
+from poolq.worker.engine.fingerprints import cached_fingerprint
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import load_model
 from poolq.worker.pooling import SparseEmbedding
 from poolq.worker.pooling.token_pooling import pool_tokens
-from poolq.worker.runtime.fingerprints import cached_fingerprint
 
 
 @dataclass

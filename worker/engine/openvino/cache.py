@@ -33,7 +33,7 @@ MODEL_FILE = "model.xml"
 
 
 def cache_root() -> Path:
-    from poolq.worker.runtime.fingerprints import cache_dir
+    from poolq.worker.engine.fingerprints import cache_dir
 
     return cache_dir() / "openvino"
 
@@ -41,7 +41,7 @@ def cache_root() -> Path:
 def cache_key(checkpoint: str, *, sparse_head: bool, precision: str) -> str:
     import openvino as ov
 
-    from poolq.worker.runtime.fingerprints import cached_fingerprint
+    from poolq.worker.engine.fingerprints import cached_fingerprint
 
     parts: dict[str, Any] = {
         "checkpoint": cached_fingerprint(checkpoint),

@@ -1,4 +1,5 @@
-"""Checkpoint fingerprints (``worker/config/versions.py``) without re-reading every byte at each start.
+"""Checkpoint fingerprints (a sha256 over a model folder's files: ``checkpoint_fingerprint``), and
+the same without re-reading every byte at each start (``cached_fingerprint``).
 
 A worker fingerprints each model folder to version its points; hashing reads the weights once
 more after loading them (~0.1-0.2 s per 100 MB, and about a second per GB). The result is kept
@@ -18,10 +19,29 @@ import logging
 import os
 from pathlib import Path
 
-from poolq.worker.config.versions import checkpoint_fingerprint, fingerprint_files
-
 log = logging.getLogger("poolq.worker")
 CACHE_FILE = "fingerprints.json"
+_FINGERPRINT_SUFFIXES = (".json", ".safetensors", ".bin", ".pt", ".txt", ".model")
+_CHUNK = 1 << 20
+
+
+def fingerprint_files(path: str | Path) -> list[Path]:
+    """The files a checkpoint fingerprint covers, sorted."""
+    root = Path(path)
+    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in _FINGERPRINT_SUFFIXES)
+
+
+def checkpoint_fingerprint(path: str | Path) -> str:
+    """sha256 over the names and contents of a model folder's config, tokenizer and weight
+    files (reads every byte once: about a second per GB)."""
+    root = Path(path)
+    h = hashlib.sha256()
+    for p in fingerprint_files(root):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0")
+        with p.open("rb") as f:
+            while block := f.read(_CHUNK):
+                h.update(block)
+    return h.hexdigest()
 
 
 def cache_dir() -> Path:
