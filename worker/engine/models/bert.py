@@ -17,6 +17,7 @@ def padded_form(packed: nn.Module) -> nn.Module:
 
     return PaddedEncoderForm(packed)
 
+
 MODEL_TYPES = ("bert", "roberta", "xlm-roberta")
 _BERT_DEFAULTS: dict[str, Any] = {
     "vocab_size": 30522,

@@ -18,6 +18,7 @@ def padded_form(packed: nn.Module) -> nn.Module:
 
     return PaddedEncoderForm(packed)
 
+
 _DEFAULTS: dict[str, Any] = {
     "vocab_size": 30522,
     "max_position_embeddings": 512,
