@@ -22,9 +22,12 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.
 
 
 def client_modules() -> list[str]:
-    names = ["poolq", "poolq.ingest"]
-    names += [f"poolq.ingest.{p.stem}" for p in sorted((ROOT / "ingest").glob("*.py"))]
-    return [n for n in names if not n.endswith(".__init__")]
+    """``poolq`` and every module under ``ingest/``, its commands (``ingest/cli``) included."""
+    names = ["poolq"]
+    for path in sorted((ROOT / "ingest").rglob("*.py")):
+        parts = path.relative_to(ROOT / "ingest").with_suffix("").parts
+        names.append(".".join(["poolq.ingest", *(p for p in parts if p != "__init__")]))
+    return names
 
 
 def loaded_by(modules: list[str]) -> list[str]:
@@ -38,6 +41,7 @@ def loaded_by(modules: list[str]) -> list[str]:
 def test_the_client_loads_no_worker_model_or_store_code():
     modules = client_modules()
     assert len(modules) > 10, modules
+    assert "poolq.ingest.cli.enqueue" in modules and "poolq.ingest.cli.dlq" in modules
     assert loaded_by(modules) == []
 
 

@@ -23,7 +23,7 @@ FOLDERS = {
 # Highest first. A module may import modules of its own layer or of any layer below it.
 LAYERS: list[tuple[str, ...]] = [
     ("poolq",),  # the public client API (ingest/api/__init__.py)
-    ("poolq.worker.cli",),  # the transport: command line (the client's commands among them)
+    ("poolq.worker.cli",),  # the command line: flags and help; the client's commands are ingest/cli
     ("poolq.worker.dev",),  # local development helpers (demo, local Redis, worker process)
     ("poolq.ingest",),  # the client: what application code uses (it imports only the wire)
     ("poolq.worker.app",),  # the arq application and its jobs

@@ -18,10 +18,10 @@ import pytest
 import redis
 from redis.asyncio import Redis as AsyncRedis
 
+from poolq.ingest.cli.enqueue_wait import ProgressBar
 from poolq.ingest.job_progress import WaitProgress
 from poolq.wire import constants
 from poolq.wire.serialization import deserialize
-from poolq.worker.cli.enqueue_wait import ProgressBar
 from poolq.worker.reliability import job_records
 from tests.cli_process import poolq
 

@@ -16,7 +16,7 @@ from typing import Any
 from poolq.ingest.job_plan import JOB_ENVELOPE_BYTES, Limits
 from poolq.wire.documents import Document, validate_document
 from poolq.wire.serialization import serialize
-from poolq.worker.reindex.sources import FolderSource, open_source
+from poolq.wire.sources import FolderSource, open_source
 
 NAMES_SHOWN = 5  # skipped files named in a note, then "and N more"
 

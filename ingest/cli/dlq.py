@@ -1,0 +1,89 @@
+"""``poolq dlq list|retry|drop``: the dead-letter list (jobs that failed for good)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from poolq.ingest import dead_letters
+from poolq.ingest.cli.common import CLIENT_ERRORS, error, resolve_redis_url
+from poolq.wire.dead_letters import entries
+from poolq.wire.records.dead_letter import DeadLetter
+
+
+def _args_summary(e: DeadLetter) -> str:
+    parts = []
+    for a in e.args:
+        if isinstance(a, list):
+            parts.append(f"[{len(a)} items]")
+        else:
+            text = repr(a)
+            parts.append(text if len(text) <= 40 else text[:39] + "…")
+    return ", ".join(parts)
+
+
+async def _run(action: str, job_ids: list[str] | None, redis_url: str) -> Any:
+    from poolq.ingest.client import PoolqClient
+
+    async with PoolqClient(redis_url) as client:
+        if action == "list":
+            return await entries(client.redis)
+        if action == "retry":
+            return await dead_letters.retry(client.redis, job_ids)
+        return await dead_letters.drop(client.redis, job_ids)
+
+
+DLQ_JSON = (
+    "JSON lines, one object per line: list: an entry {job_id, function, args, kwargs, error, "
+    "tries, failed_at, code} per dead-lettered job (oldest first; none: no lines); retry: "
+    "{job_id, new_job_id} per job enqueued again; drop: {job_id} per job dropped."
+)
+
+
+def json_lines(action: str, out: Any) -> list[dict[str, Any]]:
+    if action == "list":
+        return [e.to_wire() for e in out]
+    if action == "retry":
+        return [{"job_id": old, "new_job_id": new} for old, new in out.items()]
+    return [{"job_id": job_id} for job_id in out]
+
+
+def run_dlq(
+    action: str, job_ids: list[str], all_: bool, redis_url: str | None, as_json: bool
+) -> int:
+    if action not in ("list", "retry", "drop"):
+        error("dlq", f"expected list, retry or drop, got {action!r}")
+        return 2
+    if action != "list" and not job_ids and not all_:
+        error(f"dlq {action}", "give job ids, or --all")
+        return 2
+    try:
+        out = asyncio.run(_run(action, None if all_ else job_ids, resolve_redis_url(redis_url)))
+    except KeyError as e:
+        error(f"dlq {action}", e.args[0])
+        return 1
+    except CLIENT_ERRORS as e:
+        error(f"dlq {action}", e)
+        return 2
+    if as_json:
+        for line in json_lines(action, out):
+            print(json.dumps(line))
+        return 0
+    if action == "list":
+        if not out:
+            print("the dead-letter list is empty")
+        for entry in out:
+            age = time.time() - entry.failed_at
+            print(
+                f"{entry.job_id}  {entry.function}({_args_summary(entry)})  "
+                f"tries {entry.tries}, {age:.0f}s ago: {entry.error}"
+            )
+    elif action == "retry":
+        for old, new in out.items():
+            print(f"{old} -> enqueued again as {new}")
+    else:
+        for job_id in out:
+            print(f"{job_id} dropped")
+    return 0
