@@ -49,6 +49,7 @@ RUN set -eux; \
 
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY poolq ./poolq
 COPY worker ./worker
 COPY ingest ./ingest
 COPY sinks ./sinks

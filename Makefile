@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.poolq-installed
 # mypy finds packages by folder name: this tree of links shows it the installed layout
-# (poolq/ = ingest/api/, poolq/worker = worker/, ...), which setuptools' package-dir maps.
+# (poolq/__init__.py, poolq/worker = worker/, ...), which setuptools' package-dir maps.
 TYPECHECK := build/typecheck
 # PyLate 1.6.0 pins sentence-transformers 5.3 / transformers <= 5.3: the ColBERT reference test
 # runs it in a subprocess with this folder first on PYTHONPATH (torch etc. from the venv).
@@ -45,7 +45,7 @@ lint: install typecheck
 
 typecheck: install
 	rm -rf $(TYPECHECK) && mkdir -p $(TYPECHECK)/poolq
-	ln -s ../../../ingest/api/__init__.py $(TYPECHECK)/poolq/__init__.py
+	ln -s ../../../poolq/__init__.py $(TYPECHECK)/poolq/__init__.py
 	for d in worker ingest sinks wire; do ln -s ../../../$$d $(TYPECHECK)/poolq/$$d; done
 	MYPYPATH=$(TYPECHECK) $(BIN)/mypy
 

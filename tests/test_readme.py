@@ -72,7 +72,7 @@ def test_what_is_here_names_every_package_folder():
     named = set(re.findall(r"^([\w/]+)/\s", tree, re.M))
     packages = {
         p.parent.relative_to(ROOT).as_posix()
-        for folder in ("worker", "ingest", "sinks", "wire")
+        for folder in ("poolq", "worker", "ingest", "sinks", "wire")
         for p in (ROOT / folder).rglob("__init__.py")
     }
     packages |= {"tests", "benchmarks"}

@@ -4,6 +4,7 @@ what other tests imported does not hide it."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -48,3 +49,12 @@ def test_the_client_loads_no_worker_model_or_store_code():
 def test_the_check_sees_a_heavy_import():
     """The checker itself: a worker module is reported."""
     assert "poolq.worker.config.profile" in loaded_by(["poolq.worker.config.profile"])
+
+
+def test_the_package_top_has_one_name():
+    """``poolq/__init__.py`` is ``poolq`` and nothing else: no folder under ``ingest/`` installs
+    it a second time (as ``ingest/api/`` once did, also reachable as ``poolq.ingest.api``)."""
+    import poolq
+
+    assert Path(poolq.__file__).resolve() == ROOT / "poolq" / "__init__.py"
+    assert importlib.util.find_spec("poolq.ingest.api") is None

@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 # repository folder -> installed package
 FOLDERS = {
-    "ingest/api": "poolq",
+    "poolq": "poolq",
     "worker": "poolq.worker",
     "ingest": "poolq.ingest",
     "sinks": "poolq.sinks",
@@ -22,7 +22,7 @@ FOLDERS = {
 
 # Highest first. A module may import modules of its own layer or of any layer below it.
 LAYERS: list[tuple[str, ...]] = [
-    ("poolq",),  # the public client API (ingest/api/__init__.py)
+    ("poolq",),  # the public client API (poolq/__init__.py)
     ("poolq.worker.cli",),  # the command line: flags and help; the client's commands are ingest/cli
     ("poolq.worker.dev",),  # local development helpers (demo, local Redis, worker process)
     ("poolq.ingest",),  # the client: what application code uses (it imports only the wire)
@@ -66,7 +66,7 @@ def layer_of(module: str) -> int:
 
 def source_files() -> list[Path]:
     files = []
-    for folder in ("worker", "ingest", "sinks", "wire"):
+    for folder in ("poolq", "worker", "ingest", "sinks", "wire"):
         files += sorted((ROOT / folder).rglob("*.py"))
     return files
 
@@ -114,6 +114,13 @@ def violations() -> list[str]:
 
 def test_no_lower_layer_imports_a_higher_one():
     assert violations() == []
+
+
+def test_every_file_has_one_module_name():
+    """No folder of FOLDERS lies inside another: a file in both would install under two names."""
+    for inner in FOLDERS:
+        for outer in FOLDERS:
+            assert inner == outer or not inner.startswith(outer + "/"), (inner, outer)
 
 
 def test_every_module_is_in_a_layer():

@@ -10,7 +10,7 @@ Importing this package loads only redis, arq and msgpack: never torch, transform
 the engine or qdrant_client (the worker is ``pip install 'poolq[worker]'``). The repository's
 folders install beneath this package: ``poolq.worker``, ``poolq.ingest``, ``poolq.sinks``,
 ``poolq.wire``. This
-file is ``ingest/api/__init__.py`` in the source tree, installed as ``poolq/__init__.py``.
+file is ``poolq/__init__.py`` in the source tree too: the package's top, in no role's folder.
 """
 
 from poolq.ingest.client import JobOutcome, PoolqClient, SyncPoolqClient
