@@ -45,6 +45,8 @@ class OpenVinoEncoder(nn.Module):
         self.compiled: Any = None
         self.precision = precision
         self._request: Any = None
+        self._queue: Any = None
+        self.streams = 1
         if compiled is not None:  # else set by use() before the first forward
             self.use(compiled, precision)
         # the last forward's pooled SPLADE weights: row per sequence start, and its hidden
@@ -53,10 +55,15 @@ class OpenVinoEncoder(nn.Module):
         self.calls = 0  # model calls so far (tests, benchmarks)
 
     def use(self, compiled: Any, precision: str) -> None:
-        """Run ``compiled`` from now on (the int8 gate switches fp32 -> int8)."""
+        """Run ``compiled`` from now on (the int8 gate switches fp32 -> int8), with as many
+        requests in flight as it has streams (``threads.py``: OpenVINO's choice)."""
+        import openvino as ov
+
         self.compiled = compiled
         self.precision = precision
+        self.streams = max(1, int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
         self._request = compiled.create_infer_request()
+        self._queue = ov.AsyncInferQueue(compiled, self.streams) if self.streams > 1 else None
 
     def forward(
         self,
@@ -75,21 +82,27 @@ class OpenVinoEncoder(nn.Module):
         starts = np.concatenate(([0], np.cumsum(seq_lens)[:-1])).astype(np.int64).tolist()
         out = np.empty((t, self.hidden_size), dtype=np.float32)
         self.last_sparse = {}
-        for call in plan_calls(seq_lens, self.lengths, self.budget):
-            self._run(call, ids, starts, seq_lens, key_mask, out)
+        calls = plan_calls(seq_lens, self.lengths, self.budget)
+        if self._queue is None:
+            for call in calls:
+                res = self._request.infer(self._inputs(call, ids, starts, seq_lens, key_mask))
+                sparse = res["sparse"] if self.sparse_head else None
+                self._take(call, res["hidden"], sparse, starts, seq_lens, out)
+        else:
+            self._run_streams(spread(calls, self.streams), ids, starts, seq_lens, key_mask, out)
+        self.calls += len(calls)
         hidden = torch.from_numpy(out)
         self.last_hidden = hidden
         return hidden
 
-    def _run(
+    def _inputs(
         self,
         call: Call,
         ids: np.ndarray,
         starts: list[int],
         seq_lens: list[int],
         key_mask: np.ndarray | None,
-        out: np.ndarray,
-    ) -> None:
+    ) -> dict[str, np.ndarray]:
         pad_ids, mask, valid = padded_inputs(ids, starts, seq_lens, call, key_mask)
         inputs = {"input_ids": pad_ids, "attention_mask": mask}
         if self.sparse_head:
@@ -97,13 +110,65 @@ class OpenVinoEncoder(nn.Module):
             if self._remove.size:
                 pool = valid & ~np.isin(pad_ids, self._remove)
             inputs["pool_mask"] = pool.astype(np.int64)
-        res = self._request.infer(inputs)
-        self.calls += 1
-        hidden = res["hidden"]  # [rows, L, H]
-        for r, s in enumerate(call.seqs):
+        return inputs
+
+    def _take(
+        self,
+        call: Call,
+        hidden: np.ndarray,
+        sparse: np.ndarray | None,
+        starts: list[int],
+        seq_lens: list[int],
+        out: np.ndarray,
+    ) -> None:
+        """A call's real rows to their packed places; its pooled SPLADE rows, copied (the
+        request's next call reuses its output)."""
+        for r, s in enumerate(call.seqs):  # hidden: [rows, L, H]
             a, n = starts[s], seq_lens[s]
             out[a : a + n] = hidden[r, :n]
-        if self.sparse_head:
-            sparse = np.array(res["sparse"])  # [rows, V], a copy: the next call reuses it
+        if self.sparse_head and sparse is not None:
             for r, s in enumerate(call.seqs):
-                self.last_sparse[starts[s]] = sparse[r]
+                self.last_sparse[starts[s]] = np.array(sparse[r])
+
+    def _run_streams(
+        self,
+        calls: list[Call],
+        ids: np.ndarray,
+        starts: list[int],
+        seq_lens: list[int],
+        key_mask: np.ndarray | None,
+        out: np.ndarray,
+    ) -> None:
+        """The calls on the compiled model's streams, each taken by the next idle request; the
+        results are copied out as each finishes (OpenVINO's callback thread)."""
+        errors: list[BaseException] = []
+
+        def done(request: Any, call: Call) -> None:
+            try:
+                sparse = request.get_tensor("sparse").data if self.sparse_head else None
+                self._take(call, request.get_tensor("hidden").data, sparse, starts, seq_lens, out)
+            except BaseException as exc:  # raised on the caller's thread below
+                errors.append(exc)
+
+        queue = self._queue
+        queue.set_callback(done)
+        for call in calls:
+            queue.start_async(self._inputs(call, ids, starts, seq_lens, key_mask), call)
+        queue.wait_all()
+        if errors:
+            raise errors[0]
+
+
+def spread(calls: list[Call], streams: int) -> list[Call]:
+    """Calls for ``streams`` requests in flight: while there are fewer calls than streams, the
+    one with the most rows is cut in two (a lone sequence stays whole), so every stream has
+    work; the longest first, so that the last to finish are short."""
+    calls = list(calls)
+    while len(calls) < streams:
+        big = max(range(len(calls)), key=lambda i: len(calls[i].seqs), default=None)
+        if big is None or len(calls[big].seqs) < 2:
+            break
+        c = calls.pop(big)
+        half = (len(c.seqs) + 1) // 2
+        calls += [Call(c.length, c.seqs[:half]), Call(c.length, c.seqs[half:])]
+    return sorted(calls, key=lambda c: -c.length * len(c.seqs))
