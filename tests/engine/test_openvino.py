@@ -51,6 +51,7 @@ def cache_dir(tmp_path_factory):
 
 
 def load(path: str, backend: str, cache: str, **cfg):
+    cfg.setdefault("dtype", "float32")  # not "auto": bf16 on CPUs with AMX / avx512_bf16
     with env(POOLQ_BACKEND=backend, POOLQ_CACHE_DIR=cache):
         return load_model(ModelConfig(path, **cfg))
 
@@ -194,6 +195,43 @@ def test_splade_int8_runs_the_first_mode_that_passes_the_gate(
     assert any("(cached verdict)" in r.getMessage() for r in caplog.records)
     ref = encode_texts(q, TEXTS[:10], ["sparse"])
     sparse_agree(ref, encode_texts(again, TEXTS[:10], ["sparse"]), q.description.vocab_size)
+
+
+def test_a_cached_start_builds_no_torch_encoder(
+    minilm, splade, minilm_pair, splade_pair, cache_dir, monkeypatch
+):
+    """backend openvino with the converted models cached (fp32 and int8, from the tests above):
+    the checkpoint is not read whole, no torch encoder is built, the SPLADE head's tensors are
+    the only ones read, and the outputs are those of a start that built it."""
+    from poolq.worker.engine import loader
+    from poolq.worker.engine.openvino import cached_start
+
+    def no_torch(*args, **kwargs):
+        raise AssertionError("the torch model was loaded")
+
+    monkeypatch.setattr(loader, "load_weights", no_torch)
+    monkeypatch.setattr(PackedEncoder, "from_state_dict", no_torch)
+    opened = []
+
+    def tracked(path):
+        opened.append(real(path))
+        return opened[-1]
+
+    real = cached_start.lazy_weights
+    monkeypatch.setattr(cached_start, "lazy_weights", tracked)
+    m, s = load(minilm, "openvino", cache_dir), load(splade, "openvino", cache_dir)
+    assert isinstance(m.encoder, OpenVinoEncoder) and isinstance(s.encoder, OpenVinoEncoder)
+    assert opened[0].read == ()  # MiniLM's poolers have no head
+    assert opened[1].read and not any(".encoder." in k for k in opened[1].read), opened[1].read
+    for ref_m, got_m, task in ((minilm_pair[1], m, "embed"), (splade_pair[1], s, "sparse")):
+        ref, got = encode_texts(ref_m, TEXTS[:20], [task]), encode_texts(got_m, TEXTS[:20], [task])
+        if task == "embed":
+            assert all(torch.equal(r[task], g[task]) for r, g in zip(ref, got, strict=True))
+        else:
+            sparse_agree(ref, got, s.description.vocab_size)
+    for path in (minilm, splade):  # int8: the cached model and its cached verdict
+        q = load(path, "openvino", cache_dir, dtype="int8")
+        assert q.encoder.precision == "int8" and q.int8_report.passed
 
 
 def test_the_gate_refuses_int8_below_the_floors(minilm, cache_dir):

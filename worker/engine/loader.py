@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 from torch import nn
@@ -146,12 +146,20 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg.dtype, device)
     dtype = compute_dtype(precision)
-    encoder: nn.Module
+    encoder: nn.Module | None = None
     state: dict[str, torch.Tensor] = {}
     arch = architecture_for(desc.model_type)
     if desc.native_encoder and arch is not None:
-        state = load_weights(ck.path)
-        encoder = arch.build_encoder(arch.with_defaults(ck.config), state)
+        from poolq.worker.engine.openvino.cached_start import lazy_start
+
+        # backend openvino: the heads read on demand, the torch encoder built below only when
+        # the converted model is not in the disk cache (openvino/cached_start.py)
+        lazy = lazy_start(ck.path, desc, device, precision)
+        if lazy is not None:
+            state = cast(dict[str, torch.Tensor], lazy)  # a Mapping: the poolers only look up
+        else:
+            state = load_weights(ck.path)
+            encoder = arch.build_encoder(arch.with_defaults(ck.config), state)
     else:
         from poolq.worker.engine.fallback import PaddedAutoModelRunner
 
@@ -160,6 +168,13 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
         if kind_named(desc.kind).head_weights:  # the kind's heads, from the main weights
             state = load_weights(ck.path)
     pooler = build_pooler(ck.st, ck.path, ck.config, desc, cfg, state, tok)
+    if encoder is None:
+        from poolq.worker.engine.openvino.cached_start import cached_encoder
+
+        assert arch is not None
+        encoder = cached_encoder(desc, pooler)
+        if encoder is None:  # not converted yet: the torch encoder converts
+            encoder = arch.build_encoder(arch.with_defaults(ck.config), load_weights(ck.path))
     # Weights stay FP32; bf16/fp16 runs under autocast (matmuls and attention in low precision,
     # LayerNorm and the residual stream in FP32): min cosine vs FP32 0.99995 instead of 0.99988.
     encoder = encoder.to(device).eval()

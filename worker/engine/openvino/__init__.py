@@ -4,9 +4,11 @@ model converted at load time from the checkpoint poolq already loaded.
 * ``backend.py``: which backend a model runs on (``[engine] backend``, ``--backend``,
   ``POOLQ_BACKEND``; ``auto``), and the loader's one call (:func:`backend.apply_backend`);
 * ``graph.py``: the family's padded SDPA form (model registry) + for SPLADE the MLM head and the
-  max over tokens, converted with ``openvino.convert_model``;
+  max over tokens, converted with ``openvino.convert_model`` (the fused qkv projection split);
 * ``cache.py``: converted (and quantized) models on disk, keyed by checkpoint, form, OpenVINO
-  and NNCF versions;
+  and NNCF versions, each with OpenVINO's compiled-model cache beside it;
+* ``cached_start.py``: a start whose converted model is cached builds no torch encoder (the
+  poolers' heads read from the checkpoint on demand);
 * ``buckets.py``: a packed batch cut into static length buckets;
 * ``encoder.py``: the compiled model behind the packed encoder's call signature;
 * ``splade.py``: the SPLADE pooler reading the graph's pooled weights;

@@ -24,8 +24,12 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import torch
+
+    from poolq.worker.engine.description import ModelDescription
     from poolq.worker.engine.loader import PoolingModel
     from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
+    from poolq.worker.pooling import DispatchPooler
 
 log = logging.getLogger("poolq.openvino")
 
@@ -52,15 +56,14 @@ def check_backend(value: str | None) -> str | None:
     return v
 
 
-def _why_not(model: PoolingModel) -> str | None:
+def why_not(desc: ModelDescription, device: torch.device, precision: str) -> str | None:
     """Why OpenVINO cannot run this model (None: it can)."""
     from poolq.worker.engine.models import architecture_for
 
-    desc = model.description
-    if model.device.type != "cpu":
-        return f"device {model.device} (OpenVINO is the CPU backend)"
-    if model.precision not in ("float32", "int8"):
-        return f"precision {model.precision} (OpenVINO runs float32 and int8)"
+    if device.type != "cpu":
+        return f"device {device} (OpenVINO is the CPU backend)"
+    if precision not in ("float32", "int8"):
+        return f"precision {precision} (OpenVINO runs float32 and int8)"
     arch = architecture_for(desc.model_type)
     if not desc.native_encoder or arch is None:
         return f"model_type {desc.model_type!r} runs on the transformers fallback"
@@ -70,9 +73,17 @@ def _why_not(model: PoolingModel) -> str | None:
         import openvino  # noqa: F401
     except ImportError:  # pragma: no cover - the extra is installed in CI
         return "openvino is not installed (pip install 'poolq[openvino]')"
-    if model.precision == "int8" and importlib.util.find_spec("nncf") is None:
+    if precision == "int8" and importlib.util.find_spec("nncf") is None:
         return "nncf is not installed (pip install 'poolq[openvino]')"  # imported to quantize
     return None
+
+
+def graph_head(pooler: DispatchPooler) -> bool:
+    """Whether the SPLADE head (and its max over tokens) goes inside the graph."""
+    from poolq.worker.pooling import SpladePooler
+
+    sparse = pooler.poolers_by_task.get("sparse")
+    return isinstance(sparse, SpladePooler) and sparse.mode == "max"
 
 
 def apply_backend(model: PoolingModel) -> bool:
@@ -82,7 +93,7 @@ def apply_backend(model: PoolingModel) -> bool:
     if setting == "torch":
         return False
     name = model.description.model_id
-    why = _why_not(model)
+    why = why_not(model.description, model.device, model.precision)
     if why is not None:
         if setting == "openvino":
             raise ValueError(f"model {name!r}: backend 'openvino' cannot run it: {why}")
@@ -111,6 +122,7 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
     import openvino as ov
 
     from poolq.worker.engine.engine import default_batch_tokens
+    from poolq.worker.engine.openvino import cache
     from poolq.worker.engine.openvino.buckets import bucket_lengths
     from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
     from poolq.worker.engine.openvino.splade import GraphSpladePooler
@@ -119,12 +131,16 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
 
     t0 = time.perf_counter()
     sparse = model.pooler.poolers_by_task.get("sparse")
-    head = isinstance(sparse, SpladePooler) and sparse.mode == "max"
-    fp32_model, fresh = _converted(model, head)
+    head = graph_head(model.pooler)
+    key, converted = _converted(model, head)
     core = ov.Core()
     config = compile_config()
-    # int8 compiles the fp32 model only for the gate's reference pass (not on a cached verdict)
-    fp32 = functools.cache(lambda: core.compile_model(fp32_model, "CPU", config))
+    # int8 compiles the fp32 model only for the gate's reference pass (not on a cached verdict),
+    # and reads it only to quantize
+    fp32 = functools.cache(lambda: cache.compile_cached(core, key, config, converted))
+    fp32_model = functools.cache(
+        lambda: converted if converted is not None else cache.load_cached(key)
+    )
     lengths = bucket_lengths(model.description.max_length)
     budget = default_batch_tokens(model.device)
     remove = sparse.remove_token_ids if isinstance(sparse, SpladePooler) else ()
@@ -145,7 +161,7 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
         model.pooler.poolers_by_task["sparse"] = GraphSpladePooler(sparse, encoder)
     how = [
         f"openvino {ov.get_version().split('-')[0]}",
-        "converted" if fresh else "cached",
+        "converted" if converted is not None else "cached",
         f"{config['INFERENCE_NUM_THREADS']} threads",
         f"{len(lengths)} length buckets",
     ]
@@ -158,6 +174,7 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
             model.encoder = torch_encoder
             raise
     del torch_encoder  # the torch weights go with it (the poolers keep their own heads)
+    how.append(f"{encoder.streams} streams")
     how.append(f"ready in {time.perf_counter() - t0:.2f} s")
     return ", ".join(how)
 
@@ -165,7 +182,7 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
 def _int8(
     model: PoolingModel,
     encoder: OpenVinoEncoder,
-    fp32_model: Any,
+    fp32_model: Callable[[], Any],
     fp32: Callable[[], Any],
     lengths: tuple[int, ...],
     budget: int,
@@ -180,15 +197,16 @@ def _int8(
     from poolq.worker.engine.openvino.threads import compile_config
 
     error: Int8QualityError | None = None
+    core = ov.Core()
     for mode in quantize.MODES:
         key = cache.cache_key(model.description.path, sparse_head=head, precision=f"int8-{mode}")
         if (before := cache.refused(key, model.config.int8_floors)) is not None:
             error = Int8QualityError(f"{before} (cached verdict)")
             continue
         floors = model.config.int8_floors
-        if (report := cache.passed(key, floors)) is not None and (q := cache.load_cached(key)):
+        if (report := cache.passed(key, floors)) is not None and cache.has(key):
             # this very model passed this gate under these floors before: no second fp32 run
-            encoder.use(ov.Core().compile_model(q, "CPU", compile_config()), "int8")
+            encoder.use(cache.compile_cached(core, key, compile_config()), "int8")
             model.int8_report = report
             log.info(
                 "model %s (openvino int8, %s): %s (cached verdict)",
@@ -200,9 +218,9 @@ def _int8(
         q = cache.load_cached(key)
         if q is None:
             samples = quantize.calibration_inputs(model, lengths, budget, head)
-            q = quantize.quantize(fp32_model, samples, mode)
+            q = quantize.quantize(fp32_model(), samples, mode)
             cache.store(key, q)
-        int8 = ov.Core().compile_model(q, "CPU", compile_config())
+        int8 = cache.compile_cached(core, key, compile_config(), q)
         try:
             model.int8_report = quantize.gate(model, encoder, fp32(), int8, mode)
         except Int8QualityError as exc:
@@ -215,24 +233,23 @@ def _int8(
     raise error
 
 
-def _converted(model: PoolingModel, head: bool) -> tuple[Any, bool]:
-    """The fp32 ``openvino.Model`` (from the cache, else converted and stored) and whether it
-    was converted now."""
+def _converted(model: PoolingModel, head: bool) -> tuple[str, Any | None]:
+    """The fp32 model's cache key, and the ``openvino.Model`` when it was converted now (None:
+    it is in the cache; the model's encoder may then be an unbuilt one, ``cached_start.py``)."""
     from poolq.worker.engine.models import architecture_for
     from poolq.worker.engine.openvino import cache
     from poolq.worker.engine.openvino.graph import GraphForm, convert
 
     key = cache.cache_key(model.description.path, sparse_head=head, precision="float32")
-    cached = cache.load_cached(key)
-    if cached is not None:
-        return cached, False
+    if cache.has(key):
+        return key, None
     arch = architecture_for(model.description.model_type)
     assert arch is not None and arch.padded_form is not None
     sparse = model.pooler.poolers_by_task.get("sparse")
     mlm = getattr(sparse, "mlm_head", None) if head else None
     converted = convert(GraphForm(arch.padded_form(model.encoder), mlm))
     cache.store(key, converted)
-    return converted, True
+    return key, converted
 
 
 def _check_fp32(model: PoolingModel, encoder: OpenVinoEncoder) -> None:

@@ -7,8 +7,10 @@ checkpoint's fingerprint (its files' contents, ``worker/config/versions.py``), t
 OpenVINO (and, for int8, NNCF) versions. A model is written to a temporary folder and renamed
 into place: a reader never sees half a model. Beside an int8 model, the int8 gate's verdict
 under the model's floors (``passed-*.json`` with its figures, ``refused-*``): the gate ran on
-this very model, sample and floors, so a later start does not run the fp32 pass again. Weights are saved as they are (no fp16
-compression: fp32 must match torch).
+this very model, sample and floors, so a later start does not run the fp32 pass again. Weights
+are saved as they are (no fp16 compression: fp32 must match torch). Beside each model, under
+``compiled/``, OpenVINO's own cache of the model compiled for this CPU and these settings
+(``CACHE_DIR``): a later start imports it instead of compiling.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("poolq.openvino")
 MODEL_FILE = "model.xml"
+COMPILED_DIR = "compiled"  # OpenVINO's compiled blobs of the model beside it (its CACHE_DIR)
 
 
 def cache_root() -> Path:
@@ -56,6 +59,31 @@ def cache_key(checkpoint: str, *, sparse_head: bool, precision: str) -> str:
         parts["nncf"] = version("nncf")  # not imported: 1.6 s
     blob = json.dumps(parts, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:32]
+
+
+def has(key: str) -> bool:
+    """Whether the model ``key`` is in the cache (what a start that builds no torch encoder
+    needs, ``cached_start.py``)."""
+    return (cache_root() / key / MODEL_FILE).is_file()
+
+
+def compile_cached(core: Any, key: str, config: dict[str, Any], model: Any | None = None) -> Any:
+    """The model ``key`` compiled for the CPU from its cached file, through OpenVINO's own
+    compiled-model cache beside it (``CACHE_DIR`` = ``<key>/compiled/``): a later start imports
+    the compiled blob instead of reading and compiling the model again. ``model``: the
+    ``openvino.Model`` itself, compiled as is where its file was not written."""
+    path = cache_root() / key / MODEL_FILE
+    if not path.is_file():
+        if model is None:
+            raise FileNotFoundError(f"openvino cache: {path} is gone")
+        return core.compile_model(model, "CPU", config)
+    try:
+        return core.compile_model(
+            str(path), "CPU", {**config, "CACHE_DIR": str(path.parent / COMPILED_DIR)}
+        )
+    except RuntimeError as exc:  # e.g. a compiled blob or a folder it cannot use
+        log.warning("openvino cache %s: compiled-model cache not used (%s)", path.parent, exc)
+        return core.compile_model(model if model is not None else str(path), "CPU", config)
 
 
 def load_cached(key: str) -> Any | None:
