@@ -13,14 +13,15 @@ sentence-transformers fp32.
 
 With openvino installed, ``poolq encode --backend openvino`` runs too ("poolq-ov ..."; its
 converted models are cached under the work folder and warmed by one untimed run first, as a
-worker's second start finds them), beside a raw OpenVINO fp32 peer (the fp32 ONNX compiled
-as is), and the ``mixed`` task: one model serving embed + sparse + token_embed from one forward
+worker's second start finds them), beside raw OpenVINO fp32 peers (the fp32 ONNX compiled
+with OpenVINO's defaults, which run bf16 on a CPU with AMX or avx512_bf16, and pinned to f32
+inference: ``peer_run_f32.py``; poolq's fp32 is f32, it must match torch), and the ``mixed`` task: one model serving embed + sparse + token_embed from one forward
 (a BGE-M3-layout head pair on MiniLM, ``tests/models.build_multi_head``), torch vs openvino.
 
 Targets (exit 1 on a miss): dense int8 >= 1.3x the fastest int8 peer at equal truncation; dense
 fp32 >= 1.5x sentence-transformers; SPLADE int8 >= 4x sentence-transformers' SparseEncoder.
 The OpenVINO backend's (issue 27): dense int8 >= 1.0x raw OpenVINO int8; dense fp32 >= 1.2x raw
-OpenVINO fp32; SPLADE int8 (the faster poolq backend) >= 1.5x the best int8 SPLADE peer; mixed
+OpenVINO fp32 (the f32 peer when it ran); SPLADE int8 (the faster poolq backend) >= 1.5x the best int8 SPLADE peer; mixed
 tasks faster than the torch backend.
 
     python benchmarks/bench_cpu_peers.py [--rounds 2] [--limit 1080] [--work DIR]
@@ -87,17 +88,21 @@ def peers(arts: dict[str, str], threads: int) -> list[Peer]:
                 )
             )
 
-    def dense(name: str, kind: str, artifact: str | None, truncation: int = 256) -> Peer:
+    def dense(
+        name: str, kind: str, artifact: str | None, truncation: int = 256, script: str = "peer_run"
+    ) -> Peer:
         """A peer_run.py peer on MiniLM (``artifact``: the key of its built model)."""
         built = ["--artifact", arts[artifact]] if artifact else []
-        cmd = [*run, kind, "{corpus}", "{out}", "--model", m, *built, *t]
+        cmd = [PY, str(HERE / f"{script}.py"), kind, "{corpus}", "{out}", "--model", m, *built, *t]
         return Peer(name, "dense", artifact is not None and "int8" in artifact, cmd, truncation)
 
     out += [
         dense("ST torch fp32", "st", None),
         dense("ORT dynamic int8", "ort", "minilm-int8-ort"),
         dense("OpenVINO NNCF int8", "ov", "minilm-int8-ov"),
+        # OpenVINO's defaults: bf16 inference where the CPU has AMX / avx512_bf16
         dense("OpenVINO fp32", "ov", "minilm-fp32-onnx"),
+        dense("OpenVINO fp32 (f32)", "ov", "minilm-fp32-onnx", script="peer_run_f32"),
         dense("fastembed int8 @256", "fastembed", "fastembed-256"),
         dense("fastembed int8 @128", "fastembed", "fastembed-128", 128),
     ]
@@ -195,8 +200,8 @@ def ov_checks(best: dict[str, float]) -> list[tuple[str, float, float]]:
             1.0,
         ),
         (
-            "dense fp32 (openvino backend) vs raw OpenVINO fp32",
-            "OpenVINO fp32",
+            "dense fp32 (openvino backend) vs raw OpenVINO fp32, f32 inference",
+            "OpenVINO fp32 (f32)",
             "poolq-ov float32",
             1.2,
         ),
@@ -209,6 +214,8 @@ def ov_checks(best: dict[str, float]) -> list[tuple[str, float, float]]:
     ):
         if (r := ratio(peer, ours)) is not None:
             out.append((name, r, target))
+    if "OpenVINO fp32 (f32)" not in best and (r := ratio("OpenVINO fp32", "poolq-ov float32")):
+        out.append(("dense fp32 (openvino backend) vs raw OpenVINO fp32, its defaults", r, 1.2))
     peers8 = [n for n in ("ORT dynamic int8 SPLADE", "OpenVINO NNCF int8 SPLADE") if n in best]
     ours8 = [n for n in ("poolq int8 SPLADE", "poolq-ov int8 SPLADE") if n in best]
     if peers8 and ours8:
