@@ -135,10 +135,32 @@ async def test_priority_request_overtakes_2000_queued_bulk_requests(minilm_model
         while engine.scheduler.queued_requests < 1000:  # the bulk is queued
             await asyncio.sleep(0.001)
         submitted_at = engine.stats.batches
-        query = await engine.encode_one("what is topic 3?", ["embed"], lane=Lane.QUERY)
+        await engine.encode_one("what is topic 3?", ["embed"], lane=Lane.QUERY)
+        answered_at = engine.stats.batches
         results = await bulk
     assert max(r.batch_index for r in results) > submitted_at + 10
-    assert query.batch_index <= submitted_at + 2, (query.batch_index, submitted_at)
+    assert answered_at <= submitted_at + 2, (answered_at, submitted_at)
+    assert engine.query_stats.batches <= 1  # the main slot may have taken it first
+
+
+async def test_a_query_does_not_wait_for_the_ingestion_batch_running(minilm_model):
+    """One engine serves both: while one large bulk batch runs (about a second of work), the
+    query slot cuts the query and its forward passes ahead at the encoder's safe points."""
+    bulk_texts = [f"bulk document number {i} about topic {i % 17} " * 6 for i in range(1500)]
+    async with AsyncEngine(
+        minilm_model, max_batch_tokens=1 << 16, max_batch_requests=4096
+    ) as engine:
+        bulk = asyncio.create_task(engine.encode(bulk_texts, ["embed"]))
+        while engine.scheduler.queued_requests or not engine.groups.busy:
+            await asyncio.sleep(0.001)  # the one bulk batch is cut and running
+        t0 = time.perf_counter()
+        query = await engine.encode_one("what is topic 3?", ["embed"], lane=Lane.QUERY)
+        waited = time.perf_counter() - t0
+        assert engine.stats.batches == 0, "the query waited for the bulk batch"
+        assert engine.query_stats.batches == 1
+        results = await bulk
+    assert query.tensor("embed").shape == (384,) and len(results) == 1500
+    assert waited < 2.0
 
 
 async def test_a_caller_waiting_its_turn_counts_as_moving(minilm_model):

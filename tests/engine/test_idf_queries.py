@@ -44,9 +44,9 @@ async def test_vectorizer_queries_skip_the_forward(idf_splade):
     )
     v = await Vectorizer.start(profile, device="cpu")
     try:
-        batches = v.query_engines[str(idf_splade)].stats.batches
+        batches = v.engines[str(idf_splade)].query_stats.batches
         q = await v.encode_query("where is the harbour crane", ["sparse"])
         assert sorted(q["sparse"].values) == pytest.approx([0.1, 1.0, 2.25, 3.5])
-        assert v.query_engines[str(idf_splade)].stats.batches == batches  # no forward ran
+        assert v.engines[str(idf_splade)].query_stats.batches == batches  # no forward ran
     finally:
         await v.stop()

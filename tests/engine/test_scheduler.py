@@ -164,3 +164,35 @@ def test_cancel_does_not_scan_the_heap(loop):
     assert [r.request_id for r in batch] == [str(i) for i in [*range(10), *range(40, 50)]]
     assert not s.cancel(reqs[0])  # batched
     assert s.queued_requests == 0 and s.queued_tokens == 0
+
+
+def test_the_query_slot_takes_only_queries_and_each_whole(loop):
+    """``next_batch(max_lane=QUERY)`` (the engine's query slot) cuts queries only, in its own
+    budget, never a chunk of a prompt; the other lanes wait for the main slot."""
+    s = Scheduler(max_batch_tokens=100, max_batch_requests=8)
+    s.chunked_prefill = True
+    s.add([req(loop, 30, rid="bulk"), req(loop, 5, lane=Lane.INTERACTIVE, rid="small")])
+    s.add([req(loop, 150, lane=Lane.QUERY, rid="long query"), req(loop, 5, lane=Lane.QUERY)])
+    assert ids(s.next_batch(0, max_lane=Lane.QUERY, max_tokens=50)) == ["long query"]  # whole
+    assert ids(s.next_batch(0, max_lane=Lane.QUERY, max_tokens=50)) == ["r"]
+    assert s.next_batch(0, max_lane=Lane.QUERY, max_tokens=50) is None
+    assert ids(s.next_batch(0)) == ["small", "bulk"]
+
+
+def test_a_prompt_in_chunks_stays_with_the_main_slot(loop):
+    s = Scheduler(max_batch_tokens=100, max_batch_requests=8)
+    s.chunked_prefill = True
+    s.add([req(loop, 250, lane=Lane.QUERY, rid="q")])
+    first = s.next_batch(0)  # the main slot cuts the first 100 tokens; q stays at the head
+    assert ids(first) == ["q"] and first[0].scheduled_span == (0, 100)
+    assert s.next_batch(0, max_lane=Lane.QUERY) is None  # not the query slot's to continue
+    assert s.next_batch(0)[0].scheduled_span == (100, 200)
+
+
+def test_backlog_by_lane(loop):
+    s = Scheduler(max_batch_tokens=1000, max_batch_requests=8)
+    s.add([req(loop, 30), req(loop, 7, lane=Lane.INTERACTIVE), req(loop, 4, lane=Lane.QUERY)])
+    assert s.backlog(queries=True) == (4, 1)
+    assert s.backlog(queries=False) == (37, 2)
+    s.next_batch(0, max_lane=Lane.QUERY)
+    assert s.backlog(queries=True) == (0, 0) and s.queued_tokens == 37

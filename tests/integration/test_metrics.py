@@ -1,7 +1,7 @@
 """The worker's Prometheus endpoint: job outcomes counted on a real :class:`PoolqWorker` against
 a real Redis (arq's own run_job, failures before a job runs included), and a real worker process
 scraped before and after some jobs (every named series present, counters and histogram counts
-moving, a failed job counted) and before and after a search (the query engines' lane). The
+moving, a failed job counted) and before and after a search (the query lane). The
 collector alone, with fake observations, is in ``tests/observability``."""
 
 import asyncio
@@ -213,8 +213,8 @@ def test_metrics_endpoint_moves_with_jobs(metrics_worker):
 
 
 @pytest.mark.slow
-def test_query_engines_are_reported_in_the_query_lane(metrics_worker):
-    """A search is encoded by the query engines (Vectorizer.query_engines): their batches and
+def test_queries_are_reported_in_the_query_lane(metrics_worker):
+    """A search is encoded in the query lane (the engines' query slots): their batches and
     stages move the ``lane="query"`` series, and their backlog is reported."""
     url, port = metrics_worker
     collection = "metrics-search"

@@ -88,8 +88,10 @@ def test_fake_observations_under_the_contract_names():
 class Scheduler:
     def __init__(self, max_batch_tokens: int) -> None:
         self.max_batch_tokens = max_batch_tokens
-        self.queued_tokens = 0
-        self.queued_requests = 0
+        self.queued = {False: (0, 0), True: (0, 0)}  # queries? -> (tokens, requests)
+
+    def backlog(self, *, queries: bool) -> tuple[int, int]:
+        return self.queued[queries]
 
 
 class Model:
@@ -100,17 +102,20 @@ class Model:
 class Engine:
     def __init__(self, max_batch_tokens: int, int8_report: QualityReport | None = None) -> None:
         self.scheduler = Scheduler(max_batch_tokens)
-        self.observer = None
+        self.query_batch_tokens = 1024  # engine.QUERY_BATCH_TOKENS
+        self.observer = self.query_observer = None
         self.model = Model(int8_report)
 
-    def set_observer(self, observer) -> None:
-        self.observer = observer
+    def set_observer(self, observer, *, queries: bool = False) -> None:
+        if queries:
+            self.query_observer = observer
+        else:
+            self.observer = observer
 
 
 class Vectorizer:
-    def __init__(self, engines: dict, query_engines: dict) -> None:
+    def __init__(self, engines: dict) -> None:
         self.engines = engines
-        self.query_engines = query_engines
 
 
 class Writer:
@@ -144,24 +149,20 @@ SPLADE_GATE = QualityReport(
 
 def runtime(models=("dense", "splade")) -> Runtime:
     return Runtime(
-        Vectorizer(
-            {m: Engine(2048, SPLADE_GATE if m == "splade" else None) for m in models},
-            {m: Engine(1024) for m in models},  # QUERY_BATCH_TOKENS
-        )
+        Vectorizer({m: Engine(2048, SPLADE_GATE if m == "splade" else None) for m in models})
     )
 
 
-def test_query_engines_are_observed_in_their_own_lane():
+def test_queries_are_observed_in_their_own_lane():
     rt = runtime()
     m = WorkerMetrics(rt)
-    dense_query = rt.vectorizer.query_engines["dense"]
-    assert dense_query.observer is not None
-    assert dense_query.observer is not rt.vectorizer.engines["dense"].observer
-    # what the query engine's tokenizer pool and model thread report for one search
-    dense_query.observer.tokenized(0.001)
-    dense_query.observer.batch(12, [0.0004], forward_s=0.003, pool_s=0.0002)
-    dense_query.scheduler.queued_tokens, dense_query.scheduler.queued_requests = 9, 1
-    rt.vectorizer.engines["dense"].scheduler.queued_tokens = 700
+    dense = rt.vectorizer.engines["dense"]
+    assert dense.query_observer is not None
+    assert dense.query_observer is not dense.observer
+    # what the engine's tokenizer pool and query slot report for one search
+    dense.query_observer.tokenized(0.001)
+    dense.query_observer.batch(12, [0.0004], forward_s=0.003, pool_s=0.0002)
+    dense.scheduler.queued = {True: (9, 1), False: (700, 3)}
     rt.queries.searches = 1
     m.queue_depth = {"ingest": 0.0, "search": 0.0}
     s, labels = scrape(m)
@@ -172,7 +173,7 @@ def test_query_engines_are_observed_in_their_own_lane():
     assert value(s, "poolq_batch_tokens_count", **query) == 1
     assert value(s, "poolq_batch_tokens_sum", **query) == 12
     assert value(s, "poolq_batch_tokens_count", **ingest) == 0
-    # the fill ratio is over the query engine's own budget: 12 / 1024
+    # the fill ratio is over the query slot's own budget: 12 / 1024
     assert value(s, "poolq_batch_fill_ratio_bucket", **query, le="0.1") == 1
     assert value(s, "poolq_batch_fill_ratio_sum", **query) == pytest.approx(12 / 1024)
     for stage in ("tokenize", "queue_wait", "forward", "pool"):
@@ -191,23 +192,23 @@ def test_query_engines_are_observed_in_their_own_lane():
 def test_detach_stops_observing_both_lanes_and_the_writer():
     rt = runtime()
     m = WorkerMetrics(rt)
-    engines = [*rt.vectorizer.engines.values(), *rt.vectorizer.query_engines.values()]
-    assert all(e.observer is not None for e in engines)
+    engines = list(rt.vectorizer.engines.values())
+    assert all(e.observer is not None and e.query_observer is not None for e in engines)
     assert rt.writer.observer is not None
     m.close()  # detaches; no server was started
-    assert all(e.observer is None for e in engines)
+    assert all(e.observer is None and e.query_observer is None for e in engines)
     assert rt.writer.observer is None
 
 
-def test_a_model_querying_its_ingestion_engine_is_observed_once():
-    """``Vectorizer.encode_query`` falls back on the ingestion engine of a model without a query
-    engine; an engine in both dicts keeps its ingest-lane observer."""
+def test_each_engine_is_observed_in_both_lanes_once():
+    """One engine per model serves both lanes: two observers, one per lane, over their own
+    batch budgets."""
     rt = runtime(models=("dense",))
-    shared = rt.vectorizer.engines["dense"]
-    rt.vectorizer.query_engines = {"dense": shared}
     m = WorkerMetrics(rt)
-    assert shared.observer is m.engines[("dense", "ingest")]
-    assert set(m.engines) == {("dense", "ingest")}
+    engine = rt.vectorizer.engines["dense"]
+    assert set(m.engines) == {("dense", "ingest"), ("dense", "query")}
+    assert engine.observer is m.engines[("dense", "ingest")]
+    assert engine.query_observer is m.engines[("dense", "query")]
 
 
 def test_int8_gate_figures_and_floors_per_model():

@@ -10,7 +10,7 @@ from poolq.worker.runtime.runtime import Runtime
 
 def engine(precision: str, report: QualityReport | None = None) -> SimpleNamespace:
     model = SimpleNamespace(precision=precision, int8_report=report)
-    return SimpleNamespace(model=model, stats_snapshot=lambda: {"batches": 0})
+    return SimpleNamespace(model=model, stats_snapshot=lambda queries=False: {"batches": 0})
 
 
 def test_heartbeat_reports_precision_and_int8_gate_figures():
@@ -19,7 +19,7 @@ def test_heartbeat_reports_precision_and_int8_gate_figures():
         [Check("embed", "mean_cosine", 0.9972, 0.99), Check("embed", "min_cosine", 0.9905, 0.97)],
     )
     vectorizer = SimpleNamespace(
-        engines={"dense": engine("int8", gate), "sparse": engine("float32")}, query_engines={}
+        engines={"dense": engine("int8", gate), "sparse": engine("float32")}
     )
     writer = SimpleNamespace(points_written=0, write_calls=0, retries=0)
     beat = Runtime(Settings(), vectorizer, writer).heartbeat()  # type: ignore[arg-type]

@@ -279,8 +279,10 @@ async def test_the_heartbeat_thread_writes_a_strict_heartbeat(redis_server: Loca
     from poolq.worker.runtime.runtime import Runtime
 
     model = SimpleNamespace(precision="float32", int8_report=None)
-    engine = SimpleNamespace(model=model, stats_snapshot=lambda: {"batches": 2})
-    vectorizer = SimpleNamespace(engines={"dense": engine}, query_engines={})
+    engine = SimpleNamespace(
+        model=model, stats_snapshot=lambda queries=False: {"batches": 1 if queries else 2}
+    )
+    vectorizer = SimpleNamespace(engines={"dense": engine})
     writer = SimpleNamespace(points_written=5, write_calls=1, retries=0)
     rt = Runtime(Settings(), vectorizer, writer)  # type: ignore[arg-type]
     beat = HeartbeatThread(redis_server.url, rt.worker_id, rt.heartbeat)
@@ -295,3 +297,4 @@ async def test_the_heartbeat_thread_writes_a_strict_heartbeat(redis_server: Loca
     assert heartbeat.limits == WorkerLimits()  # the settings' defaults
     assert (heartbeat.points_written, heartbeat.precision) == (5, {"dense": "float32"})
     assert heartbeat.engines == {"dense": {"batches": 2}} and heartbeat.alive
+    assert heartbeat.query_engines == {"dense": {"batches": 1}}  # the same engine's query lane

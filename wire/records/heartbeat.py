@@ -24,7 +24,8 @@ class WorkerLimits(WireRecord):
 
 @dataclass(frozen=True)
 class Heartbeat(WireRecord):
-    """``engines``/``query_engines``: model -> its engine's stats snapshot; ``precision``:
+    """``engines``/``query_engines``: model -> its engine's stats snapshot, of the ingestion
+    batches / of the query lane's (one engine per model serves both); ``precision``:
     model -> precision; ``int8_quality``: model -> the int8 gate's figures; ``stopped``: the
     final heartbeat of a worker that stopped cleanly (absent while it runs)."""
 

@@ -1,12 +1,15 @@
-"""The async engine: callers ``await`` pooled outputs; one model thread runs packed batches.
+"""The async engine, one per model: callers ``await`` pooled outputs; packed batches of every
+lane (queries, interactive and bulk work) are cut from its one scheduler by its batch slots
+(``model_thread.py``: one for every lane, one that takes only queries).
 
 - Tokenization runs in a small thread pool (the Rust tokenizer releases the GIL), overlapping
   the forward pass of the batch in flight; the event loop never blocks.
 - The :class:`Scheduler` owns the queue. Requests that arrive while a batch runs join the next
   one. Each request's :class:`~poolq.worker.engine.lanes.Lane` (query, interactive, bulk) and
   its caller's fair share decide who runs next (``lanes.py``, the one place for that policy).
-- Backpressure: at most ``queue_limit_tokens`` tokens wait in the queue; further callers wait
-  (a single submission larger than the bound is admitted alone into an empty queue).
+- Backpressure: at most ``queue_limit_tokens`` tokens wait in the queue; further callers wait,
+  in lane order (a single submission larger than the bound is admitted alone into an empty
+  queue); queries never wait for room.
 - Cancelling a caller's task cancels its futures; their queue places are freed at once.
 """
 
@@ -33,7 +36,8 @@ from poolq.worker.engine.group_progress import GroupProgress
 from poolq.worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm, InputFormName
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import PoolingModel
-from poolq.worker.engine.model_thread import model_loop
+from poolq.worker.engine.model_thread import BatchSlot, model_loop
+from poolq.worker.engine.queue_room import QueueRoom
 from poolq.worker.engine.requests import EncodeRequest, EncodeResult, anonymous_caller
 from poolq.worker.engine.runner import ModelRunner
 from poolq.worker.engine.scheduler import Scheduler
@@ -49,6 +53,9 @@ def default_batch_tokens(device: torch.device) -> int:
     return 16384 if device.type == "cuda" else 2048
 
 
+QUERY_BATCH_TOKENS = 1024  # the query slot's batches: queries are short and few
+
+
 class AsyncEngine:
     def __init__(
         self,
@@ -60,8 +67,10 @@ class AsyncEngine:
         tokenizer_threads: int = 1,
         record_batches: bool = False,
         lane: Lane = Lane.BULK,
+        query_batch_tokens: int = QUERY_BATCH_TOKENS,
     ) -> None:
-        """``lane``: the lane of requests that name none (``Lane.QUERY`` for a query engine)."""
+        """``lane``: the lane of requests that name none; ``query_batch_tokens``: the most
+        tokens in one batch of the query slot (``model_thread.py``)."""
         self.model = model
         self.lane = lane
         self.description = model.description
@@ -69,39 +78,49 @@ class AsyncEngine:
             max_batch_tokens = default_batch_tokens(model.device)
         self.scheduler = Scheduler(max_batch_tokens, max_batch_requests)
         self.scheduler.chunked_prefill = bool(getattr(model.encoder, "causal", False))
-        # a hard cap on this engine's own queue (callers beyond it wait, first come first served);
-        # not the worker's admission bound (settings' max_queued_tokens, runtime/admission.py),
-        # which keeps the queue far below it by taking jobs only while there is room
-        self.queue_limit_tokens = queue_limit_tokens
+        # a hard cap on this engine's own queue (queue_room.py), not the worker's admission bound
+        self.room = QueueRoom(queue_limit_tokens, lambda: self.scheduler.queued_tokens)
         self.runner = ModelRunner(model)
-        self.stats = EngineStats(batch_sizes=[] if record_batches else None)
+        self.stats = EngineStats(batch_sizes=[] if record_batches else None)  # ingestion
+        self.query_stats = EngineStats(batch_sizes=[] if record_batches else None)
+        self.query_batch_tokens = query_batch_tokens
+        self.slots = (
+            BatchSlot("poolq-model", self.stats),
+            BatchSlot("poolq-query", self.query_stats, Lane.QUERY, query_batch_tokens),
+        )
         self._tok_pool = ThreadPoolExecutor(
             tokenizer_threads,
             thread_name_prefix="poolq-tokenize",
             initializer=named("poolq-tokenize"),
         )
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self.event_loop: asyncio.AbstractEventLoop | None = None
-        self._space = asyncio.Condition()
         self._running = False
-        self.observer: EngineObserver | None = None
+        self.observer: EngineObserver | None = None  # ingestion (interactive and bulk lanes)
+        self.query_observer: EngineObserver | None = None
         self.groups = GroupProgress()  # progress per caller (group_progress.py)
 
-    def set_observer(self, observer: EngineObserver | None) -> None:
-        """Report timings to ``observer`` (``None``: stop reporting)."""
-        self.observer = observer
-        self.runner.timing = observer is not None
+    def set_observer(self, observer: EngineObserver | None, *, queries: bool = False) -> None:
+        """Report timings of ingestion (or, with ``queries``, of the query lane) to
+        ``observer`` (``None``: stop reporting)."""
+        if queries:
+            self.query_observer = observer
+        else:
+            self.observer = observer
+        self.runner.timing = self.observer is not None or self.query_observer is not None
 
     # Lifecycle -------------------------------------------------------------------------------
     async def start(self) -> AsyncEngine:
         if self._running:
             return self
-        self.event_loop = asyncio.get_running_loop()
+        self.event_loop = self.room.event_loop = asyncio.get_running_loop()
         self._running = True
-        self._thread = threading.Thread(
-            target=model_loop, args=(self,), name="poolq-model", daemon=True
-        )
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=model_loop, args=(self, slot), name=slot.name, daemon=True)
+            for slot in self.slots
+        ]
+        for t in self._threads:
+            t.start()
         return self
 
     async def stop(self) -> None:
@@ -109,8 +128,8 @@ class AsyncEngine:
             return
         self._running = False
         self.scheduler.close()
-        if self._thread is not None:
-            await asyncio.to_thread(self._thread.join)
+        for t in self._threads:
+            await asyncio.to_thread(t.join)
         for req in self.scheduler.drain():
             if not req.future.done():
                 req.future.set_exception(RuntimeError("the engine stopped before this request ran"))
@@ -183,13 +202,14 @@ class AsyncEngine:
         prefix = self.description.prompt(prompt_name)
         inputs = [prefix + texts[i] for i in ok]
         pre = [pretokenized[i] for i in ok] if pretokenized and not prefix and not form else None
+        lane = self.lane if lane is None else Lane(lane)
+        observer = self.query_observer if lane == Lane.QUERY else self.observer
         tokenized = await self.event_loop.run_in_executor(
-            self._tok_pool, self._tokenize, inputs, form, pre
+            self._tok_pool, self._tokenize, inputs, form, pre, observer
         )
         max_length = form.max_length if form is not None else self.description.max_length
         futures: dict[int, asyncio.Future[EncodeResult]] = {}
         requests: list[EncodeRequest] = []
-        lane = self.lane if lane is None else Lane(lane)
         caller = group if group is not None else anonymous_caller()  # one call, one share
         for i, tok in zip(ok, tokenized, strict=True):
             if tok.truncated and not truncate:
@@ -217,7 +237,7 @@ class AsyncEngine:
         if errors and not return_exceptions:
             raise errors[min(errors)]
         if requests:
-            await self._admit(sum(r.num_tokens for r in requests))
+            await self.room.admit(sum(r.num_tokens for r in requests), lane)
             for r in requests:
                 r.future.add_done_callback(self._cancel_callback(r))
             self.scheduler.add(requests)
@@ -245,23 +265,14 @@ class AsyncEngine:
         texts: list[str],
         form: InputForm | None,
         pretokenized: list[Encoding | None] | None = None,
+        observer: EngineObserver | None = None,
     ) -> list[FormedInput]:
         """Runs in the tokenizer pool (``engine_inputs.tokenize``)."""
-        return tokenize(self.model.tokenizer, texts, form, pretokenized, self.observer)
+        return tokenize(self.model.tokenizer, texts, form, pretokenized, observer)
 
     @property
     def supported_tasks(self) -> tuple[PoolingTask, ...]:
         return self.description.supported_tasks
-
-    # Backpressure ----------------------------------------------------------------------------
-    async def _admit(self, tokens: int) -> None:
-        async with self._space:
-            await self._space.wait_for(
-                lambda: (
-                    self.scheduler.queued_tokens == 0
-                    or self.scheduler.queued_tokens + tokens <= self.queue_limit_tokens
-                )
-            )
 
     def progress_of(self, group: str) -> float | None:
         """When ``group`` last moved here (``GroupProgress.of``)."""
@@ -271,8 +282,9 @@ class AsyncEngine:
         """The caller is done: drop its progress record."""
         self.groups.forget(group)
 
-    def stats_snapshot(self) -> dict[str, float | int]:
-        s = self.stats
+    def stats_snapshot(self, *, queries: bool = False) -> dict[str, float | int]:
+        """Ingestion's batches (or, with ``queries``, the query slot's) and the queue now."""
+        s = self.query_stats if queries else self.stats
         return {
             "batches": s.batches,
             "texts": s.texts,
@@ -294,9 +306,5 @@ class AsyncEngine:
         return on_done
 
     def notify_space(self) -> None:
-        async def notify() -> None:
-            async with self._space:
-                self._space.notify_all()
-
-        if self.event_loop is not None and not self.event_loop.is_closed():
-            asyncio.run_coroutine_threadsafe(notify(), self.event_loop)
+        """(Any thread) Tokens left the queue (``queue_room.py``)."""
+        self.room.freed()

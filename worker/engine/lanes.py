@@ -3,8 +3,8 @@ thread alike.
 
 Every request carries a :class:`Lane`. Lower lanes run first, everywhere:
 
-* ``QUERY``: a search's query text (the query engines, ``Vectorizer.query_engines``): a person
-  is waiting;
+* ``QUERY``: a search's query text (``Vectorizer.encode_query``; the engine's query slot takes
+  these at once, beside a running batch, ``model_thread.py``): a person is waiting;
 * ``INTERACTIVE``: the chunks of a job enqueued with ``priority="interactive"`` (by default, an
   enqueue call that makes one job): a caller is waiting on a small job;
 * ``BULK``: everything else (large enqueue calls, reindexing).

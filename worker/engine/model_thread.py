@@ -1,15 +1,25 @@
-"""The engine's model thread (``poolq-model``): it cuts batches from the engine's scheduler,
+"""The engine's batch slots, one thread each: a slot cuts batches from the engine's one scheduler,
 launches each (on the CPU through the process's compute thread, ``compute_thread.py``; on CUDA
-from here) and finishes the previous one meanwhile, then hands the results to the event loop.
-Progress per caller is recorded as batches are cut and finished (``group_progress.py``)."""
+from its thread) and finishes the previous one meanwhile, then hands the results to the event
+loop. Progress per caller is recorded as batches are cut and finished (``group_progress.py``).
+
+An engine has two slots over the same queue: ``poolq-model`` takes work of every lane in the
+scheduler's order; ``poolq-query`` takes only queries (``Lane.QUERY``), in small batches. While
+a long ingestion batch runs, a query is cut at once by the query slot, and its forward passes
+ahead on the compute thread (its lane is the most urgent there); it does not wait for the
+batch to end. Queries are counted apart (``AsyncEngine.query_stats``, the metrics' ``query``
+lane)."""
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from poolq.worker.engine.compute_thread import CPU_COMPUTE
+from poolq.worker.engine.engine_types import EngineObserver, EngineStats
+from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.requests import EncodeRequest, EncodeResult
 from poolq.worker.engine.runner import BatchOutputs
 from poolq.worker.engine.thread_names import name_os_thread
@@ -20,30 +30,50 @@ if TYPE_CHECKING:
 log = logging.getLogger("poolq.worker.engine.engine")
 
 
-def model_loop(engine: AsyncEngine) -> None:
+@dataclass
+class BatchSlot:
+    """What one slot takes from the scheduler, and where its batches are counted."""
+
+    name: str  # its thread's
+    stats: EngineStats
+    max_lane: Lane | None = None  # None: every lane
+    max_tokens: int | None = None  # None: the scheduler's batch budget
+
+    @property
+    def queries(self) -> bool:
+        return self.max_lane == Lane.QUERY
+
+    def observer(self, engine: AsyncEngine) -> EngineObserver | None:
+        return engine.query_observer if self.queries else engine.observer
+
+
+def model_loop(engine: AsyncEngine, slot: BatchSlot) -> None:
     """Cut a batch, launch it, then finish the previous one: on CUDA the previous batch's
     device-to-host copies complete while this batch's kernels are queued."""
-    name_os_thread("poolq-model")
+    name_os_thread(slot.name)
     assert engine.event_loop is not None
     in_flight: tuple[list[EncodeRequest], BatchOutputs, float, list[float]] | None = None
     while True:
-        if in_flight is None:
+        if in_flight is None and not slot.queries:
             engine.groups.busy = False  # about to wait for work
-        batch = engine.scheduler.next_batch(timeout_s=0 if in_flight else None)
+        batch = engine.scheduler.next_batch(
+            timeout_s=0 if in_flight else None, max_lane=slot.max_lane, max_tokens=slot.max_tokens
+        )
         if batch is None:
             if in_flight is not None:
-                _finish(engine, *in_flight)
+                _finish(engine, slot, *in_flight)
                 in_flight = None
                 continue
             if engine.scheduler.closed:
                 return
             continue
         engine.notify_space()
-        engine.groups.last_activity = time.monotonic()
-        engine.groups.busy = True
+        if not slot.queries:  # a job's stall clock reads the ingestion slot's activity
+            engine.groups.last_activity = time.monotonic()
+            engine.groups.busy = True
         t0 = time.perf_counter()
         waits: list[float] = []
-        if engine.observer is not None:
+        if slot.observer(engine) is not None:
             cut = time.monotonic()
             waits = [cut - r.queued_at for r in batch]
         try:
@@ -53,7 +83,7 @@ def model_loop(engine: AsyncEngine) -> None:
             engine.event_loop.call_soon_threadsafe(_fail, batch, exc)
             continue
         if in_flight is not None:
-            _finish(engine, *in_flight)
+            _finish(engine, slot, *in_flight)
         in_flight = (batch, launched, t0, waits)
 
 
@@ -68,6 +98,7 @@ def _launch(engine: AsyncEngine, batch: list[EncodeRequest]) -> BatchOutputs:
 
 def _finish(
     engine: AsyncEngine,
+    slot: BatchSlot,
     batch: list[EncodeRequest],
     launched: BatchOutputs,
     t0: float,
@@ -80,7 +111,7 @@ def _finish(
         log.exception("batch of %d texts failed", len(batch))
         engine.event_loop.call_soon_threadsafe(_fail, batch, exc)
         return
-    s = engine.stats
+    s = slot.stats
     s.batches += 1
     s.texts += len(batch)
     tokens = sum(r.num_tokens for r in batch)
@@ -89,11 +120,12 @@ def _finish(
     groups = {r.group for r in batch}
     if len(groups) > 1:
         s.multi_group_batches += 1
-    engine.groups.served(groups)  # progress per caller (a job's stall clock reads it)
+    if not slot.queries:
+        engine.groups.served(groups)  # progress per caller (a job's stall clock reads it)
     if s.batch_sizes is not None:
         s.batch_sizes.append(len(batch))
     engine.event_loop.call_soon_threadsafe(_resolve, batch, results, s.batches - 1)
-    if (observer := engine.observer) is not None:
+    if (observer := slot.observer(engine)) is not None:
         try:
             observer.batch(tokens, waits, launched.forward_s, launched.pool_s)
         except Exception:  # metrics must never stop the model thread

@@ -6,7 +6,8 @@ share the lane by tokens (start-time fair queuing), then arrival. Each batch is 
 batched. With ``chunked_prefill`` (causal models) a request that does not fit the batch's
 remaining tokens gets that many of its prompt tokens and stays at the head of the queue for the
 next batch; otherwise it waits for the next batch (alone, if over the budget). Every method is
-thread-safe: the event loop adds, the model thread takes.
+thread-safe: the event loop adds, the engine's batch slots take (``model_thread.py``: one slot
+takes any lane, the query slot only queries, so a query never waits for a batch already running).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import heapq
 import threading
 import time
 
-from poolq.worker.engine.lanes import FairShare, OrderKey
+from poolq.worker.engine.lanes import FairShare, Lane, OrderKey
 from poolq.worker.engine.requests import EncodeRequest
 from poolq.worker.pooling.tasks import POOLING_TASKS
 
@@ -61,7 +62,14 @@ class Scheduler:
                 self._queued.add(r)
                 self.queued_tokens += r.num_tokens
                 self.queued_requests += 1
-            self._cv.notify()
+            self._cv.notify_all()  # every slot: the query slot waits only for queries
+
+    def backlog(self, *, queries: bool) -> tuple[int, int]:
+        """Tokens and requests waiting in the query lane (or in the other lanes), for metrics:
+        a scan of what is queued."""
+        with self._cv:
+            reqs = [r for r in self._queued if (r.lane == Lane.QUERY) == queries]
+            return sum(r.num_tokens - r.num_computed_tokens for r in reqs), len(reqs)
 
     @property
     def closed(self) -> bool:
@@ -81,19 +89,29 @@ class Scheduler:
             self.queued_tokens = self.queued_requests = 0
             return left
 
-    def next_batch(self, timeout_s: float | None = None) -> list[EncodeRequest] | None:
-        """Block until work is queued; ``None`` once closed and empty (or on timeout)."""
+    def next_batch(
+        self,
+        timeout_s: float | None = None,
+        *,
+        max_lane: Lane | None = None,
+        max_tokens: int | None = None,
+    ) -> list[EncodeRequest] | None:
+        """Block until work is queued; ``None`` once closed and empty (or on timeout).
+        ``max_lane``: take only requests of this lane or a more urgent one (the query slot),
+        whole (never a chunk of a longer prompt), in batches of at most ``max_tokens``."""
         with self._cv:
             while True:
-                batch = self._cut()
+                batch = self._cut(max_lane, max_tokens)
                 if batch:
                     return sorted(batch, key=task_sort_key)  # stable: queue order kept per task
                 if self._closed or timeout_s == 0 or not self._cv.wait(timeout_s):
                     return None
 
-    def _cut(self) -> list[EncodeRequest]:
+    def _cut(self, max_lane: Lane | None = None, max_tokens: int | None = None) -> list[EncodeRequest]:
         batch: list[EncodeRequest] = []
         tokens = 0
+        budget = self.max_batch_tokens if max_tokens is None else min(max_tokens, self.max_batch_tokens)
+        chunked = self.chunked_prefill and max_lane is None
         while self._heap and len(batch) < self.max_batch_requests:
             req = self._heap[0][1]
             if req.future.done() or req not in self._queued:  # cancelled or failed: drop it
@@ -101,10 +119,12 @@ class Scheduler:
                 if req in self._queued:
                     self._release(req)
                 continue
+            if max_lane is not None and (req.lane > max_lane or req.num_computed_tokens):
+                break  # the heap is in lane order; a prompt in chunks stays with its slot
             left = req.num_tokens - req.num_computed_tokens
-            if tokens + left > self.max_batch_tokens and (batch or self.chunked_prefill):
-                room = self.max_batch_tokens - tokens
-                if not self.chunked_prefill or (batch and room < min(MIN_CHUNK_TOKENS, left)):
+            if tokens + left > budget and (batch or chunked):
+                room = budget - tokens
+                if not chunked or (batch and room < min(MIN_CHUNK_TOKENS, left)):
                     break
                 req.prefill_start = req.num_computed_tokens  # a chunk: stays at the head
                 req.prefill_end = req.num_computed_tokens = req.prefill_start + room

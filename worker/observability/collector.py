@@ -1,7 +1,8 @@
 """:class:`WorkerMetrics`: every series of one worker as a Prometheus ``Collector`` on a private
 registry, served by ``prometheus_client``'s HTTP server thread (series listed in
-``metrics.py``). Observers are attached to every engine of the runtime, the ingestion engines
-(``lane="ingest"``) and the query engines (``lane="query"``), and to the Qdrant writer; the
+``metrics.py``). Observers are attached to every engine of the runtime, one for its ingestion
+batches (``lane="ingest"``) and one for its query slot (``lane="query"``), and to the Qdrant
+writer; the
 counters of the writer and the query service and the engines' backlogs are read at scrape time.
 ``collect`` runs in the scrape thread and only reads: it never touches Redis."""
 
@@ -32,16 +33,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("poolq.metrics")
 
-INGEST_LANE, QUERY_LANE = "ingest", "query"  # Vectorizer.engines, Vectorizer.query_engines
+INGEST_LANE, QUERY_LANE = "ingest", "query"  # an engine's ingestion and query slots
 
 
 class _Scheduler(Protocol):
     @property
     def max_batch_tokens(self) -> int: ...
-    @property
-    def queued_tokens(self) -> int: ...
-    @property
-    def queued_requests(self) -> int: ...
+
+    def backlog(self, *, queries: bool) -> tuple[int, int]: ...
 
 
 class ObservedEngine(Protocol):
@@ -50,7 +49,10 @@ class ObservedEngine(Protocol):
     @property
     def scheduler(self) -> _Scheduler: ...
 
-    def set_observer(self, observer: EngineObserver | None) -> None: ...
+    @property
+    def query_batch_tokens(self) -> int: ...
+
+    def set_observer(self, observer: EngineObserver | None, *, queries: bool = False) -> None: ...
 
 
 class WorkerMetrics(Collector):
@@ -69,22 +71,22 @@ class WorkerMetrics(Collector):
         self._thread: threading.Thread | None = None
         if runtime is not None:
             vectorizer = runtime.vectorizer
-            self.observe_engines(INGEST_LANE, vectorizer.engines)
-            self.observe_engines(QUERY_LANE, vectorizer.query_engines)
+            self.observe_engines(vectorizer.engines)
             runtime.writer.observer = self.write_observed
 
     # Observations ----------------------------------------------------------------------------
-    def observe_engines(self, lane: str, engines: Mapping[str, ObservedEngine]) -> None:
-        """Observe each ``model -> engine`` of ``lane`` (an engine observed already is left to
-        its first lane: a model without a query engine queries its ingestion engine)."""
-        attached = {id(e) for e in self._observed.values()}
+    def observe_engines(self, engines: Mapping[str, ObservedEngine]) -> None:
+        """Observe each ``model -> engine``: its ingestion batches in the ``ingest`` lane, its
+        query slot's in the ``query`` lane."""
         for model, engine in engines.items():
-            if id(engine) in attached:
-                continue
-            em = EngineMetrics(engine.scheduler.max_batch_tokens)
-            self.engines[(model, lane)] = em
-            self._observed[(model, lane)] = engine
-            engine.set_observer(em)
+            for lane, queries, budget in (
+                (INGEST_LANE, False, engine.scheduler.max_batch_tokens),
+                (QUERY_LANE, True, engine.query_batch_tokens),
+            ):
+                em = EngineMetrics(budget)
+                self.engines[(model, lane)] = em
+                self._observed[(model, lane)] = engine
+                engine.set_observer(em, queries=queries)
 
     def write_observed(self, seconds: float) -> None:
         self.write.observe(seconds)
@@ -98,8 +100,8 @@ class WorkerMetrics(Collector):
 
     def detach(self) -> None:
         """Stop every observation this attached (engines of both lanes, the writer)."""
-        for engine in self._observed.values():
-            engine.set_observer(None)
+        for (_, lane), engine in self._observed.items():
+            engine.set_observer(None, queries=lane == QUERY_LANE)
         if self.runtime is not None:
             self.runtime.writer.observer = None
 
@@ -193,9 +195,9 @@ class WorkerMetrics(Collector):
             for stage, h in em.stages():
                 _add_histogram(stages, [stage, model, lane], h)
             if (engine := self._observed.get((model, lane))) is not None:
-                sched = engine.scheduler
-                backlog_tokens.add_metric([model, lane], sched.queued_tokens)
-                backlog_requests.add_metric([model, lane], sched.queued_requests)
+                queued, texts = engine.scheduler.backlog(queries=lane == QUERY_LANE)
+                backlog_tokens.add_metric([model, lane], queued)
+                backlog_requests.add_metric([model, lane], texts)
         _add_histogram(stages, ["write", "", ""], self.write)
         yield tokens
         yield fill

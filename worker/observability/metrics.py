@@ -23,8 +23,9 @@ Series (all prefixed ``poolq_``)::
     sink_retries_total                                        counter
     int8_quality{model, task, figure}, int8_quality_floor{...}   gauge (int8 models' gate)
 
-``lane`` is ``ingest`` for a model's ingestion engine and ``query`` for its query engine (the
-latency lane that encodes search queries, with its own scheduler and batch budget); the
+``lane`` is ``ingest`` for a model's ingestion batches (interactive and bulk lanes) and
+``query`` for its query lane (search queries, cut by the engine's query slot from the same
+scheduler, in batches of their own budget); the
 ``write`` stage is the Qdrant writer's, with ``model`` and ``lane`` empty.
 
 Job outcomes are arq's own classification (``job_outcomes.py``): its ``jobs_complete/retried``

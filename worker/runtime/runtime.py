@@ -129,7 +129,9 @@ class Runtime:
             sink_retries=self.writer.retries,
             searches=self._queries.searches if self._queries else 0,
             engines={m: e.stats_snapshot() for m, e in self.vectorizer.engines.items()},
-            query_engines={m: e.stats_snapshot() for m, e in self.vectorizer.query_engines.items()},
+            query_engines={
+                m: e.stats_snapshot(queries=True) for m, e in self.vectorizer.engines.items()
+            },
             limits=self.limits(),
             precision={m: pm.precision for m, pm in models.items()},
             int8_quality={

@@ -1,11 +1,12 @@
 """Turns chunk texts into a profile's named vectors: one engine per model, every vector that
-names the model served by the same forward pass of each chunk."""
+names the model served by the same forward pass of each chunk. Queries go to the same engines,
+in the query lane (``lanes.py``): the engine's query slot runs them beside ingestion."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,16 +33,12 @@ class Vectorizer:
     engines: dict[str, AsyncEngine]  # profile model name -> engine
     chunker: Chunker
     version: str = ""  # profile version (worker/config/versions.py), recorded on every point
-    # a latency lane per model: the same weights, its own scheduler and model thread, so a
-    # query never waits for an ingestion batch already running (queries are small and few)
-    query_engines: dict[str, AsyncEngine] = field(default_factory=dict)
 
     @classmethod
     async def start(
         cls, profile: Profile, *, device: str | None = None, max_batch_tokens: int | None = None
     ) -> Vectorizer:
         engines: dict[str, AsyncEngine] = {}
-        query_engines: dict[str, AsyncEngine] = {}
         configs = {}
         for model in profile.models:
             cfg = profile.model_config(model)
@@ -66,9 +63,6 @@ class Vectorizer:
             engines[model] = await AsyncEngine(
                 pooling_model, max_batch_tokens=max_batch_tokens
             ).start()
-            query_engines[model] = await AsyncEngine(
-                pooling_model, max_batch_tokens=QUERY_BATCH_TOKENS, lane=Lane.QUERY
-            ).start()
         counters = [
             chunk_counter(e.description, e.model.tokenizer.backend) for e in engines.values()
         ]
@@ -78,11 +72,10 @@ class Vectorizer:
             overlap_tokens=profile.chunk_overlap_tokens,
         )
         fingerprints = {m: await task for m, task in fingerprinting.items()}
-        return cls(profile, engines, chunker, profile_version(profile, fingerprints), query_engines)
+        return cls(profile, engines, chunker, profile_version(profile, fingerprints))
 
     async def stop(self) -> None:
-        everything = [*self.engines.values(), *self.query_engines.values()]
-        await asyncio.gather(*(e.stop() for e in everything))
+        await asyncio.gather(*(e.stop() for e in self.engines.values()))
 
     def vector_specs(self) -> list[VectorSpec]:
         specs = []
@@ -180,7 +173,7 @@ class Vectorizer:
         self, text: str, vector_names: Sequence[str] | None = None, *, request_id: str = "query"
     ) -> dict[str, VectorValue]:
         """The query's vectors (all of the profile's, or only ``vector_names``), encoded the way
-        queries are: in the query engines (never behind an ingestion batch), with the model's
+        queries are: in the query lane (never behind an ingestion batch), with the model's
         ``query`` prompt and its query input form where it defines them. Raises the encoding
         error, naming ``request_id``."""
         if not isinstance(text, str) or not text.strip():
@@ -195,7 +188,7 @@ class Vectorizer:
         models = list(dict.fromkeys(v.model for v in wanted))
 
         async def one(model: str) -> tuple[str, Any]:
-            engine = self.query_engines.get(model) or self.engines[model]
+            engine = self.engines[model]
             params = [v.params() for v in wanted if v.model == model]
             idf = engine.model.query_idf
             if idf is not None and all(p.task == "sparse" for p in params):
@@ -224,9 +217,6 @@ def chunk_counter(description: ModelDescription, tokenizer: Any) -> TokenCounter
     if forms is not None:
         counter.max_length = forms.document.content_tokens + counter.special_tokens
     return counter
-
-
-QUERY_BATCH_TOKENS = 1024
 
 
 def query_prompt_name(description: ModelDescription) -> str | None:
