@@ -171,13 +171,14 @@ def test_get_kwargs_keeps_every_argument_of_worker_kwargs():
     assert arq.worker.Worker is Worker
 
 
-async def _wait_forever(ctx):
+async def _wait_forever(ctx, **_kwargs):
     await asyncio.Event().wait()
 
 
 async def test_start_jobs_takes_by_capacity_and_never_runs_a_job_twice_here(redis_server):
     """The admission override of ``start_jobs``: bulk jobs only while there is room (the rest
-    stay queued), interactive ones (scored years ahead) regardless; and a job running in this
+    stay queued), interactive ones regardless: the lane is the job record's ``priority`` (the
+    client also scores them years ahead, so they come first); and a job running in this
     worker whose in-progress mark was dropped is not started again (its mark is set back)."""
     from arq.connections import create_pool
     from arq.constants import in_progress_key_prefix
@@ -191,19 +192,22 @@ async def test_start_jobs_takes_by_capacity_and_never_runs_a_job_twice_here(redi
     w.admission = Admission(100, lambda: queued[0])
     try:
         for i in range(3):
-            await pool.enqueue_job("wait", _job_id=f"bulk{i}", _queue_name="q")
+            await pool.enqueue_job("wait", priority="bulk", _job_id=f"bulk{i}", _queue_name="q")
         past = time.time() - constants.INTERACTIVE_HEAD_START_MS / 1000
-        await pool.enqueue_job(
-            "wait",
-            _job_id="inter",
-            _queue_name="q",
-            _defer_until=datetime.fromtimestamp(past, UTC),
-            _expires=timedelta(days=1),
-        )
+        for job_id, priority, at in (("inter", "interactive", past), ("early", "bulk", past + 1)):
+            await pool.enqueue_job(
+                "wait",
+                priority=priority,
+                _job_id=job_id,
+                _queue_name="q",
+                _defer_until=datetime.fromtimestamp(at, UTC),
+                _expires=timedelta(days=1),
+            )
         ids = await pool.zrangebyscore("q", "-inf", "+inf")
-        assert ids[0] == b"inter"  # ahead of every bulk job
+        assert ids[:2] == [b"inter", b"early"]  # ahead of every bulk job
         queued[0] = 100  # the engines are full
         await w.start_jobs(ids)
+        # "early" is scored like an interactive job, but its record says bulk: it waits
         assert sorted(w.tasks) == ["inter"]  # the bulk jobs wait in Redis
         queued[0] = 0
         await w.start_jobs([b"bulk0", b"bulk1"])  # room again: one is taken, its estimate counts

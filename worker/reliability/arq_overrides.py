@@ -11,7 +11,8 @@ else goes through its public hooks and constructor arguments).
   timeout; re-running it rewrites the same points;
 * ``start_jobs``: admission by capacity (``runtime/admission.py``): of the job ids one poll
   read (in score order: interactive jobs first), a bulk job is started only while the worker's
-  engines have room, and the rest stay in Redis; and a job already running in this worker is
+  engines have room, and the rest stay in Redis (when there is none, a job's lane is read from
+  its record, its ``priority``, as the engines read it); and a job already running in this worker is
   never started a second time here (its in-progress mark, if something dropped it, is set back);
 * ``finish_failed_job``: jobs arq fails without running them (expired, max tries exceeded,
   unknown function) are passed to :attr:`PoolqWorker.failed_unrun` listeners (metrics);
@@ -46,14 +47,13 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from arq.constants import in_progress_key_prefix, job_key_prefix
-from arq.utils import timestamp_ms
+from arq.jobs import deserialize_job
 from arq.worker import Worker
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.exceptions import WatchError
 
-from poolq.wire import constants
-from poolq.worker.engine.lanes import Lane
+from poolq.worker.engine.lanes import Lane, lane_of_priority
 from poolq.worker.runtime.admission import Admission
 
 log = logging.getLogger("poolq.worker")
@@ -138,20 +138,32 @@ class PoolqWorker(Worker):
             if before is not None and not before.done():
                 await self._keep_mark(job_id)  # running here: never a second local run
                 continue
-            if self.admission is not None and not self.admission.room(await self._lane_of(job_id)):
-                # only a bulk job can find no room (admission.py), and the ids come in score
-                # order, interactive first: every id after this one is bulk too
-                return
+            payload_bytes = None
+            if self.admission is not None and not self.admission.room(Lane.BULK):
+                lane, payload_bytes = await self._lane_of(job_id)
+                if not self.admission.room(lane):
+                    # only a bulk job can find no room (admission.py), and the ids come in
+                    # score order, interactive first: every id after this one is bulk too
+                    return
             await super().start_jobs([raw])
             started = self.tasks.get(job_id)
             if self.admission is not None and started is not None and started is not before:
-                self.admission.taken(job_id, await self.pool.strlen(job_key_prefix + job_id))
+                if payload_bytes is None:
+                    payload_bytes = await self.pool.strlen(job_key_prefix + job_id)
+                self.admission.taken(job_id, payload_bytes)
 
-    async def _lane_of(self, job_id: str) -> Lane:
-        """Interactive jobs are queued with scores far in the past (``constants``)."""
-        score = await self.pool.zscore(self.queue_name, job_id)
-        cutoff = timestamp_ms() - constants.INTERACTIVE_HEAD_START_MS // 2
-        return Lane.INTERACTIVE if score is not None and score < cutoff else Lane.BULK
+    async def _lane_of(self, job_id: str) -> tuple[Lane, int]:
+        """A job's lane, read from its record: the ``priority`` it was enqueued with, the same
+        field that places its chunks in the engines (``jobs/ingest.py``); and the record's
+        size. A record that is gone or unreadable is bulk (arq then deals with it)."""
+        record = await self.pool.get(job_key_prefix + job_id)
+        if record is None:
+            return Lane.BULK, 0
+        try:
+            job = deserialize_job(record, deserializer=self.job_deserializer)
+        except Exception:  # arq reports the record when it runs the job
+            return Lane.BULK, len(record)
+        return lane_of_priority(job.kwargs.get("priority")), len(record)
 
     async def _keep_mark(self, job_id: str) -> None:
         # seen again by every poll (20 a second) while it runs: one SET a second per job is
