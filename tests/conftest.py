@@ -5,6 +5,9 @@ import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# "auto" precision stays float32 on CPUs with native bf16 (AMX, AVX512-BF16), here and in the
+# worker processes tests start: the fidelity tests compare to fp32 references at fp32 tolerance
+os.environ.setdefault("POOLQ_AUTO_BF16", "0")
 torch.set_num_threads(min(2, os.cpu_count() or 1))
 
 

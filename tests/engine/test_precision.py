@@ -26,9 +26,14 @@ def test_auto_is_fp32_on_a_cpu_without_native_bf16(name):
 
 
 @pytest.mark.parametrize("flag", ["avx512_bf16", "amx_bf16"])
-def test_auto_is_bf16_where_the_cpu_computes_it_natively(flag):
+def test_auto_is_bf16_where_the_cpu_computes_it_natively(flag, monkeypatch):
+    monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)  # the suite's conftest sets it
     assert resolve_precision("auto", CPU, NO_BF16 | {flag}) == "bfloat16"
     assert resolve_precision(None, CPU, NO_BF16 | {flag}) == "bfloat16"
+    for off in ("0", "off", "false"):  # fp32 everywhere, on request
+        monkeypatch.setenv("POOLQ_AUTO_BF16", off)
+        assert resolve_precision("auto", CPU, NO_BF16 | {flag}) == "float32"
+        assert resolve_precision("bfloat16", CPU, NO_BF16 | {flag}) == "bfloat16"  # explicit
 
 
 def test_explicit_choices_are_kept_and_checked():
@@ -43,6 +48,7 @@ def test_explicit_choices_are_kept_and_checked():
 
 
 def test_the_cpu_flags_decide_native_bf16_and_vnni(monkeypatch):
+    monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)
     simulate_cpu(monkeypatch, {"avx2", "amx_bf16", "amx_tile"})
     assert cpu_features.native_bf16()
     assert resolve_precision(None, CPU) == "bfloat16"
@@ -88,6 +94,7 @@ def test_profile_dtype_and_int8_floors_are_validated():
 def test_load_model_default_precision_follows_the_cpu_flags(minilm, monkeypatch):
     from poolq.worker.engine.loader import ModelConfig, load_model
 
+    monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)
     simulate_cpu(monkeypatch, NO_BF16)
     model = load_model(ModelConfig(minilm, device="cpu"))
     assert (model.precision, model.dtype) == ("float32", torch.float32)
