@@ -50,7 +50,7 @@ async def _run(url: str, backlog: list[dict], small: dict) -> dict[str, float]:
 
 @pytest.mark.timeout(900)
 def test_a_backlog_past_the_timeout_beside_a_busy_neighbour_lands_whole(redis_server, tmp_path):
-    backlog = corpus(300)
+    backlog = corpus(600)  # over 30 s on a fast 2-core Xeon (21 s at 300)
     small = {"id": "small-1", "text": "Redis is an in-memory data store.", "metadata": {}}
     qpath = tmp_path / "qdrant"
     log = tmp_path / "worker.log"
