@@ -140,7 +140,7 @@ async def run(args: argparse.Namespace, ir: Path) -> int:
             f"{len(docs)} passages -> {chunks} chunks, {sum(lengths)} MiniLM tokens "
             f"(min {min(lengths)}, median {int(np.median(lengths))}, max {max(lengths)}); "
             f"jobs of {args.job_size} documents, {args.in_flight} in flight; "
-            f"{args.threads} threads; {engine.model.encoder.streams} OpenVINO streams; "
+            f"{args.threads} threads; {getattr(engine.model.encoder, 'streams', 1)} OpenVINO streams; "
             f"batches of {args.max_batch_tokens or 'the default'} tokens"
         )
         best = {"poolq": float("inf"), "raw": float("inf")}
