@@ -107,10 +107,14 @@ class Scheduler:
                 if self._closed or timeout_s == 0 or not self._cv.wait(timeout_s):
                     return None
 
-    def _cut(self, max_lane: Lane | None = None, max_tokens: int | None = None) -> list[EncodeRequest]:
+    def _cut(
+        self, max_lane: Lane | None = None, max_tokens: int | None = None
+    ) -> list[EncodeRequest]:
         batch: list[EncodeRequest] = []
         tokens = 0
-        budget = self.max_batch_tokens if max_tokens is None else min(max_tokens, self.max_batch_tokens)
+        budget = (
+            self.max_batch_tokens if max_tokens is None else min(max_tokens, self.max_batch_tokens)
+        )
         chunked = self.chunked_prefill and max_lane is None
         while self._heap and len(batch) < self.max_batch_requests:
             req = self._heap[0][1]
