@@ -5,7 +5,6 @@ workers write it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from arq.jobs import deserialize_result
@@ -52,14 +51,6 @@ async def record_outcome(redis: Any, job_id: str, **outcome: Any) -> None:
     async with redis.pipeline(transaction=True) as tr:
         add_outcome(tr, job_id, **outcome)
         await tr.execute()
-
-
-def add_forget_failed(pipe: Any, job_ids: Sequence[str]) -> None:
-    """Queue on ``pipe``: ``job_ids`` no longer count as failed (dropped or retried dead
-    letters; their outcome records stay, so ``poolq status JOB_ID`` still tells how they
-    ended)."""
-    if job_ids:
-        pipe.zrem(FAILED, *job_ids)
 
 
 async def worker_seen(redis: Any, worker_id: str, *, now: float | None = None) -> None:
