@@ -56,3 +56,17 @@ def test_encode_openvino_int8_runs_the_gated_openvino_model(minilm, tmp_path, mo
     assert [row["id"] for row in rows] == list(range(8)) and len(rows[0]["embed"]) == 384
     # the OpenVINO int8 model and its gate verdict, in the cache the encode was pointed at
     assert list((tmp_path / "cache" / "openvino").glob("*/passed-*.json"))
+
+
+def test_openvino_with_dtype_auto_runs_float32_on_a_native_bf16_cpu(minilm, monkeypatch):
+    """``auto`` is bf16 on AMX / AVX512-BF16 CPUs, which OpenVINO's backend does not run: with
+    ``backend = "openvino"`` and no dtype the model loads in float32 instead of failing."""
+    from poolq.worker.engine import cpu_features
+    from poolq.worker.engine.loader import ModelConfig, load_model
+
+    monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)
+    monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset({"avx512f", "amx_bf16"}))
+    monkeypatch.setenv("POOLQ_BACKEND", "openvino")
+    assert load_model(ModelConfig(minilm)).precision == "float32"
+    monkeypatch.setenv("POOLQ_BACKEND", "torch")
+    assert load_model(ModelConfig(minilm)).precision == "bfloat16"  # torch keeps auto's bf16

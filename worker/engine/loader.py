@@ -9,6 +9,7 @@ is its entry in the checkpoint-kind registry (``kinds/``). ``trust_remote_code``
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
@@ -139,12 +140,28 @@ def load_model(config: ModelConfig | str) -> PoolingModel:
     return _load_model(cfg)
 
 
+def _backend_precision(cfg: ModelConfig, device: torch.device, precision: str) -> str:
+    """``auto`` resolves to bf16 on CPUs with native bf16, which the OpenVINO backend does not
+    run: with ``backend = "openvino"`` it stays float32 there (an explicit dtype is kept)."""
+    if precision != "bfloat16" or cfg.dtype not in (None, "auto") or device.type != "cpu":
+        return precision
+    from poolq.worker.engine.openvino.backend import backend_setting
+
+    if backend_setting() != "openvino":
+        return precision
+    logging.getLogger(__name__).info(
+        "dtype auto: float32 for %s (backend openvino runs float32 or int8, not bfloat16)",
+        cfg.model,
+    )
+    return "float32"
+
+
 def _load_model(cfg: ModelConfig) -> PoolingModel:
     ck = Checkpoint.open(cfg.model)
     tok = TextTokenizer.from_folder(ck.path, _max_length(ck, cfg, recognize(ck)))
     desc = describe(ck, cfg, tok)
     device = resolve_device(cfg.device)
-    precision = resolve_precision(cfg.dtype, device)
+    precision = _backend_precision(cfg, device, resolve_precision(cfg.dtype, device))
     dtype = compute_dtype(precision)
     encoder: nn.Module | None = None
     state: dict[str, torch.Tensor] = {}
