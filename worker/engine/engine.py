@@ -85,8 +85,8 @@ class AsyncEngine:
         self.query_stats = EngineStats(batch_sizes=[] if record_batches else None)
         self.query_batch_tokens = query_batch_tokens
         self.slots = (
-            BatchSlot("poolq-model", self.stats),
-            BatchSlot("poolq-query", self.query_stats, Lane.QUERY, query_batch_tokens),
+            BatchSlot("poolq-model"),
+            BatchSlot("poolq-query", Lane.QUERY, query_batch_tokens),
         )
         self._tok_pool = ThreadPoolExecutor(
             tokenizer_threads,

@@ -7,7 +7,7 @@ An engine has two slots over the same queue: ``poolq-model`` takes work of every
 scheduler's order; ``poolq-query`` takes only queries (``Lane.QUERY``), in small batches. While
 a long ingestion batch runs, a query is cut at once by the query slot, and its forward passes
 ahead on the compute thread (its lane is the most urgent there); it does not wait for the
-batch to end. Queries are counted apart (``AsyncEngine.query_stats``, the metrics' ``query``
+batch to end. A batch of queries only, from either slot, is counted apart (``query_stats``, ``query``
 lane)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from poolq.worker.engine.compute_thread import CPU_COMPUTE
-from poolq.worker.engine.engine_types import EngineObserver, EngineStats
+from poolq.worker.engine.engine_types import EngineObserver
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.requests import EncodeRequest, EncodeResult
 from poolq.worker.engine.runner import BatchOutputs
@@ -35,7 +35,6 @@ class BatchSlot:
     """What one slot takes from the scheduler, and where its batches are counted."""
 
     name: str  # its thread's
-    stats: EngineStats
     max_lane: Lane | None = None  # None: every lane
     max_tokens: int | None = None  # None: the scheduler's batch budget
 
@@ -43,8 +42,14 @@ class BatchSlot:
     def queries(self) -> bool:
         return self.max_lane == Lane.QUERY
 
-    def observer(self, engine: AsyncEngine) -> EngineObserver | None:
-        return engine.query_observer if self.queries else engine.observer
+
+def _of_queries(batch: list[EncodeRequest]) -> bool:
+    """A batch of queries only (whichever slot cut it) counts in the query lane."""
+    return all(r.lane == Lane.QUERY for r in batch)
+
+
+def _observer(engine: AsyncEngine, batch: list[EncodeRequest]) -> EngineObserver | None:
+    return engine.query_observer if _of_queries(batch) else engine.observer
 
 
 def model_loop(engine: AsyncEngine, slot: BatchSlot) -> None:
@@ -73,7 +78,7 @@ def model_loop(engine: AsyncEngine, slot: BatchSlot) -> None:
             engine.groups.busy = True
         t0 = time.perf_counter()
         waits: list[float] = []
-        if slot.observer(engine) is not None:
+        if _observer(engine, batch) is not None:
             cut = time.monotonic()
             waits = [cut - r.queued_at for r in batch]
         try:
@@ -111,7 +116,7 @@ def _finish(
         log.exception("batch of %d texts failed", len(batch))
         engine.event_loop.call_soon_threadsafe(_fail, batch, exc)
         return
-    s = slot.stats
+    s = engine.query_stats if _of_queries(batch) else engine.stats
     s.batches += 1
     s.texts += len(batch)
     tokens = sum(r.num_tokens for r in batch)
@@ -125,7 +130,7 @@ def _finish(
     if s.batch_sizes is not None:
         s.batch_sizes.append(len(batch))
     engine.event_loop.call_soon_threadsafe(_resolve, batch, results, s.batches - 1)
-    if (observer := slot.observer(engine)) is not None:
+    if (observer := _observer(engine, batch)) is not None:
         try:
             observer.batch(tokens, waits, launched.forward_s, launched.pool_s)
         except Exception:  # metrics must never stop the model thread
