@@ -39,12 +39,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
+from benchmarks.peer_run import padded_feeds
 from benchmarks.procs import cpu_counters, pressure_avg10, steal_pct, wait_quiet
 from poolq.ingest.sample_corpus import passages
 from tests.models import minilm_path
 
 TARGET = 1.2
-BATCH = 32  # the peer's batch (peer_run.py)
 
 
 def raw_openvino(ir: Path, model: Path, threads: int):  # type: ignore[no-untyped-def]
@@ -63,18 +63,9 @@ def raw_openvino(ir: Path, model: Path, threads: int):  # type: ignore[no-untype
     tok.no_padding()
 
     def encode(texts: list[str]) -> np.ndarray:
-        enc = tok.encode_batch(texts)
-        order = sorted(range(len(texts)), key=lambda i: -len(enc[i].ids))
         out = np.empty((len(texts), 384), dtype=np.float32)
-        for b in range(0, len(order), BATCH):
-            rows = order[b : b + BATCH]
-            width = max(len(enc[i].ids) for i in rows)
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            for r, i in enumerate(rows):
-                n = len(enc[i].ids)
-                ids[r, :n], mask[r, :n] = enc[i].ids, 1
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        for rows, feed in padded_feeds(tok.encode_batch(texts)):
+            mask = feed["attention_mask"]
             hidden = next(iter(request.infer(feed).values()))
             out[rows] = mean_pool(hidden, mask)
         return out

@@ -36,8 +36,13 @@ def batches(tokenizer_dir: Path, texts: list[str], max_length: int):  # type: ig
     tok = Tokenizer.from_file(str(tokenizer_dir / "tokenizer.json"))
     tok.enable_truncation(max_length)
     tok.no_padding()
-    enc = tok.encode_batch(texts)
-    order = sorted(range(len(texts)), key=lambda i: -len(enc[i].ids))
+    yield from padded_feeds(tok.encode_batch(texts))
+
+
+def padded_feeds(enc: list):  # type: ignore[no-untyped-def]
+    """The peers' batching: BATCH texts at a time, longest first, padded to the batch's longest;
+    yields (rows, feed)."""
+    order = sorted(range(len(enc)), key=lambda i: -len(enc[i].ids))
     for b in range(0, len(order), BATCH):
         rows = order[b : b + BATCH]
         width = max(len(enc[i].ids) for i in rows)
