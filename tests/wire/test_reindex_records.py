@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
+from poolq.ingest.cli.reindex import summary_line
 from poolq.ingest.client import PoolqClient
 from poolq.wire import constants
 from poolq.wire.records.base import WireError, WireRecord, always_on_wire
@@ -32,7 +33,6 @@ from poolq.wire.records.reindex import (
 from poolq.wire.records.results import DocumentErrorRecord, IngestResult
 from poolq.wire.serialization import deserialize
 from poolq.worker.app.jobs.reindex import run_reindex
-from poolq.worker.cli.reindex import _summary
 from poolq.worker.config.settings import Settings
 from poolq.worker.dev.local_redis import LocalRedis
 
@@ -139,13 +139,13 @@ def _without(key: str) -> dict[str, Any]:
 
 
 def test_the_cli_summary_line_is_unchanged() -> None:
-    assert _summary(summary()) == (
+    assert summary_line(summary()) == (
         "full rebuild of 'kb': 3 documents (3 new, 0 changed, 0 stale, 0 metadata only, "
         "0 unchanged, 1 removed); 7 chunks encoded, 7 points written, 1 errors in 1.25s; "
         "alias 'kb' -> 'kb__2', dropped 'kb__1'"
     )
     incremental = summary(full=False, target="kb", switched_from=None, dropped=None, errors=[])
-    assert _summary(incremental) == (
+    assert summary_line(incremental) == (
         "incremental of 'kb': 3 documents (3 new, 0 changed, 0 stale, 0 metadata only, "
         "0 unchanged, 1 removed); 7 chunks encoded, 7 points written, 0 errors in 1.25s"
     )

@@ -1,120 +1,15 @@
-"""``poolq reindex``: run one reindex now (in a worker), optionally waiting with progress."""
+"""``poolq reindex``: its flags and help; what it does is ``ingest/cli/reindex.py`` (enqueue
+one reindex now, a worker runs it; ``--wait`` follows it with progress)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import sys
 from pathlib import Path
 
 import typer
-from tqdm import tqdm
 
-from poolq.ingest.client import PoolqClient
-from poolq.wire.connection import redact_text
-from poolq.wire.records.outcome import JobResult
-from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
+from poolq.ingest.cli.reindex import run_reindex
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import (
-    CLIENT_ERRORS,
-    error,
-    redis_url_option,
-    resolve_redis_url,
-    timeout_option,
-)
-
-
-async def _run(
-    source: str, collection: str, full: bool, keep_old: bool, wait: bool, redis_url: str,
-    timeout_s: float | None, progress: bool,
-) -> tuple[str, JobResult | None, str | None]:  # fmt: skip
-    async with PoolqClient(redis_url) as client:
-        job_id = await client.reindex(source, collection, full=full, keep_old=keep_old)
-        if not wait:
-            return job_id, None, None
-        bar = tqdm(total=0, unit="doc", file=sys.stderr, disable=not progress, desc="reindexing")
-        loop = asyncio.get_running_loop()
-        deadline = None if timeout_s is None else loop.time() + timeout_s
-        while True:
-            done = await client.finished([job_id])
-            records = await client.reindex_progress(collection)
-            rec = records[0] if records and records[0].job_id == job_id else None
-            if rec is not None and rec.to_encode:
-                bar.total = rec.to_encode
-                bar.n = rec.done
-                bar.set_postfix_str(rec.state)
-                bar.refresh()
-            if job_id in done:
-                bar.close()
-                o = done[job_id]
-                return job_id, o.result, o.error
-            if deadline is not None and loop.time() > deadline:
-                bar.close()
-                raise TimeoutError(f"reindex job {job_id} not finished after {timeout_s}s")
-            await asyncio.sleep(0.25)
-
-
-def run_reindex_cli(
-    source: Path,
-    collection: str,
-    full: bool,
-    keep_old: bool,
-    wait: bool,
-    redis_url: str | None,
-    timeout_s: float | None,
-) -> int:
-    if not source.exists():
-        error("reindex", f"source {str(source)!r} does not exist")
-        return 2
-    try:
-        job_id, result, job_error = asyncio.run(
-            _run(
-                str(source.resolve()),
-                collection,
-                full,
-                keep_old,
-                wait,
-                resolve_redis_url(redis_url),
-                timeout_s,
-                True,
-            )
-        )
-    except CLIENT_ERRORS as exc:
-        error("reindex", exc)
-        return 2
-    if not wait:
-        print(json.dumps({"job": job_id}))
-        return 0
-    if job_error is not None:
-        print(f"poolq reindex: job {job_id} failed: {redact_text(job_error)}", file=sys.stderr)
-        return 1
-    r = result
-    if not isinstance(r, ReindexSummary | ReindexSkipped):
-        got = "nothing" if r is None else r.wire_name
-        error("reindex", f"job {job_id} returned no reindex summary (got {got})")
-        return 1
-    if isinstance(r, ReindexSkipped):
-        print(f"poolq reindex: {r.skipped}", file=sys.stderr)
-        return 1
-    for e in r.errors:
-        print(f"poolq reindex: document {e.id!r}: {e.error}", file=sys.stderr)
-    print(_summary(r))
-    return 1 if r.errors else 0
-
-
-def _summary(r: ReindexSummary) -> str:
-    kind = "full rebuild" if r.full else "incremental"
-    parts = [f"{n} {k.replace('_', ' ')}" for k, n in r.counts().items()]
-    line = (
-        f"{kind} of {r.collection!r}: {r.documents} documents ({', '.join(parts)}); "
-        f"{r.encoded_chunks} chunks encoded, {r.points_written} points written, "
-        f"{len(r.errors)} errors in {r.seconds}s"
-    )
-    if r.switched_from is not None or r.full:
-        line += f"; alias {r.collection!r} -> {r.target!r}"
-        if r.dropped:
-            line += f", dropped {r.dropped!r}"
-    return line
+from poolq.worker.cli.options import redis_url_option, timeout_option
 
 
 @app.command()
@@ -140,6 +35,4 @@ def reindex(
 ) -> None:
     """Reindex a collection from its source now: incremental by content hash (unchanged
     documents cost nothing, removed ones are deleted), or --full."""
-    raise typer.Exit(
-        run_reindex_cli(source, collection, full, keep_old, wait, redis_url, timeout_s)
-    )
+    raise typer.Exit(run_reindex(source, collection, full, keep_old, wait, redis_url, timeout_s))
