@@ -26,6 +26,7 @@ tasks faster than the torch backend.
 
     python benchmarks/bench_cpu_peers.py [--rounds 2] [--limit 1080] [--work DIR]
                                          [--task all|dense|sparse|mixed] [--only NAME ...]
+                                         [--baseline TREE]
 """
 
 from __future__ import annotations
@@ -176,6 +177,21 @@ def peers(arts: dict[str, str], threads: int) -> list[Peer]:
     return out
 
 
+def with_baseline(todo: list[Peer], tree: Path) -> list[Peer]:
+    """Each ``poolq encode`` peer twice more through ``tree_launch.py``: from ``tree`` (a source
+    tree of an earlier commit, "[before]") and from this checkout ("[after]"), so that a change
+    is timed before and after in the same run, with the same launcher."""
+    out = list(todo)
+    root = HERE.parent
+    for p in todo:
+        if p.cmd[:4] != [PY, "-m", "poolq.worker", "encode"]:
+            continue
+        for tag, src in (("before", tree), ("after", root)):
+            cmd = [PY, str(HERE / "tree_launch.py"), str(src), *p.cmd[3:]]
+            out.append(Peer(f"{p.name} [{tag}]", p.task, p.int8, cmd, p.truncation))
+    return out
+
+
 def load_steal() -> str:
     """The 1-minute load and the share of CPU time stolen since boot (/proc)."""
     load = Path("/proc/loadavg").read_text().split()[0]
@@ -273,6 +289,13 @@ def main() -> int:
     ap.add_argument(
         "--only", nargs="*", default=None, help="only the peers whose name holds one of these"
     )
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="also run each selected poolq peer from this source tree (a git worktree of an "
+        "earlier commit) and from this checkout, through tree_launch.py: before / after",
+    )
     args = ap.parse_args()
     env = {
         **os.environ,
@@ -298,6 +321,8 @@ def main() -> int:
         if args.only:
             keep = set(args.only)
             todo = [p for p in todo if any(k in p.name for k in keep)]  # refs: name them
+        if args.baseline is not None:
+            todo = with_baseline(todo, args.baseline.resolve())
         for p in todo:  # converted / quantized once, as a worker's first start does
             if p.name.startswith("poolq-ov"):
                 run_s(p.argv(one, work / "one-out"), env)
@@ -336,7 +361,7 @@ def main() -> int:
         f"{args.limit} passages, {args.threads} threads, best of {args.rounds} interleaved rounds, whole process\n"
     )
     print(
-        f"{'peer':28s} {'trunc':>5s} {'s':>7s} {'vs ST':>6s} {'1-text s':>8s} {'PSI%':>5s}  quality vs sentence-transformers fp32"
+        f"{'peer':38s} {'trunc':>5s} {'s':>7s} {'vs ST':>6s} {'1-text s':>8s} {'PSI%':>5s}  quality vs sentence-transformers fp32"
     )
     for p in todo:
         ref = refs[p.task]
@@ -346,7 +371,7 @@ def main() -> int:
             versus = f"{best[ref] / best[p.name]:5.2f}x"
             q = "(reference)" if p.name == ref else quality(vectors[p.name], vectors[ref], p.task)
         print(
-            f"{p.name:28s} {p.truncation:5d} {best[p.name]:7.2f} {versus} "
+            f"{p.name:38s} {p.truncation:5d} {best[p.name]:7.2f} {versus} "
             f"{start[p.name]:8.2f} {seen_pressure[p.name]:5.1f}  {q}"
         )
     print(f"load/steal at the end: {load_steal()}")

@@ -56,6 +56,13 @@ def test_encode_openvino_int8_runs_the_gated_openvino_model(minilm, tmp_path, mo
     assert [row["id"] for row in rows] == list(range(8)) and len(rows[0]["embed"]) == 384
     # the OpenVINO int8 model and its gate verdict, in the cache the encode was pointed at
     assert list((tmp_path / "cache" / "openvino").glob("*/passed-*.json"))
+    # a cached start (compiled while torch loads, ended without the interpreter's teardown:
+    # cli/quick_exit.py) writes the same rows, to a file and to a pipe
+    again = poolq(*args, "-o", str(tmp_path / "again.jsonl"))
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "again.jsonl").read_text() == out.read_text()
+    piped = poolq(*args)
+    assert piped.returncode == 0 and piped.stdout == out.read_text(), piped.stderr
 
 
 def test_openvino_with_dtype_auto_runs_float32_on_a_native_bf16_cpu(minilm, monkeypatch):

@@ -277,3 +277,48 @@ def test_openvino_refuses_what_it_cannot_run_and_auto_names_it(minilm, cache_dir
         "backend auto: torch" in r.getMessage() and "bfloat16" in r.getMessage()
         for r in caplog.records
     )
+
+
+def test_a_prefetched_compile_is_the_model_the_loader_asks_for(minilm, minilm_pair, cache_dir):
+    """``poolq encode`` compiles the cached model in a thread while torch is imported
+    (``prefetch.py``): the loader takes it, and the outputs are those of a start that compiled
+    it itself; a prefetch of other settings is dropped."""
+    import subprocess
+    import sys
+
+    from poolq.worker.engine.openvino import prefetch
+
+    taken = []
+    real = prefetch.take
+
+    def spy(key, config):
+        taken.append(real(key, config))
+        return taken[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(prefetch, "take", spy)
+        with env(POOLQ_CACHE_DIR=cache_dir):
+            prefetch.start(minilm, "float32", threads=torch.get_num_threads())
+        m = load(minilm, "openvino", cache_dir)
+        assert taken and taken[0] is not None and m.encoder.compiled is taken[0]
+        ref = encode_texts(minilm_pair[1], TEXTS[:20], ["embed"])
+        got = encode_texts(m, TEXTS[:20], ["embed"])
+        assert all(torch.equal(r["embed"], g["embed"]) for r, g in zip(ref, got, strict=True))
+        taken.clear()
+        with env(POOLQ_CACHE_DIR=cache_dir):
+            prefetch.start(minilm, "float32", threads=torch.get_num_threads() + 1)
+        load(minilm, "openvino", cache_dir)
+        assert taken == [None]  # other thread settings: compiled by the loader as before
+    # the prefetch itself imports no torch
+    code = (
+        "import sys; from poolq.worker.engine.openvino import prefetch; "
+        f"prefetch.start({minilm!r}, 'float32', threads=1); "
+        "assert prefetch._pending.result() is not None; assert 'torch' not in sys.modules"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "POOLQ_CACHE_DIR": cache_dir},
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr

@@ -33,4 +33,10 @@ def main() -> None:
     if typer is None:  # pragma: no cover - a client-only install
         sys.exit("poolq: the command line needs its extra: pip install 'poolq[cli]'")
     os.environ.update(openmp_wait_env(os.environ))  # before any command imports torch
-    app(prog_name="poolq")
+    try:
+        app(prog_name="poolq")
+    except SystemExit as exc:
+        from poolq.worker.cli.quick_exit import end_process
+
+        end_process(exc.code)  # a command that closed its outputs skips the teardown
+        raise

@@ -90,9 +90,14 @@ def encode(
             )
         os.environ["POOLQ_BACKEND"] = backend.strip().lower()  # the loader reads it
     from poolq.worker.cli.options import model_path
-    from poolq.worker.runtime.offline_encode import EncodeOptions, run_encode
 
     model = model_path("encode", model)
+    if os.environ.get("POOLQ_BACKEND") == "openvino" and Path(model).is_dir():
+        from poolq.worker.engine.openvino import prefetch
+
+        # the cached OpenVINO model compiles on the other core while torch is imported below
+        prefetch.start(model, "float32" if dtype is None else dtype)
+    from poolq.worker.runtime.offline_encode import EncodeOptions, run_encode
 
     opts = EncodeOptions(
         tuple(dict.fromkeys(task)), dimensions, not no_normalize, not no_truncate, prompt_name
@@ -112,6 +117,9 @@ def encode(
     except (ValueError, FileNotFoundError) as exc:
         typer.echo(f"poolq encode: error: {exc}", err=True)
         raise typer.Exit(2) from None
+    from poolq.worker.cli import quick_exit
+
+    quick_exit.request()  # the output is written and closed (cli/quick_exit.py)
     if summary.cpu is not None:
         typer.echo(f"poolq encode: {summary.cpu}", err=True)
     if summary.gate is not None:

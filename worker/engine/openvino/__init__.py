@@ -9,6 +9,7 @@ model converted at load time from the checkpoint poolq already loaded.
   and NNCF versions, each with OpenVINO's compiled-model cache beside it;
 * ``cached_start.py``: a start whose converted model is cached builds no torch encoder (the
   poolers' heads read from the checkpoint on demand);
+* ``prefetch.py``: ``poolq encode`` compiles the cached model in a thread while torch imports;
 * ``buckets.py``: a packed batch cut into static length buckets;
 * ``encoder.py``: the compiled model behind the packed encoder's call signature;
 * ``splade.py``: the SPLADE pooler reading the graph's pooled weights;

@@ -3,8 +3,8 @@
 Under ``<cache folder>/openvino/<key>/model.xml`` (the cache folder: ``POOLQ_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/poolq``, else ``~/.cache/poolq``). The key hashes what decides the graph: the
 checkpoint's fingerprint (its files' contents, ``worker/config/versions.py``), the form version
-(``graph.FORM_VERSION``), whether the SPLADE head is in the graph, the precision, and the
-OpenVINO (and, for int8, NNCF) versions. A model is written to a temporary folder and renamed
+(``FORM_VERSION``: what ``graph.py`` converts), whether the SPLADE head is in the graph, the
+precision, and the OpenVINO (and, for int8, NNCF) versions. A model is written to a temporary folder and renamed
 into place: a reader never sees half a model. Beside an int8 model, the int8 gate's verdict
 under the model's floors (``passed-*.json`` with its figures, ``refused-*``): the gate ran on
 this very model, sample and floors, so a later start does not run the fp32 pass again. Weights
@@ -25,12 +25,11 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from poolq.worker.engine.openvino.graph import FORM_VERSION
-
 if TYPE_CHECKING:
     from poolq.worker.engine.int8_quality import QualityReport
 
 log = logging.getLogger("poolq.openvino")
+FORM_VERSION = 2  # bump when what graph.py converts changes: cached models are keyed by it
 MODEL_FILE = "model.xml"
 COMPILED_DIR = "compiled"  # OpenVINO's compiled blobs of the model beside it (its CACHE_DIR)
 
@@ -72,6 +71,10 @@ def compile_cached(core: Any, key: str, config: dict[str, Any], model: Any | Non
     compiled-model cache beside it (``CACHE_DIR`` = ``<key>/compiled/``): a later start imports
     the compiled blob instead of reading and compiling the model again. ``model``: the
     ``openvino.Model`` itself, compiled as is where its file was not written."""
+    from poolq.worker.engine.openvino import prefetch
+
+    if (compiled := prefetch.take(key, config)) is not None:  # compiled while torch loaded
+        return compiled
     path = cache_root() / key / MODEL_FILE
     if not path.is_file():
         if model is None:

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 log = logging.getLogger("poolq.openvino")
 
 INPUTS = ("input_ids", "attention_mask", "pool_mask")
-FORM_VERSION = 2  # bump when what is converted changes: cached models are keyed by it
+# cache.FORM_VERSION: bump it when what is converted here changes (cached models are keyed by it)
 
 
 class GraphForm(nn.Module):
