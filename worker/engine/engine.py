@@ -38,7 +38,12 @@ from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import PoolingModel
 from poolq.worker.engine.model_thread import BatchSlot, model_loop
 from poolq.worker.engine.queue_room import QueueRoom
-from poolq.worker.engine.requests import EncodeRequest, EncodeResult, anonymous_caller
+from poolq.worker.engine.requests import (
+    CallResults,
+    EncodeRequest,
+    EncodeResult,
+    anonymous_caller,
+)
 from poolq.worker.engine.runner import ModelRunner
 from poolq.worker.engine.scheduler import Scheduler
 from poolq.worker.engine.thread_names import named
@@ -78,6 +83,8 @@ class AsyncEngine:
             max_batch_tokens = default_batch_tokens(model.device)
         self.scheduler = Scheduler(max_batch_tokens, max_batch_requests)
         self.scheduler.chunked_prefill = bool(getattr(model.encoder, "causal", False))
+        # a backend of static length buckets (OpenVINO) asks for batches of similar lengths
+        self.scheduler.length_window = int(getattr(model.encoder, "length_window", 1))
         # a hard cap on this engine's own queue (queue_room.py), not the worker's admission bound
         self.room = QueueRoom(queue_limit_tokens, lambda: self.scheduler.queued_tokens)
         self.runner = ModelRunner(model)
@@ -208,9 +215,7 @@ class AsyncEngine:
             self._tok_pool, self._tokenize, inputs, form, pre, observer
         )
         max_length = form.max_length if form is not None else self.description.max_length
-        futures: dict[int, asyncio.Future[EncodeResult]] = {}
-        requests: list[EncodeRequest] = []
-        caller = group if group is not None else anonymous_caller()  # one call, one share
+        accepted: list[int] = []
         for i, tok in zip(ok, tokenized, strict=True):
             if tok.truncated and not truncate:
                 where = f"the {input_form} form's" if form is not None else "the model's"
@@ -218,41 +223,46 @@ class AsyncEngine:
                     f"request {ids[i]!r}: input is longer than {where} max length "
                     f"{max_length} tokens and truncate=False"
                 )
-                continue
-            futures[i] = self.event_loop.create_future()
-            requests.append(
-                EncodeRequest(
-                    ids[i],
-                    tok.ids,
-                    tok.truncated,
-                    params[i],
-                    lane,
-                    futures[i],
-                    group,
-                    key_mask_cpu=tok.key_mask_cpu,
-                    keep_rows_cpu=tok.keep_rows_cpu,
-                    caller=caller,
-                )
-            )
+            else:
+                accepted.append(i)
         if errors and not return_exceptions:
             raise errors[min(errors)]
+        # one future for the call: the caller wakes once, when its last request is done
+        call = CallResults(self.event_loop.create_future(), len(accepted))
+        caller = group if group is not None else anonymous_caller()  # one call, one share
+        by_i = dict(zip(ok, tokenized, strict=True))
+        requests = [
+            EncodeRequest(
+                ids[i],
+                by_i[i].ids,
+                by_i[i].truncated,
+                params[i],
+                lane,
+                call.slot(j),
+                group,
+                key_mask_cpu=by_i[i].key_mask_cpu,
+                keep_rows_cpu=by_i[i].keep_rows_cpu,
+                caller=caller,
+            )
+            for j, i in enumerate(accepted)
+        ]
         if requests:
             await self.room.admit(sum(r.num_tokens for r in requests), lane)
-            for r in requests:
-                r.future.add_done_callback(self._cancel_callback(r))
             self.scheduler.add(requests)
             if group is not None:
-                self.groups.track(group, [r.future for r in requests])
+                self.groups.track(group, len(requests), call.future)
         if on_queued is not None:
             on_queued()
-        try:
-            done = await asyncio.gather(*futures.values())
-        except BaseException:
-            for f in futures.values():
-                f.cancel()
-            raise
-        by_index: dict[int, Any] = dict(zip(futures, done, strict=True))
-        by_index.update(errors)
+        by_index: dict[int, Any] = dict(errors)
+        if requests:
+            try:
+                done = await call.future
+            except BaseException:
+                call.future.cancel()
+                if any([self.scheduler.cancel(r) for r in requests]):  # each one, no short cut
+                    self.notify_space()
+                raise
+            by_index.update(zip(accepted, done, strict=True))
         return [by_index[i] for i in range(n)]
 
     async def encode_one(
@@ -295,15 +305,6 @@ class AsyncEngine:
             "queued_tokens": self.scheduler.queued_tokens,
             "queued_requests": self.scheduler.queued_requests,
         }
-
-    def _cancel_callback(
-        self, req: EncodeRequest
-    ) -> Callable[[asyncio.Future[EncodeResult]], None]:
-        def on_done(fut: asyncio.Future[EncodeResult]) -> None:
-            if fut.cancelled() and self.scheduler.cancel(req):
-                self.notify_space()
-
-        return on_done
 
     def notify_space(self) -> None:
         """(Any thread) Tokens left the queue (``queue_room.py``)."""

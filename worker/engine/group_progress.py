@@ -39,20 +39,19 @@ class GroupProgress:
         self.served_at.pop(group, None)
         self.pending.pop(group, None)
 
-    def track(self, group: str, futures: Iterable[asyncio.Future[Any]]) -> None:
-        """(Event loop) ``futures`` of ``group`` were queued: pending until each is done."""
-        futures = list(futures)
-        self.pending[group] = self.pending.get(group, 0) + len(futures)
+    def track(self, group: str, n: int, call: asyncio.Future[Any]) -> None:
+        """(Event loop) ``n`` requests of ``group`` were queued, all answered by ``call`` (one
+        future per encode call): pending until it is done."""
+        self.pending[group] = self.pending.get(group, 0) + n
 
         def done(_: asyncio.Future[Any]) -> None:
-            left = self.pending.get(group, 0) - 1
+            left = self.pending.get(group, 0) - n
             if left > 0:
                 self.pending[group] = left
             else:
                 self.pending.pop(group, None)
 
-        for f in futures:
-            f.add_done_callback(done)
+        call.add_done_callback(done)
 
     def served(self, groups: Iterable[str | None]) -> None:
         """(Model thread) a batch of these groups' requests was computed now."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import torch
 
@@ -51,6 +52,65 @@ class EncodeResult:
         return out
 
 
+class ResultSink(Protocol):
+    """Where a request's result goes (an asyncio future, or its place in a :class:`CallResults`).
+    Set on the event loop only; ``done()`` may be read from the model thread (a stale answer
+    only delays dropping a cancelled request by one batch)."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: EncodeResult, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
+_UNSET: Any = object()
+
+
+class CallResults:
+    """The results of one ``encode`` call, and one asyncio future for all of them: the caller is
+    woken once, when its last request is done, not once per request (a future, a done callback
+    and a loop wake-up per chunk cost the event loop more than the rest of a chunk's hand-off).
+    A failure of any request fails the call, as ``asyncio.gather`` did."""
+
+    __slots__ = ("future", "left", "results")
+
+    def __init__(self, future: asyncio.Future[list[EncodeResult]], n: int) -> None:
+        self.future = future
+        self.results: list[EncodeResult] = [_UNSET] * n
+        self.left = n
+
+    def slot(self, index: int) -> RequestSlot:
+        return RequestSlot(self, index)
+
+
+class RequestSlot:
+    """One request's place in its call's results (a :class:`ResultSink`)."""
+
+    __slots__ = ("call", "index")
+
+    def __init__(self, call: CallResults, index: int) -> None:
+        self.call = call
+        self.index = index
+
+    def done(self) -> bool:
+        call = self.call
+        return call.future.done() or call.results[self.index] is not _UNSET
+
+    def set_result(self, result: EncodeResult, /) -> None:
+        call = self.call
+        if call.results[self.index] is not _UNSET:
+            return
+        call.results[self.index] = result
+        call.left -= 1
+        if call.left == 0 and not call.future.done():
+            call.future.set_result(call.results)
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        if not self.call.future.done():
+            self.call.future.set_exception(exception)
+
+
 @dataclass(eq=False)
 class EncodeRequest:
     """One text, tokenized, with every task it wants from one forward pass."""
@@ -60,7 +120,7 @@ class EncodeRequest:
     truncated: bool
     params: tuple[PoolingParams, ...]
     lane: Lane  # who runs next (lanes.py)
-    future: asyncio.Future[EncodeResult]
+    future: ResultSink  # an asyncio future, or the request's place in its call
     group: str | None = None  # who asked (a job id): callers share a lane by tokens
     # Input form (ColBERT query/document), host bool [num_tokens] each; None: every token.
     key_mask_cpu: torch.Tensor | None = None  # tokens attended to as keys
