@@ -7,8 +7,8 @@ from arq.constants import in_progress_key_prefix, job_key_prefix, retry_key_pref
 from redis.asyncio import Redis
 
 from poolq.wire import constants
+from poolq.wire.dead_letters import entries
 from poolq.wire.serialization import serialize
-from poolq.worker.reliability import dead_letter
 from poolq.worker.reliability.reaper import reap_dead_workers, reap_orphans
 
 Q = constants.INGEST_QUEUE
@@ -33,7 +33,7 @@ async def test_dead_workers_jobs_are_handed_back_and_live_ones_kept(redis_server
         assert await r.exists(in_progress_key_prefix + "j-live")
         assert not await r.exists(in_progress_key_prefix + "j-dead")
         assert not await r.exists(constants.WORKER_JOBS_KEY.format(worker_id="dead"))
-        (entry,) = await dead_letter.entries(r)  # only the one on its last try
+        (entry,) = await entries(r)  # only the one on its last try
         assert entry.job_id == "j-last" and "died during the job's last try" in entry.error
     finally:
         await r.aclose()

@@ -167,7 +167,7 @@ def test_redis_restart_mid_run_loses_no_job(redis_server, tmp_path):
 
 
 def test_a_job_whose_last_try_dies_with_its_worker_is_dead_lettered(redis_server, tmp_path):
-    from poolq.worker.reliability import dead_letter
+    from poolq.wire import dead_letters
 
     qpath = tmp_path / "qdrant"
     env = {"POOLQ_MAX_TRIES": "1"}
@@ -181,7 +181,7 @@ def test_a_job_whose_last_try_dies_with_its_worker_is_dead_lettered(redis_server
 
         async def dlq():
             async with PoolqClient(redis_server.url) as client:
-                return await dead_letter.entries(client.redis)
+                return await dead_letters.entries(client.redis)
 
         entries = asyncio.run(dlq())
     finally:

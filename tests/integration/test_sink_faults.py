@@ -9,16 +9,17 @@ import pytest
 from arq.worker import Worker
 from qdrant_client.http.exceptions import ResponseHandlingException
 
+from poolq.ingest.cli.dlq import run_dlq
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.writer import QdrantWriter
+from poolq.wire.dead_letters import entries
 from poolq.wire.records.codes import ErrorCode
 from poolq.worker.app.worker_settings import worker_kwargs
-from poolq.worker.cli.dlq import run_dlq
 from poolq.worker.config.settings import Settings
-from poolq.worker.reliability import dead_letter, job_guard
+from poolq.worker.reliability import job_guard
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +76,7 @@ async def test_transient_sink_failures_are_retried_and_nothing_is_lost(redis_ser
         await run_worker_until_idle(settings, writer)
         outcomes = await client.wait(ids, timeout_s=60)
         assert all(o.status == "done" for o in outcomes), [o.error for o in outcomes]
-        assert await dead_letter.entries(client.redis) == []
+        assert await entries(client.redis) == []
     assert flaky[0].injected == 4 and writer.retries == 4
     check = EdgeStore(tmp_path / "q")
     try:
@@ -102,7 +103,7 @@ async def test_a_sink_that_keeps_failing_ends_in_the_dead_letter_list(
         (outcome,) = await client.wait([job_id], timeout_s=60)
         assert outcome.status == "failed"
         assert outcome.code == ErrorCode.SINK and "Qdrant unavailable" in outcome.error
-        (entry,) = await dead_letter.entries(client.redis)
+        (entry,) = await entries(client.redis)
     # 3 tries (2 retries by the queue), each 2 attempts by the writer
     assert entry.job_id == job_id and entry.tries == 3 and flaky[0].injected == 6
     assert entry.function == "ingest" and entry.args[0] == "c"
@@ -120,5 +121,5 @@ async def test_a_sink_that_keeps_failing_ends_in_the_dead_letter_list(
     async with PoolqClient(redis_server.url) as client:
         (again,) = await client.wait([new_id], timeout_s=60)
         assert again.status == "done" and again.result.documents == 5
-        assert await dead_letter.entries(client.redis) == []
+        assert await entries(client.redis) == []
     assert await asyncio.to_thread(run_dlq, "drop", ["nope"], False, redis_server.url, False) == 1

@@ -13,10 +13,11 @@ from poolq.ingest.sample_corpus import passages
 from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.writer import QdrantWriter
+from poolq.wire.dead_letters import entries
 from poolq.wire.records.codes import ErrorCode
 from poolq.worker.app.worker_settings import worker_kwargs
 from poolq.worker.config.settings import Settings
-from poolq.worker.reliability import dead_letter, job_guard
+from poolq.worker.reliability import job_guard
 
 pytestmark = pytest.mark.slow
 
@@ -63,7 +64,7 @@ async def test_a_job_whose_write_hangs_is_timed_out_retried_then_dead_lettered(
             (job_id,) = await client.enqueue("c", docs, job_size=10, priority="bulk")
             await w.main()
             (outcome,) = await client.wait([job_id], timeout_s=60)
-            (entry,) = await dead_letter.entries(client.redis)
+            (entry,) = await entries(client.redis)
     finally:
         stores[0].release.set()
         await w.close()

@@ -131,7 +131,7 @@ def run_demo(workdir: Path | None = None) -> None:
         print(f"redis-server on {redis_server.url}")
         with WorkerProcess(redis_server.url, qdrant_path, log=work / "worker.log"):
             print(f"worker started (log: {work / 'worker.log'}); enqueueing {n} documents")
-            from poolq.worker.cli.enqueue import Args, run_enqueue
+            from poolq.ingest.cli.enqueue import Args, run_enqueue
 
             args = Args(corpus, COLLECTION, wait=True, job_size=16, redis_url=redis_server.url,
                         timeout_s=1800)  # fmt: skip

@@ -14,8 +14,9 @@ from typing import Any
 
 import typer
 
+from poolq.ingest.cli.common import error
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import config_option, error, fail
+from poolq.worker.cli.options import config_option, fail
 from poolq.worker.cli.store_target import (
     open_target,
     qdrant_api_key_option,

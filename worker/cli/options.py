@@ -1,6 +1,6 @@
-"""What every command shares: its options, where the Redis URL comes from, and how it fails
-(one line on stderr, URLs redacted, a non-zero exit). The client's part (the Redis URL, the
-one-line errors) is ``ingest/cli/common.py``: the client's commands live in ``ingest/cli``."""
+"""What every command shares: its options, and how a worker-side command fails (one line on
+stderr, URLs redacted, a non-zero exit). Where the Redis URL comes from and the one-line errors
+are ``ingest/cli/common.py``: the client's commands live in ``ingest/cli``."""
 
 from __future__ import annotations
 
@@ -8,27 +8,8 @@ from typing import Any, NoReturn
 
 import typer
 
-from poolq.ingest.cli.common import (
-    CLIENT_ERRORS,
-    OutageNotice,
-    error,
-    resolve_redis_url,
-)
+from poolq.ingest.cli.common import error
 from poolq.wire import constants
-
-__all__ = [
-    "CLIENT_ERRORS",
-    "OutageNotice",
-    "config_option",
-    "error",
-    "fail",
-    "json_option",
-    "model_path",
-    "outage_limit_option",
-    "redis_url_option",
-    "resolve_redis_url",
-    "timeout_option",
-]
 
 
 def redis_url_option() -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 
 import typer
 
+from poolq.ingest.cli.common import CLIENT_ERRORS, error, resolve_redis_url
 from poolq.wire.search_types import (
     DEFAULT_GROUP_SIZE,
     MAX_GROUP_SIZE,
@@ -25,14 +26,7 @@ from poolq.wire.search_types import (
     SearchResult,
 )
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import (
-    CLIENT_ERRORS,
-    config_option,
-    error,
-    json_option,
-    redis_url_option,
-    resolve_redis_url,
-)
+from poolq.worker.cli.options import config_option, json_option, redis_url_option
 
 # Redis down, no worker running (NoWorkerError) or answering (TimeoutError), the search failing
 # in the worker

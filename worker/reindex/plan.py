@@ -24,15 +24,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from poolq.sinks.inventory import StoredDocument
 from poolq.wire.documents import Document, DocumentError, validate_documents
 from poolq.wire.records.job_args import ReindexArgs
-from poolq.worker.reindex.sources import Source, open_source
-
-if TYPE_CHECKING:
-    pass
+from poolq.wire.sources import Source, open_source
 
 log = logging.getLogger("poolq.reindex")
 BATCH_DOCUMENTS = 32  # documents per pipeline batch

@@ -5,8 +5,8 @@ import; retry and drop: the client's ``ingest/dead_letters.py``).
 
 Stored as one Redis hash (``DEAD_LETTER_KEY``): job id -> msgpack
 :class:`~poolq.wire.records.dead_letter.DeadLetter` ``{"job_id", "function", "args",
-"kwargs", "error", "tries", "failed_at", "code"}``. A job is
-dead-lettered and counted as failed in the job index (``ingest/job_index.py``) in one
+"kwargs", "error", "tries", "failed_at", "code"}``. A job is dead-lettered and counted as
+failed in the job index (its writer: ``worker/reliability/job_records.py``) in one
 transaction; dropping or retrying it takes it out of both.
 """
 
@@ -19,12 +19,9 @@ from typing import Any
 from redis.asyncio import Redis
 
 from poolq.wire import constants
-from poolq.wire.dead_letters import entries
 from poolq.wire.records.dead_letter import DeadLetter
 from poolq.wire.records.errors import ErrorRecord
 from poolq.worker.reliability import job_records
-
-__all__ = ["entries", "record"]  # entries: the list as both sides read it (wire/dead_letters.py)
 
 
 async def record(

@@ -22,10 +22,11 @@ from tqdm import tqdm
 
 from poolq.worker.engine.cpu_budget import RESERVED_ENCODE_CPUS, explicit_threads
 from poolq.worker.engine.cpu_threads import CpuProbe
+from poolq.worker.engine.description import ModelConfig
 from poolq.worker.engine.device import resolve_device
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.int8_quality import GATED_TASKS, QualityMeter, QualityReport
-from poolq.worker.engine.loader import ModelConfig, PoolingModel, load_model
+from poolq.worker.engine.loader import PoolingModel, load_model
 from poolq.worker.pooling import PoolingParams, SparseEmbedding
 from poolq.worker.pooling.outputs import PoolerOutput
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from poolq.worker.reindex.sources import FolderSource, JsonlSource, open_source
+from poolq.wire.sources import FolderSource, JsonlSource, open_source
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:
