@@ -18,7 +18,7 @@ from poolq.wire.connection import redis_settings
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.results import IngestResult
 from poolq.wire.serialization import deserialize, serialize
-from poolq.worker.reliability import job_guard, job_records
+from poolq.worker.reliability import job_guard, job_index_hooks, job_records
 from poolq.worker.reliability.arq_overrides import PoolqWorker
 
 DAY = 24 * 3600
@@ -63,7 +63,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     record = {"worker_id": WORKER, "seen_at": time.time(), "jobs_done": 0, "points_written": 0}
     key = constants.HEARTBEAT_KEY.format(worker_id=WORKER)
     await ctx["redis"].set(key, serialize(record), ex=60)
-    await job_guard.install_job_index(ctx)
+    await job_index_hooks.install_job_index(ctx)
 
 
 def worker(url: str, release: asyncio.Event) -> PoolqWorker:

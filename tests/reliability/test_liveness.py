@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 from poolq.wire import constants
 from poolq.wire.records.heartbeat import Heartbeat
 from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.reliability import job_records
 from poolq.worker.reliability.heartbeat import HeartbeatThread
 from poolq.worker.reliability.job_guard import guarded
 from poolq.worker.reliability.reap_decisions import WorkerJobs, confirmed_dead
@@ -151,3 +152,22 @@ async def test_a_second_run_takes_over_when_the_first_dies(redis: Redis) -> None
     run = guarded(job, name=constants.INGEST_JOB, max_tries=3)
     assert await asyncio.wait_for(run(job_ctx(redis, "w-b", RunLocks("w-b")), "c"), 10) == "ok"
     assert ran == [1]
+
+
+async def test_a_run_is_listed_and_locked_while_it_runs_and_unlisted_with_its_outcome(
+    redis: Redis,
+) -> None:
+    running_key = constants.WORKER_JOBS_KEY.format(worker_id="w-a")
+    seen: list[Any] = []
+
+    async def job(ctx: dict[str, Any], collection: str) -> dict[str, int]:
+        seen.append((await redis.smembers(running_key), await redis.get(lock_key("j-twice"))))
+        return {"points": 3}
+
+    ctx = job_ctx(redis, "w-a", RunLocks("w-a"))
+    assert await guarded(job, name=constants.INGEST_JOB, max_tries=3)(ctx, "c") == {"points": 3}
+    members, holder = seen[0]
+    assert members == {b"j-twice"} and holder.startswith(b"w-a:")
+    assert not await redis.exists(running_key, lock_key("j-twice"))
+    assert ctx[job_records.OUTCOME_RECORDED] is True
+    assert await redis.zscore(job_records.DONE, "j-twice") is not None

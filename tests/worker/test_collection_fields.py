@@ -12,6 +12,7 @@ from redis.asyncio import Redis
 from poolq.wire import constants
 from poolq.wire.filters import parse_conditions
 from poolq.worker.runtime.collection_fields import (
+    RecentFields,
     filter_problem,
     metadata_fields,
     read_fields,
@@ -110,3 +111,21 @@ async def test_concurrent_writers_merge_their_types(redis_server):
         assert sorted(raw.decode().split(",")) == ["integer", "string"]  # comma-separated
     finally:
         await redis.aclose()
+
+
+def test_recent_fields_skip_only_what_was_recorded_lately(monkeypatch):
+    from poolq.worker.runtime import collection_fields
+
+    now = [100.0]
+    monkeypatch.setattr(collection_fields.time, "monotonic", lambda: now[0])
+    recent = RecentFields(remember_s=60.0)
+    fields = {"lang": {"string"}, "n": {"integer"}}
+    assert recent.new_in("docs", fields)
+    recent.recorded("docs", fields)
+    assert not recent.new_in("docs", {"lang": {"string"}}), "nothing new: no call"
+    assert not recent.new_in("docs__20260101000000_abcd", fields), "an alias's physical one"
+    assert recent.new_in("docs", {"n": {"integer", "float"}}), "a new type"
+    assert recent.new_in("docs", {"tags": {"array", "string"}}), "a new key"
+    assert recent.new_in("other", {"lang": {"string"}}), "another collection"
+    now[0] += 61.0
+    assert recent.new_in("docs", {"lang": {"string"}}), "forgotten: Redis may have lost it"

@@ -36,7 +36,8 @@ from poolq.worker.engine.thread_names import named
 from poolq.worker.observability import metrics
 from poolq.worker.reliability.arq_overrides import PoolqWorker, adopt_running
 from poolq.worker.reliability.heartbeat import HeartbeatThread
-from poolq.worker.reliability.job_guard import guarded, install_job_index
+from poolq.worker.reliability.job_guard import guarded
+from poolq.worker.reliability.job_index_hooks import install_job_index
 from poolq.worker.reliability.reaper import reaper_loop
 from poolq.worker.reliability.run_lock import RunLocks
 from poolq.worker.runtime.runtime import Runtime

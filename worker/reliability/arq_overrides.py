@@ -65,6 +65,7 @@ OVERRIDDEN = ("_poll_iteration", "run_job", "start_jobs", "finish_failed_job")
 SIGNAL_OVERRIDES = ("handle_sig_wait_for_completion",)
 
 KEEP_MARK_EVERY_S = 1.0
+LANES_REMEMBERED = 4096  # job ids whose lane was read (_lane_of)
 _REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, WatchError, ConnectionError, OSError)
 
 
@@ -155,15 +156,24 @@ class PoolqWorker(Worker):
     async def _lane_of(self, job_id: str) -> tuple[Lane, int]:
         """A job's lane, read from its record: the ``priority`` it was enqueued with, the same
         field that places its chunks in the engines (``jobs/ingest.py``); and the record's
-        size. A record that is gone or unreadable is bulk (arq then deals with it)."""
+        size. A record that is gone or unreadable is bulk (arq then deals with it). A record
+        never changes while its job id is queued: each is read once, not at every poll that
+        finds no room (20 a second, each reading the whole record)."""
+        known: dict[str, tuple[Lane, int]] = self.__dict__.setdefault("_lanes_read", {})
+        if (hit := known.get(job_id)) is not None:
+            return hit
         record = await self.pool.get(job_key_prefix + job_id)
         if record is None:
             return Lane.BULK, 0
         try:
             job = deserialize_job(record, deserializer=self.job_deserializer)
+            found = lane_of_priority(job.kwargs.get("priority")), len(record)
         except Exception:  # arq reports the record when it runs the job
-            return Lane.BULK, len(record)
-        return lane_of_priority(job.kwargs.get("priority")), len(record)
+            found = Lane.BULK, len(record)
+        if len(known) >= LANES_REMEMBERED:
+            known.clear()
+        known[job_id] = found
+        return found
 
     async def _keep_mark(self, job_id: str) -> None:
         # seen again by every poll (20 a second) while it runs: one SET a second per job is

@@ -11,7 +11,6 @@ retries, Redis or the network down. Bad input is not: it fails at once, without 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
@@ -19,20 +18,14 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from arq.constants import result_key_prefix
-from arq.jobs import deserialize_result
 from arq.worker import Retry
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.wire import constants
-from poolq.wire.records.codes import ErrorCode
-from poolq.wire.records.errors import failure_of
 from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
-from poolq.wire.serialization import deserialize
 from poolq.worker.reliability import dead_letter, job_records
-from poolq.worker.reliability.arq_overrides import adopt_running
 from poolq.worker.reliability.deadlines import JobClock, JobDeadlineError, run_with_deadlines
 from poolq.worker.reliability.run_lock import RunLocks
 
@@ -71,16 +64,18 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
         running_key = (
             constants.WORKER_JOBS_KEY.format(worker_id=rt.worker_id) if rt is not None else None
         )
-        ttl_s = result_ttl_s(ctx)
+        ttl_s = job_records.result_ttl_s(ctx)
         locks = getattr(rt, "run_locks", None)
-        if redis is not None and locks is not None and not await locks.acquire(redis, job_id):
-            # handed back while its first run is alive: one run at a time (run_lock.py)
-            ended = await _wait_for_other_run(redis, locks, job_id)
-            if ended is not None:
-                return ended
-        if redis is not None and running_key is not None:
-            with contextlib.suppress(Exception):  # best effort: only speeds up recovery
-                await redis.sadd(running_key, job_id)
+        if redis is not None and locks is not None:
+            # the lock and the running list in one call (run_lock.py)
+            if not await locks.acquire(redis, job_id, running_key):
+                # handed back while its first run is alive: one run at a time (run_lock.py)
+                ended = await _wait_for_other_run(redis, locks, job_id)
+                if ended is not None:
+                    return ended
+                await _listed(redis, running_key, job_id)
+        elif redis is not None:
+            await _listed(redis, running_key, job_id)
         if redis is not None and name == constants.REINDEX_JOB:
             await _list_reindex(redis, args, kwargs)
         t0 = time.perf_counter()
@@ -95,6 +90,7 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
             getattr(settings, "job_timeout_s", None) if name == constants.INGEST_JOB else None
         )
         vectorizer = getattr(rt, "vectorizer", None)
+        unlisted = False  # the job's last writes left the running list already
         try:
             result = await run_with_deadlines(
                 fn(ctx, *args, **kwargs),
@@ -109,7 +105,8 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
                 ),
             )
             if redis is not None:  # done: counted before it leaves the running list
-                await _record(redis, job_id, success=True, result=result, ttl_s=ttl_s)
+                unlisted = await _record_done(redis, job_id, result, ttl_s, running_key, locks)
+                ctx[job_records.OUTCOME_RECORDED] = unlisted
         except Exception as e:
             seconds = time.perf_counter() - t0
             delay = retry_delay(e, job_try, max_tries)
@@ -132,6 +129,7 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
                     await dead_letter.record(
                         redis, job_id, name, args, kwargs, e, job_try, ttl_s=ttl_s
                     )  # (and counted as failed)
+                    ctx[job_records.OUTCOME_RECORDED] = True
                 except Exception:
                     log.exception("job %s: could not record it in the dead-letter list", job_id)
             raise
@@ -140,12 +138,12 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
                 rt.admission.ended(job_id)
             if vectorizer is not None:
                 vectorizer.forget_group(job_id)
-            if redis is not None and running_key is not None:
+            if redis is not None and running_key is not None and not unlisted:
                 # best effort: after a dead worker, the reaper cleans up
                 with contextlib.suppress(Exception):
                     await redis.srem(running_key, job_id)
             if redis is not None and locks is not None:
-                with contextlib.suppress(Exception):  # else it expires
+                with contextlib.suppress(Exception):  # else it expires (no-op once released)
                     await locks.release(redis, job_id)
         seconds = time.perf_counter() - t0
         log.info(
@@ -186,18 +184,36 @@ class JobRanElsewhereError(RuntimeError):
     pass
 
 
-def result_ttl_s(ctx: dict[str, Any]) -> float:
-    """How long the index keeps a job's outcome: the worker's ``keep_result_s``, as arq."""
-    settings = ctx.get("settings")
-    keep = getattr(settings, "keep_result_s", None)
-    return float(keep) if isinstance(keep, int | float) and keep > 0 else constants.JOB_INDEX_TTL_S
+async def _listed(redis: Any, running_key: str | None, job_id: str) -> None:
+    if running_key is not None:
+        with contextlib.suppress(Exception):  # best effort: only speeds up recovery
+            await redis.sadd(running_key, job_id)
 
 
-async def _record(redis: Any, job_id: str, **outcome: Any) -> None:
+async def _record_done(
+    redis: Any,
+    job_id: str,
+    result: Any,
+    ttl_s: float,
+    running_key: str | None,
+    locks: RunLocks | None,
+) -> bool:
+    """A job's last writes in one transaction: its outcome recorded, then it leaves the
+    running list and its run lock is released. False (logged) if Redis failed: the outcome is
+    then missing (``poolq status`` falls back on arq's result) and the guard's ``finally``
+    unlists the job itself; the lock, already counted released, expires."""
     try:
-        await job_records.record_outcome(redis, job_id, **outcome)
-    except Exception as e:  # best effort: `poolq status JOB_ID` falls back on arq's result
+        async with redis.pipeline(transaction=True) as tr:
+            job_records.add_outcome(tr, job_id, success=True, result=result, ttl_s=ttl_s)
+            if running_key is not None:
+                tr.srem(running_key, job_id)
+            if locks is not None:
+                locks.add_release(tr, job_id)
+            await tr.execute()
+        return True
+    except Exception as e:
         log.warning("job %s: could not record its outcome in the job index: %s", job_id, e)
+        return False
 
 
 async def _list_reindex(redis: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -205,77 +221,3 @@ async def _list_reindex(redis: Any, args: tuple[Any, ...], kwargs: dict[str, Any
     if isinstance(collection, str) and collection:
         with contextlib.suppress(Exception):  # best effort: status shows its progress
             await job_records.reindex_listed(redis, collection)
-
-
-_PENDING: set[asyncio.Task[None]] = set()  # outcomes being recorded (referenced until done)
-
-
-def unrun_failure(result_data: bytes | None) -> tuple[str, str, ErrorCode] | None:
-    """The job id, error and its code in arq's serialized result of a job it failed without
-    running it (arq's ``JobExecutionFailed``: ``internal``); None when arq could not serialize
-    one."""
-    if not result_data:
-        return None
-    try:
-        info = deserialize_result(result_data, deserializer=deserialize)
-    except Exception:
-        return None
-    if not info.job_id:
-        return None
-    err = failure_of(info.result)
-    return str(info.job_id), err.text(), err.code
-
-
-async def record_unguarded(redis: Any, job_id: str, ttl_s: float) -> None:
-    """After a job ended: if the guard recorded nothing (a cron job, which is not guarded, or a
-    job arq timed out, where the guard saw only a cancellation), record it from arq's result.
-    No result: retried or cancelled, it runs again."""
-    if await redis.exists(outcome_key(job_id)):
-        return
-    raw = await redis.get(result_key_prefix + job_id)
-    if raw is not None:
-        success, result, error, code = job_records.arq_outcome(raw)
-        await _record(
-            redis, job_id, success=success, result=result, error=error, code=code, ttl_s=ttl_s
-        )
-
-
-async def install_job_index(ctx: dict[str, Any]) -> None:
-    """In the worker's startup: jobs arq fails without running them (expired, max tries
-    exceeded, unknown function) are counted as failed, through the worker's ``failed_unrun``
-    listeners, and jobs that ended unguarded are recorded from arq's result (its public
-    ``after_job_end`` hook, chained); the worker is listed as seen (the reaper refreshes it,
-    see reaper.py) and the collections of its scheduled reindexes are listed for ``poolq
-    status``; the enqueue-time index of earlier versions is deleted."""
-    redis, ttl_s = ctx["redis"], result_ttl_s(ctx)
-    worker = ctx.get("arq_worker") or adopt_running(ctx)
-
-    def failed_unrun(result_data: bytes | None) -> None:
-        failure = unrun_failure(result_data)
-        if failure is None:
-            log.warning("a job failed before it ran and arq gave no result: not counted")
-            return
-        job_id, error, code = failure
-        task = asyncio.get_running_loop().create_task(
-            _record(redis, job_id, success=False, error=error, code=code, ttl_s=ttl_s)
-        )
-        _PENDING.add(task)
-        task.add_done_callback(_PENDING.discard)
-
-    if worker is not None:
-        worker.failed_unrun.append(failed_unrun)
-        previous = worker.after_job_end
-
-        async def after_job_end(job_ctx: dict[str, Any]) -> None:
-            with contextlib.suppress(Exception):  # best effort, as the guard's own record
-                await record_unguarded(redis, str(job_ctx["job_id"]), ttl_s)
-            if previous is not None:
-                await previous(job_ctx)
-
-        worker.after_job_end = after_job_end
-    rt = ctx.get("runtime")
-    with contextlib.suppress(Exception):  # Redis restarting: the reaper's next pass will do
-        if rt is not None:
-            await job_records.worker_seen(redis, str(rt.worker_id))
-        for schedule in getattr(ctx.get("settings"), "reindex", ()):
-            await job_records.reindex_listed(redis, schedule.collection)

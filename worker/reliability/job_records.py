@@ -4,6 +4,7 @@ workers write it."""
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -16,6 +17,11 @@ from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
 from poolq.wire.serialization import deserialize
 
 DONE, FAILED = constants.JOB_INDEX_DONE_KEY, constants.JOB_INDEX_FAILED_KEY
+# set in a job's ctx once the guard recorded how it ended (and, when it is done, unlisted it and
+# released its lock in the same call): arq's after_job_end hook then has nothing to look up
+# (``job_index_hooks.record_unguarded``)
+OUTCOME_RECORDED = "poolq_outcome_recorded"
+log = logging.getLogger("poolq.jobs")
 
 
 def add_outcome(
@@ -85,3 +91,17 @@ def arq_outcome(raw: bytes) -> tuple[bool, Any, str | None, ErrorCode | None]:
         return True, info.result, None, None
     err = failure_of(info.result)
     return False, None, err.text(), err.code
+
+
+def result_ttl_s(ctx: dict[str, Any]) -> float:
+    """How long the index keeps a job's outcome: the worker's ``keep_result_s``, as arq."""
+    settings = ctx.get("settings")
+    keep = getattr(settings, "keep_result_s", None)
+    return float(keep) if isinstance(keep, int | float) and keep > 0 else constants.JOB_INDEX_TTL_S
+
+
+async def record_best_effort(redis: Any, job_id: str, **outcome: Any) -> None:
+    try:
+        await record_outcome(redis, job_id, **outcome)
+    except Exception as e:  # best effort: `poolq status JOB_ID` falls back on arq's result
+        log.warning("job %s: could not record its outcome in the job index: %s", job_id, e)

@@ -31,6 +31,12 @@ _REFRESH = (
     "if not v then return redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) and 1 or 0 end "
     "return 0"
 )
+# take the lock and, once taken, list the job under its worker (KEYS[2], if given): one round
+# trip where two were (a job waiting for another run is not listed as running here)
+_ACQUIRE = (
+    "if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end "
+    "if KEYS[2] then redis.call('sadd', KEYS[2], ARGV[3]) end return 1"
+)
 WAIT_POLL_S = 0.5
 
 
@@ -51,9 +57,12 @@ class RunLocks:
         with self._mutex:
             return dict(self._held)
 
-    async def acquire(self, redis: Any, job_id: str) -> bool:
+    async def acquire(self, redis: Any, job_id: str, running_key: str | None = None) -> bool:
+        """Take the job's lock; once taken, add the job to the set ``running_key`` (the jobs
+        running under this worker, ``WORKER_JOBS_KEY``) in the same call."""
         value = f"{self.worker_id}:{uuid.uuid4().hex[:8]}"
-        if not await redis.set(lock_key(job_id), value, nx=True, px=self.ttl_ms):
+        keys = (lock_key(job_id),) if running_key is None else (lock_key(job_id), running_key)
+        if not await redis.eval(_ACQUIRE, len(keys), *keys, value, self.ttl_ms, job_id):
             return False
         with self._mutex:
             self._held[job_id] = value
@@ -68,6 +77,14 @@ class RunLocks:
             value = self._held.pop(job_id, None)
         if value is not None:
             await redis.eval(_RELEASE, 1, lock_key(job_id), value)
+
+    def add_release(self, pipe: Any, job_id: str) -> None:
+        """Queue the release of the job's lock on ``pipe`` (with the job's other last writes);
+        the lock counts as released here at once (else it expires)."""
+        with self._mutex:
+            value = self._held.pop(job_id, None)
+        if value is not None:
+            pipe.eval(_RELEASE, 1, lock_key(job_id), value)
 
     def refresh(self, redis_sync: Any) -> None:
         """From the heartbeat thread (a synchronous client): extend every held lock, and put

@@ -16,6 +16,7 @@ search path asks the store before refusing, and records what it finds (``search_
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -102,6 +103,34 @@ async def record_fields(redis: Any, collection: str, fields: Mapping[str, set[st
         args += [key, ",".join(sorted(types))]
     key = constants.COLLECTION_FIELDS_KEY.format(collection=registry_name(collection))
     await redis.eval(_MERGE, 1, key, *args)
+
+
+class RecentFields:
+    """What this worker recorded in each collection's registry lately, so that a write adding
+    nothing new makes no call (most jobs of a collection repeat its keys and types; the
+    registry only grows). An entry is forgotten ``remember_s`` after it was written: a registry
+    that Redis lost (a restart without persistence) is written again by the next job after that."""
+
+    def __init__(self, remember_s: float = 60.0) -> None:
+        self.remember_s = remember_s
+        self._seen: dict[str, tuple[float, dict[str, set[str]]]] = {}
+
+    def new_in(self, collection: str, fields: Mapping[str, set[str]]) -> bool:
+        """Whether ``fields`` holds a key or type not recorded here lately."""
+        seen = self._seen.get(registry_name(collection))
+        if seen is None or time.monotonic() - seen[0] > self.remember_s:
+            return True
+        known = seen[1]
+        return any(not types <= known.get(key, set()) for key, types in fields.items())
+
+    def recorded(self, collection: str, fields: Mapping[str, set[str]]) -> None:
+        name = registry_name(collection)
+        seen = self._seen.get(name)
+        now = time.monotonic()
+        if seen is None or now - seen[0] > self.remember_s:
+            seen = self._seen[name] = (now, {})
+        for key, types in fields.items():
+            seen[1].setdefault(key, set()).update(types)
 
 
 async def read_fields(redis: Any, collection: str) -> dict[str, set[str]]:

@@ -162,5 +162,8 @@ async def _record_fields(rt: Runtime, collection: str, docs: Sequence[Document])
     if rt.redis is None or not any(d.metadata for d in docs):
         return
     fields = await asyncio.to_thread(metadata_fields, [d.metadata for d in docs])
+    if not rt.recent_fields.new_in(collection, fields):
+        return  # recorded by an earlier job lately (collection_fields.RecentFields)
     with contextlib.suppress(Exception):
         await record_fields(rt.redis, collection, fields)
+        rt.recent_fields.recorded(collection, fields)

@@ -17,6 +17,7 @@ from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
 from poolq.worker.config.settings import Settings
 from poolq.worker.engine.thread_names import name_os_thread
 from poolq.worker.runtime.admission import Admission, default_bound
+from poolq.worker.runtime.collection_fields import RecentFields
 from poolq.worker.runtime.query import QueryService
 from poolq.worker.runtime.vectorizer import Vectorizer
 
@@ -58,6 +59,7 @@ class Runtime:
     redis: Any = None  # the worker's Redis (arq's pool), set at start-up; None outside a worker
     admission: Admission | None = None  # which jobs the worker may take now (set in open)
     run_locks: Any = None  # reliability.run_lock.RunLocks of the jobs it runs (set at start-up)
+    recent_fields: RecentFields = field(default_factory=RecentFields)  # metadata keys recorded
     _queries: QueryService | None = None
     _collections: set[str] = field(default_factory=set)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
