@@ -34,8 +34,8 @@ class Limits:
 
     @classmethod
     def from_heartbeats(cls, heartbeats: Iterable[Heartbeat]) -> Limits:
-        """The smallest of each limit among ``heartbeats`` (live workers) that report limits."""
-        reported = [h.limits for h in heartbeats if h.limits is not None]
+        """The smallest of each limit among ``heartbeats`` (live workers)."""
+        reported = [h.limits for h in heartbeats]
         if not reported:
             return cls()
         values: dict[str, int] = {}

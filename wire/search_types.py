@@ -6,8 +6,7 @@ API calls.
 Grouping: a request with ``group_by="doc_id"`` asks for one hit per document, its best chunk,
 listing up to ``group_size - 1`` other chunks of it among the matches (:attr:`Hit.chunks`);
 ``group_by=None`` asks for the chunks themselves, in rank order. The client and ``poolq search``
-group by default; a bare :class:`SearchRequest` (and a request on the wire without the key,
-from a client older than grouping) asks for chunks, which is what such a client expects.
+group by default; a bare :class:`SearchRequest` asks for chunks.
 """
 
 from __future__ import annotations
@@ -96,10 +95,8 @@ class SearchRequest:
         return self.candidates if self.candidates is not None else max(50, 5 * self.limit)
 
     def to_dict(self) -> dict[str, Any]:
-        """The request as sent to a worker. The grouping keys are left out of a chunk-level
-        request, so that a worker older than grouping (which refuses unknown keys) still runs
-        it; a grouped one sent to such a worker is refused, naming ``group_by``."""
-        out: dict[str, Any] = {
+        """The request as sent to a worker: every field."""
+        return {
             "collection": self.collection,
             "mode": self.mode,
             "limit": self.limit,
@@ -107,10 +104,9 @@ class SearchRequest:
             "score_threshold": self.score_threshold,
             "fusion": self.fusion,
             "candidates": self.candidates,
+            "group_by": self.group_by,
+            "group_size": self.group_size,
         }
-        if self.group_by is not None:
-            out |= {"group_by": self.group_by, "group_size": self.group_size}
-        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SearchRequest:
@@ -176,7 +172,7 @@ class Hit:
             "text": self.text,
             "metadata": self.metadata,
         }
-        if self.chunks is not None:  # (a chunk-level hit keeps its earlier shape)
+        if self.chunks is not None:  # (a chunk-level hit has no "chunks": `--json --chunks`)
             out["chunks"] = [c.to_dict() for c in self.chunks]
         return out
 

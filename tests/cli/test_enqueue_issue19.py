@@ -69,7 +69,7 @@ def test_priority_flag(redis_server, tmp_path):
     one = poolq("enqueue", jsonl(tmp_path / "b.jsonl", 3), "--collection", "c", "--redis-url", url)
     assert one.returncode == 0, one.stderr
     (job,) = queued(url).values()
-    assert job["k"] == {"priority": "interactive"}  # auto, one job
+    assert job["k"] == {"force": False, "priority": "interactive"}  # auto, one job
     r = poolq("enqueue", str(tmp_path / "b.jsonl"), "--collection", "c", "--job-size", "1",
               "--priority", "interactive", "--redis-url", url)  # fmt: skip
     assert r.returncode == 0, r.stderr

@@ -12,6 +12,7 @@ from poolq.ingest.client import PoolqClient
 from poolq.ingest.job_plan import Limits
 from poolq.ingest.workers_alive import NoWorkerError
 from poolq.wire import constants
+from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
 
 
 async def queued(client: PoolqClient) -> int:
@@ -25,6 +26,14 @@ async def test_an_impossible_job_size_is_refused_before_anything_is_enqueued(red
             await client.enqueue("docs", docs, job_size=2000)
         assert await queued(client) == 0
         assert (await client.limits()) == Limits()  # no live worker: the defaults
+
+
+def test_the_smallest_limit_of_the_live_workers_is_used():
+    a = Heartbeat("w-a", limits=WorkerLimits(10, 1000, 100_000))
+    b = Heartbeat("w-b", limits=WorkerLimits(20, 500, 200_000))
+    read = [Heartbeat.unpack(h.pack()) for h in (a, b)]  # as the client reads them from Redis
+    assert Limits.from_heartbeats(read) == Limits(10, 500, 100_000, source="worker")
+    assert Limits.from_heartbeats([]) == Limits()  # no live worker: the defaults
 
 
 async def test_jobs_are_split_to_fit_the_payload_limit(redis_server):
@@ -47,14 +56,16 @@ async def test_a_document_no_job_can_carry_is_refused_naming_it(redis_server):
         assert await queued(client) == 0
 
 
-async def test_force_is_sent_as_the_jobs_keyword_argument(redis_server):
+async def test_force_and_priority_are_sent_as_the_jobs_keyword_arguments(redis_server):
     from poolq.wire.serialization import deserialize
 
     async with PoolqClient(redis_server.url) as client:
         (plain,) = await client.enqueue("docs", [{"id": "a", "text": "x"}])
         (forced,) = await client.enqueue("docs", [{"id": "a", "text": "x"}], force=True)
         lane = {"priority": "interactive"}  # (one job: see tests/client/test_priority.py)
-        assert deserialize(await client.redis.get(f"arq:job:{plain}"))["k"] == lane
+        assert (
+            deserialize(await client.redis.get(f"arq:job:{plain}"))["k"] == {"force": False} | lane
+        )
         assert (
             deserialize(await client.redis.get(f"arq:job:{forced}"))["k"] == {"force": True} | lane
         )

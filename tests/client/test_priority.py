@@ -75,4 +75,4 @@ def test_the_sync_client_takes_the_priority_too(redis_server):
     with SyncPoolqClient(redis_server.url) as client:
         (job_id,) = client.enqueue("docs", DOCS, priority="bulk")
         raw = client._run(client._client.redis.get(f"arq:job:{job_id}"))
-    assert deserialize(raw)["k"] == {"priority": "bulk"}
+    assert deserialize(raw)["k"] == {"force": False, "priority": "bulk"}

@@ -1,7 +1,6 @@
-"""Grouping on the search queue, between clients and workers of either age: what a request
-without ``group_by`` means (chunks: what a client older than grouping expects), which keys a
-chunk-level request carries (those an older worker accepts), and replies with and without
-``chunks`` read by the client. Requests and replies go through msgpack as on the wire."""
+"""Grouping on the search queue: a grouped and a chunk-level request as the worker reads them,
+bad grouping refused naming the key, and replies with and without ``chunks`` read by the
+client. Requests and replies go through msgpack as on the wire."""
 
 from __future__ import annotations
 
@@ -14,10 +13,6 @@ from poolq.wire.search_types import Chunk, Hit, SearchError, SearchRequest, Sear
 from poolq.wire.serialization import deserialize, serialize
 from poolq.worker.runtime.search_service import Envelope, parse_search, result_reply
 
-# the request keys a worker older than grouping accepts (its SearchRequest.from_dict refuses
-# any other key)
-OLD_KEYS = {"collection", "mode", "limit", "filters", "score_threshold", "fusion", "candidates"}
-
 
 def over_the_wire(request: dict[str, Any]) -> SearchRequest:
     reply_to = constants.SEARCH_REPLY_PREFIX + "r-1"
@@ -25,24 +20,15 @@ def over_the_wire(request: dict[str, Any]) -> SearchRequest:
     return parse_search(Envelope("r-1", reply_to, deserialize(serialize(message))))[1]
 
 
-def test_an_old_clients_request_asks_for_chunks() -> None:
-    old = {"collection": "docs", "mode": "dense", "limit": 5, "filters": [],
-           "score_threshold": None, "fusion": "rrf", "candidates": None}  # fmt: skip
-    request = over_the_wire(old)
-    assert request.group_by is None
-
-
 def test_a_grouped_request_keeps_its_grouping() -> None:
     sent = SearchRequest("docs", "rerank", 5, group_by="doc_id", group_size=4)
     assert over_the_wire(sent.to_dict()) == sent
 
 
-def test_a_chunk_level_request_carries_only_the_keys_an_older_worker_accepts() -> None:
+def test_a_chunk_level_request_says_so() -> None:
     sent = SearchRequest("docs", "hybrid", 5, ("lang=en",), group_by=None)
-    assert set(sent.to_dict()) == OLD_KEYS
+    assert sent.to_dict()["group_by"] is None
     assert over_the_wire(sent.to_dict()) == sent
-    grouped = SearchRequest("docs", group_by="doc_id").to_dict()
-    assert set(grouped) - OLD_KEYS == {"group_by", "group_size"}
 
 
 @pytest.mark.parametrize(
@@ -74,11 +60,3 @@ def test_grouped_and_chunk_replies_read_back_as_sent() -> None:
     ]
     flat = deserialize(result_reply("r-1", _result(None)).pack())["result"]
     assert set(flat["hits"][0]) == {"id", "score", "doc_id", "chunk_index", "text", "metadata"}
-
-
-def test_a_reply_from_an_older_worker_reads_as_chunks() -> None:
-    old = {"query": "q", "collection": "docs", "mode": "dense", "encode_s": 0.1, "search_s": 0.1,
-           "worker_id": "w", "hits": [{"id": "p", "score": 1.0, "doc_id": "d", "chunk_index": 0,
-                                       "text": "t", "metadata": {}}]}  # fmt: skip
-    result = SearchResult.from_dict(old)
-    assert result.group_by is None and result.hits[0].chunks is None

@@ -2,12 +2,12 @@
 wire schema.
 
 ``to_wire()`` gives the plain map msgpack stores (nested records as maps, enums as their
-values; an optional field whose default is ``None`` is left out while it is ``None``, so a
-record keeps the shape older readers know, unless it is declared with :func:`always_on_wire`,
-for a ``null`` that readers already look for); ``from_wire(data)`` checks and converts a map back,
-field by field, driven by the type hints (``int``, ``float``, ``str``, ``bool``, ``Any``, enums,
-``X | None``, nested records, ``list[...]``, ``dict[str, ...]``). ``pack()``/``unpack(raw)``
-add msgpack (:mod:`poolq.wire.serialization`: never pickle).
+values; an optional field whose default is ``None`` is left out while it is ``None``, unless
+it is declared with :func:`always_on_wire`, for a ``null`` that readers look for);
+``from_wire(data)`` checks and converts a map back, field by field, driven by the type hints
+(``int``, ``float``, ``str``, ``bool``, ``Any``, enums, ``X | None``, nested records,
+``list[...]``, ``dict[str, ...]``). ``pack()``/``unpack(raw)`` add msgpack
+(:mod:`poolq.wire.serialization`: never pickle).
 
 A field of the wrong type, or a required one missing, raises :class:`WireError` naming the
 record and the field, expected vs got. Keys the record does not declare are ignored by default
@@ -181,7 +181,7 @@ class WireRecord:
         for f, _ in _schema(type(self)):
             value = getattr(self, f.name)
             if _left_out(f, value):
-                continue  # optional and unset: left out (the shape older readers know)
+                continue  # optional and unset: left out
             out[f.name] = _plain(value)
         return out
 

@@ -46,7 +46,7 @@ class Heartbeat(WireRecord):
     searches: int = 0
     engines: dict[str, dict[str, Any]] = field(default_factory=dict)
     query_engines: dict[str, dict[str, Any]] = field(default_factory=dict)
-    limits: WorkerLimits | None = None  # (None: a worker older than limits)
+    limits: WorkerLimits = field(default_factory=WorkerLimits)
     precision: dict[str, str] = field(default_factory=dict)
     int8_quality: dict[str, Any] = field(default_factory=dict)
     stopped: bool | None = None

@@ -49,12 +49,8 @@ class IngestArgs(WireRecord):
         return cls(collection, documents, force, priority)
 
     def call(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """Positional and keyword arguments of ``enqueue_job(INGEST_JOB, ...)`` (``force`` only
-        when set: a job without it runs on workers older than the flag)."""
-        kwargs: dict[str, Any] = {"priority": self.priority}
-        if self.force:
-            kwargs["force"] = True
-        return (self.collection, self.documents), kwargs
+        """Positional and keyword arguments of ``enqueue_job(INGEST_JOB, ...)``."""
+        return (self.collection, self.documents), {"force": self.force, "priority": self.priority}
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,8 @@ class Lane(IntEnum):
 
 
 def lane_of_priority(priority: str | None) -> Lane:
-    """A job's ``priority`` argument (``constants.PRIORITIES``) as its lane; unknown or missing
-    values (older clients) are bulk."""
+    """A job's ``priority`` argument (``constants.PRIORITIES``) as its lane; a job without one
+    (a reindex) is bulk."""
     return Lane.INTERACTIVE if priority == "interactive" else Lane.BULK
 
 

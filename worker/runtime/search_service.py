@@ -12,11 +12,8 @@ result, or an ``ErrorRecord`` whose ``code`` tells the client what it means.
 A request whose deadline has passed is dropped unanswered (its client has given up).
 
 Grouping: ``request`` holds ``"group_by": "doc_id"`` (and ``"group_size"``) for one hit per
-document, each hit with ``"chunks"`` (its other matching chunks), and the result says
-``"group_by"``. A request without the key asks for chunks: that is what a client older than
-grouping sends and expects (its hits have no ``"chunks"`` and keep their earlier shape). The
-client leaves the keys out of a chunk-level request, so it still runs on an older worker; a
-grouped request to an older worker is refused by it, naming the unknown ``group_by``.
+document, each hit with ``"chunks"`` (its other matching chunks), or ``"group_by": null`` for
+the chunks themselves (hits without ``"chunks"``); the result says ``"group_by"``.
 
 Filters are checked against the collection's fields before the query is encoded
 (``collection_fields.py``): a key no document has, or a range on a field holding no numbers, is
