@@ -115,3 +115,17 @@ def test_the_gate_holds_int8_to_the_configured_floors(minilm):
         min_cosine=0.5, mean_cosine=0.5, token_min_cosine=0.5, token_mean_cosine=0.5
     )
     assert load_model(ModelConfig(minilm, dtype="int8", int8_floors=lenient)).int8_report.passed
+
+
+async def test_the_gates_batches_are_the_engines_and_keep_the_texts_order(minilm):
+    """``encode_texts`` (the gate's passes) cuts batches with the engine's scheduler: several
+    batches of a small budget give each text the output the engine gives it, in input order."""
+    from poolq.worker.engine.int8_gate import encode_texts
+
+    model = load_model(ModelConfig(minilm))
+    texts = TEXTS[:40]
+    got = encode_texts(model, texts, ["embed"], max_batch_tokens=300)
+    want = await encode(model, texts, ["embed"])
+    assert len(got) == len(texts)
+    for g, w in zip(got, want, strict=True):
+        torch.testing.assert_close(g["embed"], w.tensor("embed"), atol=1e-5, rtol=1e-4)

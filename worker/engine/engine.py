@@ -59,6 +59,7 @@ def default_batch_tokens(device: torch.device) -> int:
 
 
 QUERY_BATCH_TOKENS = 1024  # the query slot's batches: queries are short and few
+MAX_BATCH_REQUESTS = 512  # requests in one batch, whatever their tokens
 
 
 class AsyncEngine:
@@ -67,7 +68,7 @@ class AsyncEngine:
         model: PoolingModel,
         *,
         max_batch_tokens: int | None = None,
-        max_batch_requests: int = 512,
+        max_batch_requests: int = MAX_BATCH_REQUESTS,
         queue_limit_tokens: int = 1 << 20,
         tokenizer_threads: int = 1,
         record_batches: bool = False,

@@ -22,13 +22,14 @@ from collections.abc import Sequence
 from torch import Tensor
 
 from poolq.worker.engine.calibration_texts import CALIBRATION_TEXTS
-from poolq.worker.engine.engine import default_batch_tokens
+from poolq.worker.engine.engine import MAX_BATCH_REQUESTS, default_batch_tokens
 from poolq.worker.engine.int8 import input_absmax, quantize_linears
 from poolq.worker.engine.int8_quality import GATED_TASKS, QualityMeter, QualityReport
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import PoolingModel
-from poolq.worker.engine.requests import EncodeRequest
+from poolq.worker.engine.requests import EncodeRequest, Unanswered
 from poolq.worker.engine.runner import ModelRunner
+from poolq.worker.engine.scheduler import Scheduler
 from poolq.worker.pooling import PoolingParams, SpladePooler
 from poolq.worker.pooling.outputs import PoolerOutput
 from poolq.worker.pooling.tasks import PoolingTask
@@ -73,35 +74,30 @@ def encode_texts(
             (f.ids, f.truncated, f.key_mask_cpu, f.keep_rows_cpu) for f in map(form.apply, toks)
         ]
     params = tuple(PoolingParams(task=t) for t in tasks)
-    runner = ModelRunner(model)
-    out: list[dict[PoolingTask, PoolerOutput]] = []
-    batch: list[EncodeRequest] = []
-    tokens = 0
-
-    def flush() -> None:
-        nonlocal batch, tokens
-        if batch:
-            out.extend(r for r in runner.run(batch) if r is not None)  # never chunked here
-        batch, tokens = [], 0
-
-    for i, (ids, truncated, key_mask, keep_rows) in enumerate(formed):
-        if batch and tokens + len(ids) > budget:
-            flush()
-        # the runner reads ids, params and masks only: no future, no scheduler
-        batch.append(
+    # batches cut by the engine's own scheduler, as the engine cuts them (one caller, one lane:
+    # arrival order within the token budget); the runner's outputs are read here directly
+    scheduler = Scheduler(budget, MAX_BATCH_REQUESTS)
+    unanswered = Unanswered()
+    scheduler.add(
+        [
             EncodeRequest(
                 f"calibration #{i}",
                 ids,
                 truncated,
                 params,
                 Lane.BULK,
-                None,  # type: ignore[arg-type]
+                unanswered,
+                "int8-gate",
                 key_mask_cpu=key_mask,
                 keep_rows_cpu=keep_rows,
             )
-        )
-        tokens += len(ids)
-    flush()
+            for i, (ids, truncated, key_mask, keep_rows) in enumerate(formed)
+        ]
+    )
+    runner = ModelRunner(model)
+    out: list[dict[PoolingTask, PoolerOutput]] = []
+    while (batch := scheduler.next_batch(0)) is not None:
+        out.extend(r for r in runner.run(batch) if r is not None)  # never chunked here
     return out
 
 

@@ -67,6 +67,20 @@ class ResultSink(Protocol):
 _UNSET: Any = object()
 
 
+class Unanswered:
+    """A :class:`ResultSink` for requests whose outputs are read from the runner directly (the
+    int8 gate's calibration passes): never done, results dropped."""
+
+    def done(self) -> bool:
+        return False
+
+    def set_result(self, result: EncodeResult, /) -> None:
+        pass
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        pass
+
+
 class CallResults:
     """The results of one ``encode`` call, and one asyncio future for all of them: the caller is
     woken once, when its last request is done, not once per request (a future, a done callback
