@@ -61,7 +61,7 @@ async def install_job_index(ctx: dict[str, Any]) -> None:
     listeners, and jobs that ended unguarded are recorded from arq's result (its public
     ``after_job_end`` hook, chained); the worker is listed as seen (the reaper refreshes it,
     see reaper.py) and the collections of its scheduled reindexes are listed for ``poolq
-    status``; the enqueue-time index of earlier versions is deleted."""
+    status``."""
     redis, ttl_s = ctx["redis"], job_records.result_ttl_s(ctx)
     worker = ctx.get("arq_worker") or adopt_running(ctx)
 
