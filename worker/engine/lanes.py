@@ -20,10 +20,28 @@ of its own.
 
 On the CPU compute thread, a batch runs in the most urgent lane of its requests, and a forward
 offers the thread at safe points to queued work of a more urgent lane (``compute_thread.py``).
+
+The same order decides who waits, and the rules are here, next to it; the other modules hold
+only the mechanism (a heap, a condition, a priority queue) and call them:
+
+* :func:`may_take_job`: which jobs a worker takes from Redis (``runtime/admission.py``);
+* :func:`waits_for_room`: which callers wait for room in an engine's queue, and behind whom
+  (``queue_room.py``);
+* :func:`order_key`: the engines' queues (``scheduler.py``), and a forward's priority on the
+  compute thread (its lane).
+
+Bounds, one name each: ``max_queued_tokens`` (the worker's admission bound, in tokens queued in
+its engines: settings), ``queue_limit_tokens`` (one engine's hard cap, ``engine.py``),
+``max_batch_tokens`` / ``MAX_BATCH_REQUESTS`` / ``QUERY_BATCH_TOKENS`` (a batch), and two that
+bound what one caller holds in flight, not who goes first: a reindex's ``BATCHES_IN_FLIGHT``
+(documents chunked and held at once, ``reindex/plan.py``) and the search service's
+``concurrency`` (searches read from the store at once, ``runtime/search_service.py``); their
+query texts take the ``QUERY`` lane like any other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -65,6 +83,25 @@ class FairShare:
         """A request with this start tag was cut into a batch: the lane's virtual time."""
         if start_tag > self._vtime.get(lane, 0.0):
             self._vtime[lane] = start_tag
+
+
+def may_take_job(lane: Lane, load_tokens: int, bound_tokens: int) -> bool:
+    """Whether a worker takes a job of ``lane`` from Redis now, with ``load_tokens`` queued (or
+    about to be) in its engines: an interactive job always (a caller waits; it queues ahead of
+    bulk work anyway), a bulk job only below the bound (the rest stays in Redis, for any
+    worker with room)."""
+    return lane <= Lane.INTERACTIVE or load_tokens < bound_tokens
+
+
+def waits_for_room(lane: Lane, waiting_lanes: Iterable[Lane]) -> bool | None:
+    """Whether a caller of ``lane`` must wait for room in an engine's queue whatever the room:
+    True behind a waiting caller of a more urgent lane; None: only if the tokens do not fit.
+    Queries never wait (False)."""
+    if lane == Lane.QUERY:
+        return False
+    if any(w < lane for w in waiting_lanes):
+        return True
+    return None
 
 
 def order_key(lane: Lane, start_tag: float, arrival: int) -> OrderKey:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from poolq.worker.engine.lanes import Lane
+from poolq.worker.engine.lanes import Lane, waits_for_room
 
 
 class QueueRoom:
@@ -26,12 +26,12 @@ class QueueRoom:
     async def admit(self, tokens: int, lane: Lane) -> None:
         """(Event loop) Return once ``tokens`` more fit, behind every caller of a more urgent
         lane waiting for room."""
-        if lane == Lane.QUERY:
-            return
         waiting = self._waiting
+        if waits_for_room(lane, waiting) is False:
+            return
 
         def fits() -> bool:
-            if any(n for w, n in waiting.items() if w < lane):
+            if waits_for_room(lane, waiting):
                 return False
             queued = self._queued_tokens()
             return queued == 0 or queued + tokens <= self.limit_tokens

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from poolq.worker.engine.lanes import Lane
+from poolq.worker.engine.lanes import Lane, may_take_job
 
 BATCHES_QUEUED = 8  # the default bound: this many full batches of the ingest engine
 STARTING_GRACE_S = 10.0  # a job that has not queued its chunks by then stops counting
@@ -42,10 +42,8 @@ class Admission:
         self._lock = threading.Lock()
 
     def room(self, lane: Lane) -> bool:
-        """Whether a job of ``lane`` may be taken now."""
-        if lane <= Lane.INTERACTIVE:
-            return True
-        return self.load() < self.bound_tokens
+        """Whether a job of ``lane`` may be taken now (``lanes.may_take_job``)."""
+        return may_take_job(lane, 0 if lane <= Lane.INTERACTIVE else self.load(), self.bound_tokens)
 
     def load(self) -> int:
         """Queued tokens, and the estimates of the jobs taken that have not queued theirs."""
