@@ -25,15 +25,17 @@ from typing import Any
 import torch
 from tokenizers import Encoding
 
-from poolq.worker.engine.engine_inputs import checked_params, tokenize
-from poolq.worker.engine.engine_types import (
-    EngineObserver,
-    EngineStats,
-    InputTooLongError,
-    TaskSpec,
+from poolq.worker.engine.engine_inputs import (
+    checked_form,
+    checked_ids,
+    checked_params,
+    fitting,
+    tokenize,
 )
+from poolq.worker.engine.engine_types import EngineObserver, EngineStats, TaskSpec
+from poolq.worker.engine.engine_types import InputTooLongError as InputTooLongError  # callers'
 from poolq.worker.engine.group_progress import GroupProgress
-from poolq.worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm, InputFormName
+from poolq.worker.engine.input_forms import FormedInput, InputForm, InputFormName
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import PoolingModel
 from poolq.worker.engine.model_thread import BatchSlot, model_loop
@@ -187,22 +189,13 @@ class AsyncEngine:
             raise RuntimeError(
                 "the engine is not started (use 'async with engine' or 'await engine.start()')"
             )
-        if input_form not in INPUT_FORM_NAMES:
-            raise ValueError(
-                f"input_form must be one of {list(INPUT_FORM_NAMES)}, got {input_form!r}"
-            )
-        forms = self.description.input_forms
-        form = forms.form(input_form) if forms is not None else None
+        form = checked_form(self.description, input_form)
         n = len(texts)
         if n == 0:
             if on_queued is not None:
                 on_queued()
             return []
-        ids = list(request_ids) if request_ids is not None else [f"#{i}" for i in range(n)]
-        if len(ids) != n:
-            raise ValueError(f"request_ids: expected {n} entries, got {len(ids)}")
-        if pretokenized is not None and len(pretokenized) != n:
-            raise ValueError(f"pretokenized: expected {n} entries, got {len(pretokenized)}")
+        ids = checked_ids(n, request_ids, pretokenized)
         params, errors = checked_params(self.model.pooler, texts, tasks, ids)
         if errors and not return_exceptions:
             raise errors[min(errors)]
@@ -216,16 +209,7 @@ class AsyncEngine:
             self._tok_pool, self._tokenize, inputs, form, pre, observer
         )
         max_length = form.max_length if form is not None else self.description.max_length
-        accepted: list[int] = []
-        for i, tok in zip(ok, tokenized, strict=True):
-            if tok.truncated and not truncate:
-                where = f"the {input_form} form's" if form is not None else "the model's"
-                errors[i] = InputTooLongError(
-                    f"request {ids[i]!r}: input is longer than {where} max length "
-                    f"{max_length} tokens and truncate=False"
-                )
-            else:
-                accepted.append(i)
+        accepted = fitting(ok, tokenized, ids, errors, truncate, input_form, form, max_length)
         if errors and not return_exceptions:
             raise errors[min(errors)]
         # one future for the call: the caller wakes once, when its last request is done
@@ -295,14 +279,8 @@ class AsyncEngine:
 
     def stats_snapshot(self, *, queries: bool = False) -> dict[str, float | int]:
         """Ingestion's batches (or, with ``queries``, the query slot's) and the queue now."""
-        s = self.query_stats if queries else self.stats
         return {
-            "batches": s.batches,
-            "texts": s.texts,
-            "tokens": s.tokens,
-            "forward_s": round(s.forward_s, 3),
-            "multi_group_batches": s.multi_group_batches,
-            "mean_batch_tokens": round(s.tokens / s.batches, 1) if s.batches else 0.0,
+            **(self.query_stats if queries else self.stats).snapshot(),
             "queued_tokens": self.scheduler.queued_tokens,
             "queued_requests": self.scheduler.queued_requests,
         }

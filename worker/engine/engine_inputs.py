@@ -1,6 +1,8 @@
-"""What the async engine does to a call's inputs before they are queued: check each text's
-tasks against the model's pooler (errors name the request, ``request 'ID': ...``), and tokenize
-(in the tokenizer pool), reusing the tokens chunking found where the text is sent as it is."""
+"""What the async engine does to a call's inputs before they are queued: check the call's
+arguments (its input form, request ids and pretokenized entries), check each text's tasks
+against the model's pooler (errors name the request, ``request 'ID': ...``), tokenize (in the
+tokenizer pool), reusing the tokens chunking found where the text is sent as it is, and refuse
+what came out longer than the model (or the form) takes when it may not be cut."""
 
 from __future__ import annotations
 
@@ -12,13 +14,41 @@ from typing import Any
 
 from tokenizers import Encoding
 
-from poolq.worker.engine.engine_types import EngineObserver, TaskSpec, as_params
-from poolq.worker.engine.input_forms import FormedInput, InputForm
+from poolq.worker.engine.description import ModelDescription
+from poolq.worker.engine.engine_types import (
+    EngineObserver,
+    InputTooLongError,
+    TaskSpec,
+    as_params,
+)
+from poolq.worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm
 from poolq.worker.engine.tokenizer import TextTokenizer
 from poolq.worker.pooling import PoolingParams
 from poolq.worker.pooling.params import PoolingParamsError
 
 log = logging.getLogger("poolq.worker.engine.engine")
+
+
+def checked_form(description: ModelDescription, input_form: str) -> InputForm | None:
+    """The model's form named ``input_form`` (None where the model has no input forms); a name
+    that is no input form is refused."""
+    if input_form not in INPUT_FORM_NAMES:
+        raise ValueError(f"input_form must be one of {list(INPUT_FORM_NAMES)}, got {input_form!r}")
+    forms = description.input_forms
+    return forms.form(input_form) if forms is not None else None
+
+
+def checked_ids(
+    n: int, request_ids: Sequence[str] | None, pretokenized: Sequence[Encoding | None] | None
+) -> list[str]:
+    """The call's request ids (default ``#0``, ``#1``, ...), one per text, as ``pretokenized``
+    must be where given."""
+    ids = list(request_ids) if request_ids is not None else [f"#{i}" for i in range(n)]
+    if len(ids) != n:
+        raise ValueError(f"request_ids: expected {n} entries, got {len(ids)}")
+    if pretokenized is not None and len(pretokenized) != n:
+        raise ValueError(f"pretokenized: expected {n} entries, got {len(pretokenized)}")
+    return ids
 
 
 def checked_params(
@@ -90,3 +120,29 @@ def tokenize(
         except Exception:  # metrics must never fail an encode
             log.exception("engine observer failed")
     return out
+
+
+def fitting(
+    ok: Sequence[int],
+    tokenized: Sequence[FormedInput],
+    ids: Sequence[str],
+    errors: dict[int, Exception],
+    truncate: bool,
+    input_form: str,
+    form: InputForm | None,
+    max_length: int,
+) -> list[int]:
+    """The texts of ``ok`` (their ``tokenized`` forms, in order) that may be queued: those not
+    cut, or all where ``truncate``. Each of the others gets its error in ``errors``: longer than
+    ``max_length`` (the form's where ``form``, else the model's)."""
+    accepted: list[int] = []
+    for i, tok in zip(ok, tokenized, strict=True):
+        if tok.truncated and not truncate:
+            where = f"the {input_form} form's" if form is not None else "the model's"
+            errors[i] = InputTooLongError(
+                f"request {ids[i]!r}: input is longer than {where} max length "
+                f"{max_length} tokens and truncate=False"
+            )
+        else:
+            accepted.append(i)
+    return accepted

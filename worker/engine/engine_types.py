@@ -23,6 +23,17 @@ class EngineStats:
     multi_group_batches: int = 0  # batches holding requests of several groups (jobs)
     batch_sizes: list[int] | None = None  # texts per batch, for tests and benchmarks
 
+    def snapshot(self) -> dict[str, float | int]:
+        """The counters as ``AsyncEngine.stats_snapshot`` reports them (before the queue's)."""
+        return {
+            "batches": self.batches,
+            "texts": self.texts,
+            "tokens": self.tokens,
+            "forward_s": round(self.forward_s, 3),
+            "multi_group_batches": self.multi_group_batches,
+            "mean_batch_tokens": round(self.tokens / self.batches, 1) if self.batches else 0.0,
+        }
+
 
 class EngineObserver(Protocol):
     """Timings reported where the work happens (the metrics endpoint adapts them); called from
