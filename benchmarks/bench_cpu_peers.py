@@ -26,7 +26,7 @@ tasks faster than the torch backend.
 
     python benchmarks/bench_cpu_peers.py [--rounds 2] [--limit 1080] [--work DIR]
                                          [--task all|dense|sparse|mixed] [--only NAME ...]
-                                         [--baseline TREE]
+                                         [--baseline TREE [--after TREE]]
 """
 
 from __future__ import annotations
@@ -177,12 +177,13 @@ def peers(arts: dict[str, str], threads: int) -> list[Peer]:
     return out
 
 
-def with_baseline(todo: list[Peer], tree: Path) -> list[Peer]:
+def with_baseline(todo: list[Peer], tree: Path, after: Path | None = None) -> list[Peer]:
     """Each ``poolq encode`` peer twice more through ``tree_launch.py``: from ``tree`` (a source
-    tree of an earlier commit, "[before]") and from this checkout ("[after]"), so that a change
-    is timed before and after in the same run, with the same launcher."""
+    tree of an earlier commit, "[before]") and from ``after`` (default: this checkout;
+    "[after]"), so that a change is timed before and after in the same run, with the same
+    launcher."""
     out = list(todo)
-    root = HERE.parent
+    root = after or HERE.parent
     for p in todo:
         if p.cmd[:4] != [PY, "-m", "poolq.worker", "encode"]:
             continue
@@ -296,6 +297,9 @@ def main() -> int:
         help="also run each selected poolq peer from this source tree (a git worktree of an "
         "earlier commit) and from this checkout, through tree_launch.py: before / after",
     )
+    ap.add_argument(
+        "--after", type=Path, default=None, help="with --baseline: the tree after (default: this)"
+    )
     args = ap.parse_args()
     env = {
         **os.environ,
@@ -322,7 +326,8 @@ def main() -> int:
             keep = set(args.only)
             todo = [p for p in todo if any(k in p.name for k in keep)]  # refs: name them
         if args.baseline is not None:
-            todo = with_baseline(todo, args.baseline.resolve())
+            after = args.after.resolve() if args.after else None
+            todo = with_baseline(todo, args.baseline.resolve(), after)
         for p in todo:  # converted / quantized once, as a worker's first start does
             if p.name.startswith("poolq-ov"):
                 run_s(p.argv(one, work / "one-out"), env)

@@ -86,8 +86,6 @@ class AsyncEngine:
             max_batch_tokens = default_batch_tokens(model.device)
         self.scheduler = Scheduler(max_batch_tokens, max_batch_requests)
         self.scheduler.chunked_prefill = bool(getattr(model.encoder, "causal", False))
-        # a backend of static length buckets (OpenVINO) asks for batches of similar lengths
-        self.scheduler.length_window = int(getattr(model.encoder, "length_window", 1))
         # a hard cap on this engine's own queue (queue_room.py), not the worker's admission bound
         self.room = QueueRoom(queue_limit_tokens, lambda: self.scheduler.queued_tokens)
         self.runner = ModelRunner(model)
