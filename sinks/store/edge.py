@@ -1,21 +1,11 @@
-"""The embedded store: Qdrant Edge shards in one folder, behind names (``edge_catalog.py``).
+"""The embedded store: Qdrant Edge shards in one folder, behind names (``edge_catalog.py``),
+as a :class:`~poolq.sinks.store.base.Store`. Opening shards, their locks, the background
+building of their indexes and closing are ``edge_shards.py``'s.
 
-Requests arrive as qdrant-client models and are translated (``edge_convert.py``). Threads: the
-writer's own thread writes, a read thread searches, a maintenance thread builds indexes; Edge
-serves updates, queries and ``optimize()`` concurrently, so each of them holds its shard's lock
-shared. Closing, reloading and dropping a shard hold it exclusively: a search running while a
-full rebuild drops the old shard finishes on it; one that starts after reads the new shard.
+Requests arrive as qdrant-client models and are translated (``edge_convert.py``).
 
 Durability: the WAL is on, and ``update`` returns once the operation is in it, so an acknowledged
 write survives a crash of the process (``flush()`` only makes reopening faster).
-
-Indexes: Edge builds them only in ``optimize()``. After every ``optimize_every`` points written
-to a shard, :meth:`maintain` optimizes it in the background (dense HNSW, sparse index, on-disk
-multi-vectors), then reopens it: Edge 0.9 keeps the segments an optimization replaced mapped
-(and their pages resident) until the shard is closed. Closing also drops the shard's files from
-the page cache, so after opening, everything but the multi-vectors (which stay on disk, read
-only to rerank) is read ahead again (:func:`_warm`). A shard created with ``defer_indexing``
-(a full rebuild) is only indexed by :meth:`finish_build`.
 
 ``server_semantics``: uint8 vectors as a Qdrant server keeps them, no code map (``uint8_codec``):
 Edge casts the floats given (``x as u8``) and reads return the codes as floats; the Qdrant
@@ -24,13 +14,8 @@ endpoint (``worker/dev/qdrant_endpoint``) serves a folder so. The rest it needs:
 
 from __future__ import annotations
 
-import contextlib
-import json
-import logging
 import shutil
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,43 +29,26 @@ from poolq.sinks.store import edge_groups as eg
 from poolq.sinks.store import edge_params as ep
 from poolq.sinks.store import uint8_codec
 from poolq.sinks.store.base import Selector, Store
-from poolq.sinks.store.edge_catalog import Catalog
-from poolq.sinks.store.edge_shard import (
-    Shard,
-    edge_errors,
-    enable_wal,
-    indexing_deferred,
-    warm,
-)
-from poolq.sinks.store.errors import EdgeError
+from poolq.sinks.store.edge_shard import Shard, edge_errors
+from poolq.sinks.store.edge_shards import CollectionNotFoundError as CollectionNotFoundError
+from poolq.sinks.store.edge_shards import EdgeShards
 
-log = logging.getLogger(__name__)
 _EDGE_INDEX = {
     models.PayloadSchemaType.KEYWORD: qe.PayloadSchemaType.Keyword,
     models.PayloadSchemaType.INTEGER: qe.PayloadSchemaType.Integer,
 }
 
 
-class CollectionNotFoundError(ValueError):
-    """No collection (or alias) of that name in the folder."""
-
-
-class EdgeStore(Store):
+class EdgeStore(EdgeShards, Store):
     accepts_arrays = True
     concurrent_reads = True
 
     def __init__(
         self, path: str | Path, *, optimize_every: int = 8192, server_semantics: bool = False
     ) -> None:
-        self.path = Path(path)
-        self.optimize_every = optimize_every
+        super().__init__(path, optimize_every=optimize_every)
         self.server_semantics = server_semantics  # uint8: no code map (the module docstring)
-        self._catalog = Catalog(self.path)
-        self._mutex = threading.Lock()  # the catalog and the open shards
-        self._open: dict[str, Shard] = {}
-        self._maintenance: threading.Thread | None = None
         self._uint8: dict[Path, frozenset[str]] = {}  # shard folder -> its uint8 vectors
-        self.optimizations = 0
 
     def __repr__(self) -> str:
         return f"EdgeStore({str(self.path)!r})"
@@ -151,34 +119,6 @@ class EdgeStore(Store):
             self._catalog.save()
             self._open[name] = Shard(name, folder, shard, deferred=defer_indexing, unlogged=not wal)
         return True
-
-    def finish_build(self, name: str) -> None:
-        self._optimize(self._reload(name, defer_indexing=False))
-
-    def _reload(self, name: str, *, defer_indexing: bool) -> Shard:
-        """Close the shard and load it with its own parameters, indexing deferred or not (a
-        shard created without a WAL gets it back when indexing is turned on)."""
-        sh = self._shard(name)
-        params = self.collection_params(name)
-        vectors = params.vectors if isinstance(params.vectors, dict) else {}
-        sparse = dict(params.sparse_vectors or {})
-        config = ep.edge_config(vectors, sparse, defer_indexing=defer_indexing)
-        with sh.lock.exclusive(), edge_errors(f"reloading {name!r}"):
-            sh.shard.close()  # segments flushed: a bulk load is on disk from here
-            if sh.unlogged and not defer_indexing:
-                enable_wal(sh.folder)
-                sh.unlogged = False
-            sh.shard = qe.EdgeShard.load(str(sh.folder), config)
-            sh.deferred = defer_indexing
-        return sh
-
-    def collection_params(self, name: str) -> models.CollectionParams:
-        sh = self._shard(name)
-        path = sh.folder / "edge_config.json"
-        try:
-            return ep.params_from_config_json(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as e:
-            raise EdgeError(f"cannot read the configuration {str(path)!r}: {e}") from None
 
     def ensure_payload_indexes(self, name: str) -> None:
         with self._using(name) as sh, edge_errors(f"payload indexes of {name!r}"):
@@ -312,85 +252,3 @@ class EdgeStore(Store):
     def query_groups(self, request: dict[str, Any]) -> list[models.PointGroup]:
         # Edge 0.9 has no grouping query: grouped here (``edge_groups.py``)
         return eg.query_groups(self.query, request)
-
-    # -- maintenance and lifecycle -----------------------------------------------------------
-
-    def maintain(self) -> None:
-        """Optimize, in the background, one shard that took ``optimize_every`` points (a shard
-        whose indexing is deferred is only reopened, to return its pages)."""
-        if self._maintenance is not None and self._maintenance.is_alive():
-            return
-        with self._mutex:
-            due = [s for s in self._open.values() if s.written >= self.optimize_every]
-        if due:
-            self._maintenance = threading.Thread(
-                target=self._optimize, args=(due[0],), name="poolq-edge-optimize", daemon=True
-            )
-            self._maintenance.start()
-
-    def settle(self) -> None:
-        if self._maintenance is not None:
-            self._maintenance.join()
-
-    def _optimize(self, sh: Shard) -> None:
-        """Build the shard's indexes, then reopen it (see the module docstring)."""
-        sh.written = 0
-        try:
-            with sh.lock.shared():
-                if sh.shard is None:
-                    return
-                if not sh.deferred:
-                    with edge_errors(f"optimizing {sh.name!r}"):
-                        sh.shard.optimize()
-            with sh.lock.exclusive():
-                if sh.shard is None:
-                    return
-                with edge_errors(f"reopening {sh.name!r}"):
-                    sh.shard.close()
-                    sh.shard = qe.EdgeShard.load(str(sh.folder))
-            warm(sh.folder)
-            self.optimizations += not sh.deferred
-        except Exception:
-            log.exception("optimizing collection %r failed (searches still work)", sh.name)
-
-    def close(self) -> None:
-        self.settle()
-        with self._mutex:
-            shards, self._open = list(self._open.values()), {}
-        for sh in shards:
-            with sh.lock.exclusive(), contextlib.suppress(Exception):
-                if sh.shard is not None:
-                    sh.shard.close()
-                sh.shard = None
-        self._catalog.close()
-
-    # -- shards ------------------------------------------------------------------------------
-
-    def _missing(self, name: str) -> str:
-        return f"collection {name!r} not found in the Qdrant Edge folder {str(self.path)!r}"
-
-    def _shard(self, name: str) -> Shard:
-        """The open shard ``name`` (a collection or an alias) names, opened on first use."""
-        with self._mutex:
-            physical = self._catalog.aliases.get(name, name)
-            if physical not in self._catalog.collections:
-                raise CollectionNotFoundError(self._missing(name))
-            sh = self._open.get(physical)
-            if sh is None:
-                folder = self._catalog.folder(physical)
-                with edge_errors(f"opening {physical!r}"):
-                    shard = qe.EdgeShard.load(str(folder))
-                deferred = indexing_deferred(folder)
-                sh = self._open[physical] = Shard(physical, folder, shard, deferred=deferred)
-                warm(folder)
-            return sh
-
-    @contextmanager
-    def _using(self, name: str) -> Iterator[Shard]:
-        """The shard, held shared; if it was dropped meanwhile, whatever ``name`` names now."""
-        while True:
-            sh = self._shard(name)
-            with sh.lock.shared():
-                if sh.shard is not None:
-                    yield sh
-                    return
