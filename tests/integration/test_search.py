@@ -259,7 +259,8 @@ def test_rerank_order_is_maxsim_recomputed_from_stored_vectors(env):
 
 def test_direct_search_on_a_folder_no_worker_holds(env, capsys):
     """`--direct` encodes in this process and opens the folder itself (the worker is stopped)."""
-    from poolq.worker.cli.search import run_search
+    from poolq.ingest.cli.search import run_search
+    from poolq.worker.cli.search import direct_search
 
     _, worker, qpath = env
     worker.stop()
@@ -272,13 +273,10 @@ def test_direct_search_on_a_folder_no_worker_holds(env, capsys):
         score_threshold=None,
         fusion="rrf",
         as_json=True,
-        direct=True,
         config=None,
         redis_url=None,
-        qdrant_url=None,
-        qdrant_path=qpath,
-        qdrant_api_key=None,
         timeout_s=5,
+        direct=direct_search(None, None, None, qpath, None),
     )
     out = capsys.readouterr()
     assert rc == 0, out.err

@@ -89,8 +89,8 @@ def _searches(
 ) -> None:
     """Through the running worker, as `poolq search` does (it owns the embedded folder): the
     hybrid hits of the first query, then every query's top hit in every mode."""
+    from poolq.ingest.cli.search import format_table
     from poolq.ingest.client import PoolqClient
-    from poolq.worker.cli.search import format_table
 
     async def run() -> None:
         tops: dict[str, dict[str, tuple[str, str] | None]] = {}

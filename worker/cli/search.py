@@ -1,87 +1,26 @@
-"""``poolq search``: through a running worker (default; the only way in embedded mode, where the
-worker owns the Qdrant folder), or ``--direct`` (encode here, query Qdrant here).
-
-Hits are documents (each one's best chunk, its other matching chunks listed) unless
-``--chunks`` asks for the chunk-level list."""
+"""``poolq search``: its flags and help; what it does is ``ingest/cli/search.py`` (through a
+running worker: the default, and the only way in embedded mode, where the worker owns the Qdrant
+folder). ``--direct`` (encode here, query Qdrant here) is here: it runs the worker's own code."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-import shutil
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from poolq.ingest.cli.common import CLIENT_ERRORS, error, resolve_redis_url
+from poolq.ingest.cli.common import error
+from poolq.ingest.cli.search import DirectSearch, pick_query, run_search
 from poolq.wire.search_types import (
     DEFAULT_GROUP_SIZE,
     MAX_GROUP_SIZE,
-    Hit,
     SearchError,
     SearchRequest,
     SearchResult,
 )
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import config_option, json_option, redis_url_option
-
-# Redis down, no worker running (NoWorkerError) or answering (TimeoutError), the search failing
-# in the worker
-_FAILED: tuple[type[BaseException], ...] = (*CLIENT_ERRORS, RuntimeError)
-
-
-def _one_line(text: str | None, width: int) -> str:
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
-
-
-def _also(hit: Hit) -> str:
-    """The other matching chunks of a document's hit: their indexes, best first."""
-    return ",".join(str(c.chunk_index) for c in hit.chunks or ()) or "-"
-
-
-def format_table(result: SearchResult) -> str:
-    """One row per hit; grouped, an ``also`` column lists the document's other chunks."""
-    width = shutil.get_terminal_size((120, 24)).columns
-    grouped = result.group_by is not None
-    rows = [("#", "score", "doc_id", "chunk", *(("also",) if grouped else ()), "text")]
-    for i, h in enumerate(result.hits, 1):
-        also = (_also(h),) if grouped else ()
-        rows.append(
-            (str(i), f"{h.score:.4f}", str(h.doc_id), str(h.chunk_index), *also, h.text or "")
-        )
-    n = len(rows[0]) - 1  # columns before the text
-    w = [max(len(r[k]) for r in rows) for k in range(n)]
-    w[2] = min(w[2], 40)
-    if grouped:
-        w[4] = min(w[4], 16)
-    text_w = max(20, width - sum(w) - 2 * n)
-    lines = [
-        "  ".join(
-            (
-                r[0].rjust(w[0]),
-                r[1].rjust(w[1]),
-                _one_line(r[2], w[2]).ljust(w[2]),
-                r[3].rjust(w[3]),
-                *((_one_line(r[4], w[4]).ljust(w[4]),) if grouped else ()),
-                _one_line(r[-1], text_w),
-            )
-        )
-        for r in rows
-    ]
-    if not result.hits:
-        lines.append("(no hits)")
-    return "\n".join(lines)
-
-
-def json_lines(result: SearchResult) -> list[str]:
-    return [
-        json.dumps({"rank": i} | h.to_dict(), ensure_ascii=False)
-        for i, h in enumerate(result.hits, 1)
-    ]
 
 
 async def _direct(query: str, request: SearchRequest, settings: Any) -> SearchResult:
@@ -107,106 +46,37 @@ async def _direct(query: str, request: SearchRequest, settings: Any) -> SearchRe
         await writer.stop()
 
 
-async def _via_worker(
-    query: str, request: SearchRequest, redis_url: str, timeout_s: float
-) -> SearchResult:
-    from poolq.ingest.client import PoolqClient
-
-    async with PoolqClient(redis_url) as client:
-        return await client.search(
-            query,
-            request.collection,
-            mode=request.mode,
-            limit=request.limit,
-            filters=request.filters,
-            score_threshold=request.score_threshold,
-            fusion=request.fusion,
-            candidates=request.candidates,
-            group_by=request.group_by,
-            group_size=request.group_size,
-            timeout_s=timeout_s,
-        )
-
-
-def run_search(
-    query: str,
-    collection: str,
-    *,
-    mode: str | None,
-    limit: int,
-    filters: Sequence[str],
-    score_threshold: float | None,
-    fusion: str,
-    as_json: bool,
-    direct: bool,
+def direct_search(
     config: Path | None,
     redis_url: str | None,
     qdrant_url: str | None,
     qdrant_path: Path | None,
     qdrant_api_key: str | None,
-    timeout_s: float,
-    group_by: str | None = "doc_id",
-    group_size: int = DEFAULT_GROUP_SIZE,
-) -> int:
-    try:
-        request = SearchRequest(
-            collection,
-            mode,  # type: ignore[arg-type]
-            limit,
-            tuple(filters),
-            score_threshold,
-            fusion,  # type: ignore[arg-type]
-            group_by=group_by,
-            group_size=group_size,
-        )
-        if direct:  # loads the models here: the only client path that imports torch
-            from poolq.worker.config.settings import load_settings
+) -> DirectSearch:
+    """``--direct``: the settings are read, and the models loaded, when the search runs (the only
+    client path that imports torch)."""
 
-            settings = load_settings(
-                config,
-                {
-                    "redis_url": redis_url,
-                    "qdrant_url": qdrant_url,
-                    "qdrant_path": str(qdrant_path) if qdrant_path else None,
-                    "qdrant_api_key": qdrant_api_key,
-                },
-            )
-            result = asyncio.run(_direct(query, request, settings))
-        else:
-            url = resolve_redis_url(redis_url, config)
-            result = asyncio.run(_via_worker(query, request, url, timeout_s))
-    except (SearchError, ValueError) as e:
-        error("search", e)
-        return 2
-    except _FAILED as e:
-        error("search", e)
-        return 3
-    if as_json:
-        for line in json_lines(result):
-            print(line)
-    else:
-        print(format_table(result))
-    print(
-        f"poolq search: {len(result.hits)} hits "
-        f"({'documents' if result.group_by else 'chunks'}), mode {result.mode}, "
-        f"encode {result.encode_s * 1000:.0f} ms, search {result.search_s * 1000:.0f} ms",
-        file=sys.stderr,
-    )
-    return 0
+    def search(query: str, request: SearchRequest) -> SearchResult:
+        from poolq.worker.config.settings import load_settings
+
+        settings = load_settings(
+            config,
+            {
+                "redis_url": redis_url,
+                "qdrant_url": qdrant_url,
+                "qdrant_path": str(qdrant_path) if qdrant_path else None,
+                "qdrant_api_key": qdrant_api_key,
+            },
+        )
+        return asyncio.run(_direct(query, request, settings))
+
+    return search
 
 
 QUERY_HELP = (
     "What to search for. A query that starts with '-' goes in --query, or after '--' "
     "(poolq search --collection docs -- '- Start writing')."
 )
-
-
-def pick_query(query: str | None, query_option: str | None) -> str:
-    """Exactly one of QUERY and ``--query``."""
-    if (query is None) == (query_option is None):
-        which = "both QUERY and --query" if query is not None else "no query"
-        raise SearchError(f"{which}: give the query as QUERY or as --query TEXT, once")
-    return query if query is not None else str(query_option)
 
 
 @app.command()
@@ -286,6 +156,11 @@ def search(
     except SearchError as e:
         error("search", e)
         raise typer.Exit(2) from None
+    direct_run = (
+        direct_search(config, redis_url, qdrant_url, qdrant_path, qdrant_api_key)
+        if direct
+        else None
+    )
     raise typer.Exit(
         run_search(
             text,
@@ -296,14 +171,11 @@ def search(
             score_threshold=score_threshold,
             fusion=fusion,
             as_json=as_json,
-            direct=direct,
             config=config,
             redis_url=redis_url,
-            qdrant_url=qdrant_url,
-            qdrant_path=qdrant_path,
-            qdrant_api_key=qdrant_api_key,
             timeout_s=timeout_s,
             group_by=None if chunks else "doc_id",
             group_size=group_size,
+            direct=direct_run,
         )
     )
