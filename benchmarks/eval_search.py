@@ -51,216 +51,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from poolq.ingest.client import PoolqClient
+from benchmarks.eval_search_corpus import (
+    LABELLED_SHA256,
+    QUERIES,
+    build_corpus,
+    labelled_fingerprint,
+    load_queries,
+)
+from benchmarks.eval_search_report import print_report, requirement
+from benchmarks.eval_search_runs import evaluate, multivector_bytes
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
-
-ROOT = Path(__file__).resolve().parents[1]
-QUERIES = Path(__file__).resolve().parent / "search_queries.jsonl"
-# sha256 of "id\ttext\n" of every labelled document, in id order, in the corpus they were
-# judged on (``poolq demo``'s)
-LABELLED_SHA256 = "4876d7b7c77bb1575d4d2e8caae43d86c69a7d005e7c8666741e0903b8823f9f"
-COLLECTION = "eval"
-K = 10
-GROUPINGS = {"documents": "doc_id", "chunks": None}  # label -> group_by
-# (label, mode, fusion)
-MODES = [
-    ("dense", "dense", "rrf"),
-    ("sparse", "sparse", "rrf"),
-    ("hybrid-rrf", "hybrid", "rrf"),
-    ("hybrid-dbsf", "hybrid", "dbsf"),
-    ("rerank", "rerank", "rrf"),
-]
-
-
-def build_corpus(path: Path, n: int) -> dict[str, str]:
-    """The demo corpus, built in a fresh interpreter (see the module docstring)."""
-    code = (
-        "import sys; from pathlib import Path; from poolq.worker.cli.demo import _sample_corpus; "
-        "_sample_corpus(Path(sys.argv[1]), int(sys.argv[2]))"
-    )
-    subprocess.run([sys.executable, "-c", code, str(path), str(n)], cwd=ROOT, check=True)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return {d["id"]: d["text"] for d in map(json.loads, lines)}
-
-
-def labelled_fingerprint(docs: dict[str, str], queries_path: Path) -> str | None:
-    """``LABELLED_SHA256`` recomputed on ``docs``; None when some labelled id is missing."""
-    lines = queries_path.read_text(encoding="utf-8").splitlines()
-    ids = sorted({r for line in lines if line.strip() for r in json.loads(line)["relevant"]})
-    if any(i not in docs for i in ids):
-        return None
-    h = hashlib.sha256()
-    for i in ids:
-        h.update(f"{i}\t{docs[i]}\n".encode())
-    return h.hexdigest()
-
-
-def load_queries(path: Path, doc_ids: set[str]) -> list[dict[str, Any]]:
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        q = json.loads(line)
-        relevant = [r for r in q["relevant"] if r in doc_ids]
-        if relevant:
-            out.append(q | {"relevant": relevant})
-    return out
-
-
-def doc_ranking(hits: list[Any]) -> list[str]:
-    """Document ids in rank order, each once (its best chunk)."""
-    return list(dict.fromkeys(h.doc_id for h in hits if h.doc_id is not None))
-
-
-def score(ranking: list[str], relevant: list[str], k: int = K) -> tuple[float, float]:
-    """(recall@k, reciprocal rank@k) of one query."""
-    top = ranking[:k]
-    rel = set(relevant)
-    recall = len(rel & set(top)) / len(rel)
-    rr = next((1.0 / (i + 1) for i, d in enumerate(top) if d in rel), 0.0)
-    return recall, rr
-
-
-def steal_s() -> float:
-    """CPU time stolen from this (virtual) machine so far, all CPUs (/proc/stat)."""
-    try:
-        with open("/proc/stat") as f:
-            fields = f.readline().split()
-        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
-    n = len(rows)
-    return {
-        "recall@10": sum(r["recall"] for r in rows) / n,
-        "mrr@10": sum(r["rr"] for r in rows) / n,
-        "hit@1": sum(r["rr"] == 1.0 for r in rows) / n,
-        "docs/q": sum(r["docs"] for r in rows) / n,
-    }
-
-
-async def evaluate(
-    redis_url: str, corpus: Path, queries: list[dict[str, Any]], candidates: int | None
-) -> dict[str, Any]:
-    docs = [json.loads(line) for line in corpus.read_text(encoding="utf-8").splitlines()]
-    async with PoolqClient(redis_url) as client:
-        t0 = time.perf_counter()
-        ids = await client.enqueue(COLLECTION, docs, job_size=16)
-        outcomes = await client.wait(ids, timeout_s=1800)
-        ingest_s = time.perf_counter() - t0
-        bad = [o for o in outcomes if o.status != "done" or o.result is None or o.result.errors]
-        if bad:
-            raise SystemExit(f"{len(bad)} jobs failed or reported errors: {bad[:2]}")
-        points = sum(o.result.points for o in outcomes if o.result is not None)
-        per_grouping: dict[str, Any] = {}
-        for grouping, group_by in GROUPINGS.items():
-            per_grouping[grouping] = await _modes(client, queries, candidates, group_by)
-    return {
-        "documents": len(docs),
-        "points": points,
-        "ingest_s": ingest_s,
-        "queries": len(queries),
-        "candidates": candidates,
-        "modes": per_grouping["documents"],
-        "modes_chunks": per_grouping["chunks"],
-    }
-
-
-async def _modes(
-    client: PoolqClient,
-    queries: list[dict[str, Any]],
-    candidates: int | None,
-    group_by: str | None,
-) -> dict[str, Any]:
-    per_mode: dict[str, Any] = {}
-    for label, mode, fusion in MODES:
-        rows = []
-        encode, search = [], []
-        load0, steal0, t0 = os.getloadavg()[0], steal_s(), time.perf_counter()
-        for q in queries:
-            res = await client.search(
-                q["query"], COLLECTION, mode=mode, limit=K, fusion=fusion,
-                candidates=candidates, group_by=group_by,
-            )  # fmt: skip
-            ranking = doc_ranking(res.hits)
-            recall, rr = score(ranking, q["relevant"])
-            rows.append(
-                {
-                    "query": q["query"],
-                    "kind": q.get("kind"),
-                    "recall": recall,
-                    "rr": rr,
-                    "docs": len(ranking),
-                    "top": ranking[:3],
-                }
-            )
-            encode.append(res.encode_s)
-            search.append(res.search_s)
-        per_mode[label] = summary(rows) | {
-            "by_kind": {
-                kind: {"n": len(sub)} | summary(sub)
-                for kind in sorted({str(r["kind"]) for r in rows})
-                for sub in [[r for r in rows if str(r["kind"]) == kind]]
-            },
-            "mean_encode_s": sum(encode) / len(encode),
-            "mean_search_s": sum(search) / len(search),
-            "load1": (load0 + os.getloadavg()[0]) / 2,
-            "steal_pct": 100
-            * (steal_s() - steal0)
-            / max(1e-9, (time.perf_counter() - t0) * (os.cpu_count() or 1)),
-            "queries": rows,
-        }
-    return per_mode
-
-
-def multivector_bytes(folder: Path) -> dict[str, Any]:
-    """The stored multi-vector of the collection: datatype, rows a chunk, bytes a chunk."""
-    from poolq.sinks.store.edge import EdgeStore
-
-    itemsize = {"float32": 4, "float16": 2, "uint8": 1}
-    store = EdgeStore(folder)
-    try:
-        params = store.collection_params(COLLECTION).vectors
-        assert isinstance(params, dict)
-        name, p = next((n, p) for n, p in params.items() if p.multivector_config is not None)
-        datatype = "float32" if p.datatype is None else str(p.datatype.value)
-        rows = points = 0
-        offset = None
-        while True:
-            page, offset = store.scroll(
-                COLLECTION, limit=256, offset=offset, with_payload=False, with_vectors=[name]
-            )
-            points += len(page)
-            rows += sum(len(r.vector[name]) for r in page if isinstance(r.vector, dict))
-            if offset is None:
-                break
-    finally:
-        store.close()
-    per_chunk = rows / max(points, 1)
-    return {
-        "name": name,
-        "datatype": datatype,
-        "dim": p.size,
-        "rows_per_chunk": per_chunk,
-        "bytes_per_chunk": per_chunk * p.size * itemsize[datatype],
-    }
 
 
 def main() -> None:
@@ -325,68 +136,14 @@ def main() -> None:
     ):
         out = asyncio.run(evaluate(redis_server.url, corpus, queries, args.candidates))
     out["multivector"] = multivector_bytes(tmp / "qdrant")
-    modes = out["modes"]
-    best_single = max(modes["dense"]["recall@10"], modes["sparse"]["recall@10"])
-    out["requirement"] = {
-        "peer_recall@10": best_single,
-        **{
-            label: {
-                "recall@10": modes[label]["recall@10"],
-                "delta": modes[label]["recall@10"] - best_single,
-                "ok": modes[label]["recall@10"] >= best_single - 0.02,
-            }
-            for label in ("hybrid-rrf", "hybrid-dbsf")
-        },
-    }
+    out["requirement"] = requirement(out["modes"])
     misses = [
         label for label in ("hybrid-rrf", "hybrid-dbsf") if not out["requirement"][label]["ok"]
     ]
     if args.json:
         print(json.dumps(out, indent=2))
         sys.exit(1 if misses else 0)
-    kinds = sorted(next(iter(modes.values()))["by_kind"])
-    counts = ", ".join(f"{k} {modes['dense']['by_kind'][k]['n']}" for k in kinds)
-    print(f"pool_factor {args.pool_factor or 1} (the multi-vector's bytes are printed below)")
-    print(
-        f"dtype {args.dtype or 'default'}: "
-        f"{out['documents']} documents ({out['points']} points) ingested in "
-        f"{out['ingest_s']:.1f}s; {out['queries']} queries ({counts}), limit {K}, "
-        f"document-level, candidates {out['candidates'] or 'default'}"
-    )
-    for title, table in (
-        ("per document (group_by doc_id, the default)", modes),
-        ("chunk-level list (group_by None), each document at its first chunk", out["modes_chunks"]),
-    ):
-        print(title)
-        head = f"{'mode':12s} {'recall@10':>9s} {'MRR@10':>7s} {'hit@1':>6s} {'docs/q':>6s}"
-        for k in kinds:
-            head += f" {'R@10 ' + k[:5]:>11s} {'MRR ' + k[:5]:>10s}"
-        print(head + f" {'encode ms':>9s} {'search ms':>9s} {'load1':>5s} {'steal':>6s}")
-        for label, m in table.items():
-            line = (
-                f"{label:12s} {m['recall@10']:9.3f} {m['mrr@10']:7.3f} {m['hit@1']:6.3f} "
-                f"{m['docs/q']:6.1f}"
-            )
-            for k in kinds:
-                line += f" {m['by_kind'][k]['recall@10']:11.3f} {m['by_kind'][k]['mrr@10']:10.3f}"
-            print(
-                line + f" {1e3 * m['mean_encode_s']:9.1f} {1e3 * m['mean_search_s']:9.1f}"
-                f" {m['load1']:5.1f} {m['steal_pct']:5.1f}%"
-            )
-    mv = out["multivector"]
-    print(
-        f"multi-vector {mv['name']!r}: {mv['datatype']}, {mv['rows_per_chunk']:.1f} rows x "
-        f"{mv['dim']} a chunk on average: {mv['bytes_per_chunk'] / 1024:.1f} KiB a chunk; "
-        f"write rate {out['points'] / out['ingest_s']:.1f} chunks/s (ingest, encoding included)"
-    )
-    req = out["requirement"]
-    print(f"peer (better of dense and sparse) recall@10: {best_single:.3f}")
-    for label in ("hybrid-rrf", "hybrid-dbsf"):
-        r = req[label]
-        print(
-            f"{label}: recall@10 {r['recall@10']:.3f}, delta vs peer {r['delta']:+.3f} "
-            f"(requirement >= -0.020) {'ok' if r['ok'] else 'MISS'}"
-        )
+    print_report(out, args.dtype, args.pool_factor)
     if misses:
         print(f"MISS: {', '.join(misses)} below the peer by more than 0.02", file=sys.stderr)
         sys.exit(1)
