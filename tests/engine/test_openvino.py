@@ -322,3 +322,43 @@ def test_a_prefetched_compile_is_the_model_the_loader_asks_for(minilm, minilm_pa
         text=True,
     )
     assert r.returncode == 0, r.stderr
+
+
+def test_encode_batches_as_large_as_one_openvino_call(
+    minilm, splade, minilm_pair, splade_pair, cache_dir, tmp_path
+):
+    """``poolq encode`` on OpenVINO defaults its batch to one call's cap (no query waits behind
+    a forward offline); a SPLADE head in the graph keeps the engine's 2048; a given
+    ``--max-batch-tokens`` wins."""
+    import json
+
+    from poolq.worker.runtime import offline_encode
+
+    assert minilm_pair[1].encoder.offline_batch_tokens == 8192
+    seen = []
+    real = offline_encode.AsyncEngine
+
+    class Spy(real):
+        def __init__(self, model, **kw):
+            seen.append(kw.get("max_batch_tokens"))
+            super().__init__(model, **kw)
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in enumerate(TEXTS)))
+    opts = offline_encode.EncodeOptions(("embed",))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(offline_encode, "AsyncEngine", Spy)
+        with env(POOLQ_BACKEND="openvino", POOLQ_CACHE_DIR=cache_dir):
+            offline_encode.run_encode(minilm, src, tmp_path / "a.jsonl", opts, dtype="float32")
+            offline_encode.run_encode(
+                minilm, src, tmp_path / "b.jsonl", opts, dtype="float32", max_batch_tokens=512
+            )
+            sparse = offline_encode.EncodeOptions(("sparse",))
+            offline_encode.run_encode(splade, src, tmp_path / "c.jsonl", sparse, dtype="float32")
+    assert seen == [8192, 512, 2048]
+    a, b = (
+        [json.loads(x)["embed"] for x in (tmp_path / n).read_text().splitlines()]
+        for n in ("a.jsonl", "b.jsonl")
+    )
+    got, ref = torch.tensor(a), torch.tensor(b)
+    assert float(F.cosine_similarity(got, ref).min()) >= 0.99999  # the batch changes no vector

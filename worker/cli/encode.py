@@ -56,7 +56,8 @@ def encode(
         None,
         "--max-batch-tokens",
         min=1,
-        help="Token budget of one forward pass (default: 2048 on CPU, 16384 on CUDA).",
+        help="Token budget of one forward pass (default: 2048 on CPU, 16384 on CUDA; with "
+        "--backend openvino, one OpenVINO call's 8192 unless a SPLADE head is in its graph).",
     ),
     device: str | None = typer.Option(
         None, "--device", help="cpu, cuda, cuda:N (default: CUDA when present)."

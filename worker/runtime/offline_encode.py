@@ -218,6 +218,8 @@ def run_encode(
     if not input_path.is_file():  # before loading a model for nothing
         raise FileNotFoundError(f"input file {str(input_path)!r} does not exist")
     pooling_model = load_model(cfg)
+    if max_batch_tokens is None:  # OpenVINO: a forward as large as one call (no query waits here)
+        max_batch_tokens = getattr(pooling_model.encoder, "offline_batch_tokens", None)
     reference = load_model(replace(cfg, dtype="float32")) if report_quality else None
 
     async def main() -> EncodeSummary:

@@ -54,6 +54,14 @@ class OpenVinoEncoder(nn.Module):
         self.last_sparse: dict[int, np.ndarray] = {}
         self.calls = 0  # model calls so far (tests, benchmarks)
 
+    @property
+    def offline_batch_tokens(self) -> int:
+        """``poolq encode``'s default batch on this backend: one call's cap (8192 padded tokens
+        without a SPLADE head). A worker keeps the engine's 2048: a query's forward would wait
+        behind a larger one; offline nothing waits, and the larger forwards ran the 1,080
+        passages 0.3 s faster (int8 MiniLM, 2-core Xeon)."""
+        return self.budget
+
     def use(self, compiled: Any, precision: str) -> None:
         """Run ``compiled`` from now on (the int8 gate switches fp32 -> int8), with as many
         requests in flight as it has streams (``threads.py``: OpenVINO's choice)."""
