@@ -41,6 +41,15 @@ def test_the_client_api_imports_without_the_ml_stack():
     assert heavy_in(mods) == []
 
 
+def test_the_package_top_loads_the_client_only_when_a_name_of_it_is_used():
+    """A worker process (its modules sit beneath the package) does not import the client,
+    redis and arq for nothing: ``poolq``'s names load on first use."""
+    mods = loaded_after("import poolq, poolq.wire.constants")
+    assert not {"poolq.ingest.client", "arq", "redis"} & set(mods)
+    mods = loaded_after("import poolq\nassert poolq.ErrorCode.INTERNAL and poolq.PoolqClient")
+    assert "poolq.ingest.client" in mods
+
+
 def test_search_types_validate_filters_without_qdrant():
     mods = loaded_after(
         "from poolq import SearchRequest, SearchError\n"
