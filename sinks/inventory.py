@@ -115,11 +115,15 @@ def stored_documents(
         if s.chunk_count > 1:
             probes[point_id(s.doc_id, s.chunk_count - 1)] = ("last", s)
         probes[point_id(s.doc_id, s.chunk_count)] = ("past", s)
-    found = store.retrieve(
-        collection,
-        list(probes),
-        with_payload=[DOC_HASH, PROFILE_VERSION],
-        with_vectors=False,
+    found = (
+        store.retrieve(
+            collection,
+            list(probes),
+            with_payload=[DOC_HASH, PROFILE_VERSION],
+            with_vectors=False,
+        )
+        if probes
+        else []  # none of them stored: no second call
     )
     incomplete: set[str] = set()
     last_ok: set[str] = set()

@@ -1,7 +1,9 @@
 """A Qdrant server over gRPC: the production store (``--qdrant-url``).
 
-Everything but the upserts goes through qdrant-client's gRPC client, as :class:`ClientStore`
-makes it. Upserts, nearly all of the bytes, skip it: ``sinks/proto/upsert.py`` writes the
+Everything but the upserts and the lookups by id without vectors goes through qdrant-client's
+gRPC client, as :class:`ClientStore` makes it. Those lookups (every job makes two or three) are
+the generated protobuf messages, sent on this store's own channel (``sinks/proto/get.py``).
+Upserts, nearly all of the bytes, skip it: ``sinks/proto/upsert.py`` writes the
 ``UpsertPoints`` request straight from the points' arrays, and it is sent as those bytes on a
 channel of this store's own (no pydantic model per point, no Python float per element; see
 ``sinks/proto``). Each upsert carries ``wait = true``: the server answers once the points are
@@ -15,16 +17,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import grpc
-from qdrant_client import QdrantClient
+from qdrant_client import QdrantClient, models
 from qdrant_client.grpc import points_pb2
 
 from poolq.sinks.points import PointRecord
+from poolq.sinks.proto.get import GET_METHOD, get_request, records
 from poolq.sinks.proto.upsert import upsert_request
 from poolq.sinks.store.client import ClientStore
 from poolq.sinks.store.server_target import ServerTarget
 
 UPSERT_METHOD = "/qdrant.Points/Upsert"
 DEFAULT_WRITES_IN_FLIGHT = 4
+GET_TIMEOUT_S = 60.0  # a lookup of a job's ids
 UPSERT_TIMEOUT_S = 300.0  # one batch (6 MB at 128 points of 92 x 128 rows) on a busy server
 _COMPLETED = points_pb2.UpdateStatus.Completed
 _CHANNEL_OPTIONS = [
@@ -79,6 +83,10 @@ class GrpcStore(ClientStore):
             request_serializer=None,
             response_deserializer=points_pb2.PointsOperationResponse.FromString,
         )
+        # lookups by id without vectors (sinks/proto/get.py): bytes in, bytes out
+        self._get = self._channel.unary_unary(
+            GET_METHOD, request_serializer=None, response_deserializer=None
+        )
 
     def upsert_records(self, collection: str, records: Sequence[PointRecord]) -> None:
         request = upsert_request(collection, records, self._uint8_of(collection))
@@ -90,6 +98,24 @@ class GrpcStore(ClientStore):
             if status == points_pb2.UpdateStatus.WaitTimeout:
                 raise TimeoutError(f"{what}: the server timed out waiting for it to apply")
             raise UpsertNotCompletedError(f"{what}: the server answered {name}, expected Completed")
+
+    def retrieve(
+        self,
+        collection: str,
+        ids: Sequence[str],
+        *,
+        with_payload: bool | Sequence[str] = True,
+        with_vectors: bool | Sequence[str] = False,
+    ) -> list[models.Record]:
+        """Points by id; without vectors, straight from protobuf (``sinks/proto/get.py``)."""
+        if with_vectors:
+            return super().retrieve(
+                collection, ids, with_payload=with_payload, with_vectors=with_vectors
+            )
+        if not ids:
+            return []
+        request = get_request(collection, ids, with_payload)
+        return records(self._get(request, timeout=GET_TIMEOUT_S, metadata=self._metadata))
 
     def close(self) -> None:
         try:
