@@ -93,28 +93,49 @@ def encode(
     from poolq.worker.cli.options import model_path
 
     model = model_path("encode", model)
-    if os.environ.get("POOLQ_BACKEND") == "openvino" and Path(model).is_dir():
-        from poolq.worker.engine.openvino import prefetch
-
-        # the cached OpenVINO model compiles on the other core while torch is imported below
-        prefetch.start(model, "float32" if dtype is None else dtype)
-    from poolq.worker.runtime.offline_encode import EncodeOptions, run_encode
+    from poolq.worker.runtime.encode_lines import EncodeOptions
 
     opts = EncodeOptions(
         tuple(dict.fromkeys(task)), dimensions, not no_normalize, not no_truncate, prompt_name
     )
-    try:
-        summary = run_encode(
-            model,
-            input_path,
-            output,
-            opts,
-            dtype=dtype,
-            device=device,
-            max_batch_tokens=max_batch_tokens,
-            report_quality=report_quality,
-            threads=threads,
+    if os.environ.get("POOLQ_BACKEND") == "openvino" and Path(model).is_dir():
+        from poolq.worker.engine.openvino import prefetch
+        from poolq.worker.runtime.direct_encode import direct_start
+
+        # the cached OpenVINO model compiles on the other core while torch is imported below
+        # (or, for a dense model run without torch, while its tokenizer loads)
+        prefetch.start(model, "float32" if dtype is None else dtype)
+        direct = direct_start(
+            model, opts, dtype=dtype, device=device, report_quality=report_quality
         )
+    else:
+        direct = None
+    try:
+        if direct is not None:  # dense, cached: no torch (runtime/direct_encode.py)
+            from poolq.worker.runtime.direct_encode import run_direct
+
+            summary = run_direct(
+                direct,
+                input_path,
+                output,
+                opts,
+                threads=threads,
+                max_batch_tokens=max_batch_tokens,
+            )
+        else:
+            from poolq.worker.runtime.offline_encode import run_encode
+
+            summary = run_encode(
+                model,
+                input_path,
+                output,
+                opts,
+                dtype=dtype,
+                device=device,
+                max_batch_tokens=max_batch_tokens,
+                report_quality=report_quality,
+                threads=threads,
+            )
     except (ValueError, FileNotFoundError) as exc:
         typer.echo(f"poolq encode: error: {exc}", err=True)
         raise typer.Exit(2) from None

@@ -207,3 +207,30 @@ def plan(
     budget = min(float(len(cpus)), quota or math.inf)
     threads = choose_threads(budget, reserved, elsewhere or 0.0)
     return CpuBudget(threads, "auto", len(cpus), quota, reserved, elsewhere)
+
+
+class StartProbe:
+    """Start-up: :meth:`start` early (a first sample), :meth:`choose` once the model is loaded
+    (the window then costs no time unless it is shorter than ``PROBE_S``). Applying the choice
+    is the caller's: torch's thread count (``cpu_threads.py``), or OpenVINO's compile settings
+    for an encode that imports no torch (``runtime/direct_encode.py``)."""
+
+    def __init__(self, cpus: set[int], first: CpuSample | None) -> None:
+        self.cpus = cpus
+        self.first = first
+
+    @classmethod
+    def start(cls) -> StartProbe:
+        cpus = affinity_cpus()
+        return cls(cpus, CpuSample.now(cpus))
+
+    def choose(self, explicit: tuple[int, str] | None, reserved: float) -> CpuBudget:
+        """The budget: ``explicit`` (:func:`explicit_threads`) when given, else measured."""
+        elsewhere = None
+        if explicit is None and self.first is not None:
+            left = PROBE_S - (time.monotonic() - self.first.wall_s)
+            if left > 0:
+                time.sleep(left)
+            after = CpuSample.now(self.cpus)
+            elsewhere = busy_elsewhere(self.first, after) if after is not None else None
+        return plan(self.cpus, cgroup_quota_cpus(), reserved, elsewhere, explicit)

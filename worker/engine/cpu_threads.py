@@ -16,15 +16,13 @@ import time
 from collections.abc import Callable, Iterator
 
 from poolq.worker.engine.cpu_budget import (
-    PROBE_S,
     CpuBudget,
     CpuSample,
+    StartProbe,
     affinity_cpus,
     busy_elsewhere,
-    cgroup_quota_cpus,
     choose_threads,
     explicit_threads,
-    plan,
 )
 
 log = logging.getLogger("poolq.engine")
@@ -80,13 +78,8 @@ class ThreadGovernor:
 _GOVERNOR: ThreadGovernor | None = None
 
 
-class CpuProbe:
-    """Start-up: :meth:`start` early (a first sample), :meth:`applied` once the model is loaded
-    (the window then costs no time unless it is shorter than ``PROBE_S``)."""
-
-    def __init__(self, cpus: set[int], first: CpuSample | None) -> None:
-        self.cpus = cpus
-        self.first = first
+class CpuProbe(StartProbe):
+    """:class:`StartProbe` whose choice is applied to torch."""
 
     @classmethod
     def start(cls) -> CpuProbe:
@@ -102,14 +95,8 @@ class CpuProbe:
         (:func:`governed_threads`). On exit the governor stops and the caller's count returns."""
         global _GOVERNOR
         explicit = explicit_threads(flag)
-        elsewhere = None
-        if explicit is None and self.first is not None:
-            left = PROBE_S - (time.monotonic() - self.first.wall_s)
-            if left > 0:
-                time.sleep(left)
-            after = CpuSample.now(self.cpus)
-            elsewhere = busy_elsewhere(self.first, after) if after is not None else None
-        budget = plan(self.cpus, cgroup_quota_cpus(), reserved, elsewhere, explicit)
+        budget = self.choose(explicit, reserved)
+        elsewhere = budget.elsewhere
         import torch
 
         before = torch.get_num_threads()

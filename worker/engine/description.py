@@ -4,10 +4,11 @@ checkpoint is (:class:`ModelDescription`, known without running the model)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from poolq.worker.engine.input_forms import InputForms
-from poolq.worker.pooling.tasks import PoolingTask
+if TYPE_CHECKING:  # types only: a start that imports no torch reads Int8Floors from here
+    from poolq.worker.engine.input_forms import InputForms
+    from poolq.worker.pooling.tasks import PoolingTask
 
 # a registered checkpoint kind's name (worker/engine/kinds/): "encoder", "decoder", "colbert",
 # "masked_lm", "classifier", "bge_m3", or one added there

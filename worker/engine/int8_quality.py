@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 from poolq.worker.engine.description import Int8Floors
+from poolq.worker.engine.int8_report import Check, QualityReport
 from poolq.worker.pooling.outputs import PoolerOutput, SparseEmbedding
 
 GATED_TASKS = ("embed", "token_embed", "sparse")
+__all__ = ["GATED_TASKS", "Check", "QualityMeter", "QualityReport"]
 
 
 @dataclass
@@ -44,54 +45,6 @@ class _Stat:
     @property
     def mean(self) -> float:
         return self.total / self.n if self.n else math.nan
-
-
-@dataclass(frozen=True)
-class Check:
-    task: str
-    figure: str  # e.g. "mean_cosine"
-    value: float
-    floor: float
-    higher_is_better: bool = True
-
-    @property
-    def ok(self) -> bool:
-        return self.value >= self.floor if self.higher_is_better else self.value <= self.floor
-
-    def __str__(self) -> str:
-        op = (">=" if self.higher_is_better else "<=") if self.ok else "VIOLATES"
-        return f"{self.figure} {self.value:.4f} ({op} {self.floor:g})"
-
-
-@dataclass
-class QualityReport:
-    texts: int
-    checks: list[Check]
-
-    @property
-    def passed(self) -> bool:
-        return all(c.ok for c in self.checks)
-
-    def failures(self) -> list[Check]:
-        return [c for c in self.checks if not c.ok]
-
-    def summary(self) -> str:
-        by_task: dict[str, list[str]] = {}
-        for c in self.checks:
-            by_task.setdefault(c.task, []).append(str(c))
-        parts = "; ".join(f"{t}: {', '.join(v)}" for t, v in by_task.items())
-        verdict = "passed" if self.passed else "REFUSED"
-        return f"int8 vs float32 on {self.texts} texts: {parts}: {verdict}"
-
-    def as_dict(self) -> dict[str, Any]:
-        """For the heartbeat: ``{"texts", "passed", "tasks": {task: {figure: {value, floor}}}}``."""
-        tasks: dict[str, dict[str, dict[str, float]]] = {}
-        for c in self.checks:
-            tasks.setdefault(c.task, {})[c.figure] = {
-                "value": round(c.value, 6),
-                "floor": c.floor,
-            }
-        return {"texts": self.texts, "passed": self.passed, "tasks": tasks}
 
 
 @dataclass

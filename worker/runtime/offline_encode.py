@@ -13,8 +13,8 @@ import contextlib
 import json
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,34 +25,15 @@ from poolq.worker.engine.cpu_threads import CpuProbe
 from poolq.worker.engine.description import ModelConfig
 from poolq.worker.engine.device import resolve_device
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.int8_quality import GATED_TASKS, QualityMeter, QualityReport
+from poolq.worker.engine.int8_quality import GATED_TASKS, QualityMeter
 from poolq.worker.engine.loader import PoolingModel, load_model
 from poolq.worker.pooling import PoolingParams, SparseEmbedding
 from poolq.worker.pooling.outputs import PoolerOutput
+from poolq.worker.runtime.encode_lines import EncodeOptions, EncodeSummary, line_chunks
 
-CHUNK_LINES = 256
+__all__ = ["EncodeOptions", "EncodeSummary", "encode_file", "run_encode"]
+
 IN_FLIGHT_CHUNKS = 8
-
-
-@dataclass(frozen=True)
-class EncodeOptions:
-    tasks: tuple[str, ...]
-    dimensions: int | None = None
-    normalize: bool = True
-    truncate: bool = True
-    prompt_name: str | None = None
-
-
-@dataclass
-class EncodeSummary:
-    lines: int = 0
-    written: int = 0
-    errors: int = 0
-    tokens: int = 0
-    truncated: int = 0
-    gate: QualityReport | None = None  # the int8 quality gate at load (calibration sample)
-    quality: QualityReport | None = None  # --report-quality: int8 vs float32 on this file
-    cpu: str | None = None  # the intra-op thread count at the start, and why (cpu_budget.py)
 
 
 def _params(opts: EncodeOptions) -> list[PoolingParams]:
@@ -72,52 +53,6 @@ def output_json(task: str, out: PoolerOutput) -> Any:
         return out.as_dict()
     assert out is not None
     return out.tolist()
-
-
-def _parse(lineno: int, line: str) -> tuple[Any, str]:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"line {lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise ValueError(
-            f"line {lineno}: expected an object with 'id' and 'text', got {type(obj).__name__}"
-        )
-    if "id" not in obj:
-        raise ValueError(f"line {lineno}: missing field 'id'")
-    if not isinstance(obj["id"], str | int) or isinstance(obj["id"], bool):
-        raise ValueError(
-            f"line {lineno}: field 'id' must be a string or an integer, got {type(obj['id']).__name__}"
-        )
-    if "text" not in obj:
-        raise ValueError(f"line {lineno} (id {obj['id']!r}): missing field 'text'")
-    if not isinstance(obj["text"], str):
-        raise ValueError(
-            f"line {lineno} (id {obj['id']!r}): field 'text' must be a string, got {type(obj['text']).__name__}"
-        )
-    return obj["id"], obj["text"]
-
-
-def _chunks(
-    lines: Iterator[str], summary: EncodeSummary, err: IO[str]
-) -> Iterator[list[tuple[int, Any, str]]]:
-    chunk: list[tuple[int, Any, str]] = []
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        summary.lines += 1
-        try:
-            doc_id, text = _parse(lineno, line)
-        except ValueError as exc:
-            summary.errors += 1
-            print(f"poolq encode: {exc}; skipped", file=err)
-            continue
-        chunk.append((lineno, doc_id, text))
-        if len(chunk) >= CHUNK_LINES:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 async def encode_file(
@@ -177,7 +112,7 @@ async def encode_file(
             summary.truncated += res.truncated
         bar.update(len(chunk))
 
-    for chunk in _chunks(iter(src), summary, err):
+    for chunk in line_chunks(iter(src), summary, err):
         submit(chunk)
         while len(pending) >= IN_FLIGHT_CHUNKS:
             await flush_oldest()

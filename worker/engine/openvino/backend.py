@@ -123,7 +123,7 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
     import openvino as ov
 
     from poolq.worker.engine.engine import default_batch_tokens
-    from poolq.worker.engine.openvino import cache
+    from poolq.worker.engine.openvino import cache, direct_plan
     from poolq.worker.engine.openvino.buckets import bucket_lengths
     from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
     from poolq.worker.engine.openvino.splade import GraphSpladePooler
@@ -180,6 +180,8 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
             model.encoder = torch_encoder
             raise
     del torch_encoder  # the torch weights go with it (the poolers keep their own heads)
+    if not head and (plan := direct_plan.plan_for(model)) is not None:
+        direct_plan.write(key, plan)  # a later dense encode runs without torch
     how.append(f"{encoder.streams} streams")
     how.append(f"ready in {time.perf_counter() - t0:.2f} s")
     return ", ".join(how)

@@ -72,3 +72,18 @@ def padded_inputs(
             attend[r, :n] = key_mask[a : a + n]
     mask = (valid if attend is None else attend).astype(np.int64)
     return out_ids, mask, valid
+
+
+def spread(calls: list[Call], streams: int) -> list[Call]:
+    """Calls for ``streams`` requests in flight: while there are fewer calls than streams, the
+    one with the most rows is cut in two (a lone sequence stays whole), so every stream has
+    work; the longest first, so that the last to finish are short."""
+    calls = list(calls)
+    while len(calls) < streams:
+        big = max(range(len(calls)), key=lambda i: len(calls[i].seqs), default=None)
+        if big is None or len(calls[big].seqs) < 2:
+            break
+        c = calls.pop(big)
+        half = (len(c.seqs) + 1) // 2
+        calls += [Call(c.length, c.seqs[:half]), Call(c.length, c.seqs[half:])]
+    return sorted(calls, key=lambda c: -c.length * len(c.seqs))

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from poolq.worker.engine.int8_quality import QualityReport
+    from poolq.worker.engine.int8_report import QualityReport
 
 log = logging.getLogger("poolq.openvino")
 FORM_VERSION = 2  # bump when what graph.py converts changes: cached models are keyed by it
@@ -146,7 +146,7 @@ def _verdict(key: str, floors: object) -> Path:
 
 def passed(key: str, floors: object) -> QualityReport | None:
     """The int8 gate's report if it passed this cached model under these floors."""
-    from poolq.worker.engine.int8_quality import Check, QualityReport
+    from poolq.worker.engine.int8_report import Check, QualityReport
 
     try:
         data = json.loads(_verdict(key, floors).read_text())

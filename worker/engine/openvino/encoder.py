@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from poolq.worker.engine.openvino.buckets import Call, padded_inputs, plan_calls
+from poolq.worker.engine.openvino.buckets import Call, padded_inputs, plan_calls, spread
 
 
 class OpenVinoEncoder(nn.Module):
@@ -165,18 +165,3 @@ class OpenVinoEncoder(nn.Module):
         queue.wait_all()
         if errors:
             raise errors[0]
-
-
-def spread(calls: list[Call], streams: int) -> list[Call]:
-    """Calls for ``streams`` requests in flight: while there are fewer calls than streams, the
-    one with the most rows is cut in two (a lone sequence stays whole), so every stream has
-    work; the longest first, so that the last to finish are short."""
-    calls = list(calls)
-    while len(calls) < streams:
-        big = max(range(len(calls)), key=lambda i: len(calls[i].seqs), default=None)
-        if big is None or len(calls[big].seqs) < 2:
-            break
-        c = calls.pop(big)
-        half = (len(c.seqs) + 1) // 2
-        calls += [Call(c.length, c.seqs[:half]), Call(c.length, c.seqs[half:])]
-    return sorted(calls, key=lambda c: -c.length * len(c.seqs))
