@@ -3,9 +3,10 @@
 A Redis hash with the fields ``documents`` (in the job), ``done`` (documents finished: written,
 skipped unchanged, or refused with an error), ``chunks`` (chunked so far), ``points`` (written),
 ``errors`` and ``skipped``; it expires ``JOB_PROGRESS_TTL_S`` after the last update. The job
-publishes at its milestones (:meth:`JobProgress.publish`: after chunking, after each part is
-encoded and written, at the end) and a ticker publishes any change at least every
-``JOB_PROGRESS_EVERY_S`` meanwhile. Best effort: Redis trouble never fails the job.
+publishes at its milestones (:meth:`JobProgress.publish`: after chunking when the job writes
+more than one part, after each part is encoded and written, at the end) and a ticker publishes
+any change at least every ``JOB_PROGRESS_EVERY_S`` meanwhile. Best effort: Redis trouble never
+fails the job.
 """
 
 from __future__ import annotations

@@ -30,6 +30,19 @@ from poolq.worker.runtime.runtime import Runtime
 
 log = logging.getLogger("poolq.jobs")
 
+# A job this small is hashed, and its metadata fields listed, on the event loop: ~0.1-0.2 ms of
+# work for 32 documents of ~400 characters, about what a hop to a thread and back costs. Its
+# metadata was walked there already, by validation (``wire/documents.py``), which costs more
+# than either. Larger jobs (up to 64 MiB of text) still go to a thread.
+INLINE_MAX_DOCS = 64
+INLINE_MAX_CHARS = 1 << 16
+
+
+def inline_ok(docs: Sequence[Document]) -> bool:
+    """Whether ``docs`` are few and short enough for their hashing and metadata walk to run
+    on the event loop (see ``INLINE_MAX_*``)."""
+    return len(docs) <= INLINE_MAX_DOCS and sum(len(d.text) for d in docs) <= INLINE_MAX_CHARS
+
 
 @dataclass
 class BatchOutcome:
@@ -76,9 +89,11 @@ async def ingest_documents(
     # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
     chunked = await asyncio.to_thread(rt.vectorizer.chunk_many, [d.text for d in docs])
     out.chunks = sum(len(c) for c in chunked)
+    parts = split_parts(chunked, max(1, rt.writer.batch_points))
     if progress is not None:
         progress.add(chunks=out.chunks)
-        await progress.publish()
+        if len(parts) > 1:  # one part: its write publishes the count (one round trip less)
+            await progress.publish()
     now = datetime.now(UTC).isoformat()
 
     async def one_part(start: int, end: int) -> None:
@@ -103,7 +118,6 @@ async def ingest_documents(
             progress.add(points=written, done=len(replace_docs))
             await progress.publish()
 
-    parts = split_parts(chunked, max(1, rt.writer.batch_points))
     waiting = len(parts)
 
     def part_queued() -> None:
@@ -161,7 +175,11 @@ async def _record_fields(rt: Runtime, collection: str, docs: Sequence[Document])
     effort: a search asks the store about a field the registry lacks)."""
     if rt.redis is None or not any(d.metadata for d in docs):
         return
-    fields = await asyncio.to_thread(metadata_fields, [d.metadata for d in docs])
+    metadatas = [d.metadata for d in docs]
+    if inline_ok(docs):
+        fields = metadata_fields(metadatas)
+    else:
+        fields = await asyncio.to_thread(metadata_fields, metadatas)
     if not rt.recent_fields.new_in(collection, fields):
         return  # recorded by an earlier job lately (collection_fields.RecentFields)
     with contextlib.suppress(Exception):

@@ -34,7 +34,7 @@ from poolq.wire.records.job_args import IngestArgs
 from poolq.wire.records.results import IngestResult
 from poolq.worker.engine.lanes import lane_of_priority
 from poolq.worker.runtime.job_progress import JobProgress
-from poolq.worker.runtime.pipeline import ingest_documents
+from poolq.worker.runtime.pipeline import ingest_documents, inline_ok
 from poolq.worker.runtime.runtime import Runtime
 
 
@@ -97,8 +97,12 @@ async def _changed(
     wrote (doc id -> chunk count; see the module docstring)."""
     if not docs:
         return [], {}
-    # hashing every text (up to a job's 64 MiB): off the event loop; Document caches them
-    await asyncio.to_thread(lambda: [(d.content_hash, d.metadata_hash) for d in docs])
+    # hashing every text (up to a job's 64 MiB): off the event loop unless the job is small
+    # (pipeline.inline_ok); Document caches them
+    if inline_ok(docs):
+        _hash(docs)
+    else:
+        await asyncio.to_thread(_hash, docs)
     stored = await rt.writer.read(
         partial(stored_documents, collection=collection, doc_ids=[d.id for d in docs]),
         what=f"lookup of {len(docs)} documents in {collection!r}",
@@ -115,6 +119,11 @@ async def _changed(
         and _written_since(s, since)
     }
     return todo, earlier
+
+
+def _hash(docs: list[Document]) -> None:
+    for d in docs:
+        d.content_hash, d.metadata_hash  # noqa: B018 (cached properties: computed here)
 
 
 def _earlier_tries_since(ctx: dict[str, Any]) -> datetime | None:
