@@ -71,7 +71,7 @@ class ClientStore(Store):
         try:
             found = self.client.get_aliases().aliases
         except (UnexpectedResponse, grpc.RpcError) as e:
-            if _status(e) in (401, 403):  # a key scoped to collections; the server resolves
+            if forbidden(e):  # a key scoped to collections; the server resolves
                 return {}
             raise
         return {a.alias_name: a.collection_name for a in found}
@@ -259,6 +259,11 @@ _GRPC_AS_HTTP = {
     grpc.StatusCode.UNAUTHENTICATED: 401,
     grpc.StatusCode.PERMISSION_DENIED: 403,
 }
+
+
+def forbidden(e: Exception) -> bool:
+    """Whether ``e`` says the key may not do this (401 or 403, or gRPC's equivalents)."""
+    return _status(e) in (401, 403)
 
 
 def _status(e: Exception) -> int | None:

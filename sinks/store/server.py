@@ -1,8 +1,9 @@
 """A Qdrant server over gRPC: the production store (``--qdrant-url``).
 
-Everything but the upserts and the lookups by id without vectors goes through qdrant-client's
-gRPC client, as :class:`ClientStore` makes it. Those lookups (every job makes two or three) are
-the generated protobuf messages, sent on this store's own channel (``sinks/proto/get.py``).
+Everything but the upserts, the lookups by id without vectors and the alias list goes through
+qdrant-client's gRPC client, as :class:`ClientStore` makes it. Those lookups (every job makes
+two or three) and the alias list (one a job) are the generated protobuf messages, sent on this
+store's own channel (``sinks/proto/get.py``, ``sinks/proto/aliases.py``).
 Upserts, nearly all of the bytes, skip it: ``sinks/proto/upsert.py`` writes the
 ``UpsertPoints`` request straight from the points' arrays, and it is sent as those bytes on a
 channel of this store's own (no pydantic model per point, no Python float per element; see
@@ -18,12 +19,13 @@ from collections.abc import Sequence
 
 import grpc
 from qdrant_client import QdrantClient, models
-from qdrant_client.grpc import points_pb2
+from qdrant_client.grpc import collections_pb2, points_pb2
 
 from poolq.sinks.points import PointRecord
+from poolq.sinks.proto.aliases import LIST_ALIASES_METHOD, LIST_ALIASES_REQUEST, alias_map
 from poolq.sinks.proto.get import GET_METHOD, get_request, records
 from poolq.sinks.proto.upsert import upsert_request
-from poolq.sinks.store.client import ClientStore
+from poolq.sinks.store.client import ClientStore, forbidden
 from poolq.sinks.store.server_target import ServerTarget
 
 UPSERT_METHOD = "/qdrant.Points/Upsert"
@@ -87,6 +89,24 @@ class GrpcStore(ClientStore):
         self._get = self._channel.unary_unary(
             GET_METHOD, request_serializer=None, response_deserializer=None
         )
+        self._list_aliases = self._channel.unary_unary(
+            LIST_ALIASES_METHOD,
+            request_serializer=None,
+            response_deserializer=collections_pb2.ListAliasesResponse.FromString,
+        )
+
+    def aliases(self) -> dict[str, str]:
+        """Every alias and its collection, from protobuf (``sinks/proto/aliases.py``); a key
+        scoped to collections may not list them: then none (the server resolves)."""
+        try:
+            found = self._list_aliases(
+                LIST_ALIASES_REQUEST, timeout=GET_TIMEOUT_S, metadata=self._metadata
+            )
+        except grpc.RpcError as e:
+            if forbidden(e):
+                return {}
+            raise
+        return alias_map(found)
 
     def upsert_records(self, collection: str, records: Sequence[PointRecord]) -> None:
         request = upsert_request(collection, records, self._uint8_of(collection))
