@@ -213,23 +213,38 @@ class QdrantWriter(StoreOwner):
         # in order, each acknowledged before the next: a document's chunks land in order, so
         # one whose last chunk is stored is whole (sinks/inventory.py). Writes of other
         # documents run beside this one on a store that takes several (sinks/owner.py).
+        probes = stale_probes(replace) if replace else None
+        probed: list[models.Record] | Exception | None = None
+        last = max(0, len(points) - 1) // self.batch_points * self.batch_points
         for start in range(0, len(points), self.batch_points):
             batch = points[start : start + self.batch_points]
             what = f"upsert of {len(batch)} points into {collection!r}"
-            await self._mutating(what, partial(_upsert, collection=collection, points=batch))
+            # the last batch's call also probes for stale chunks once it is acknowledged: one
+            # hop to the store thread less a job (a failed probe is asked again, below)
+            fn: Callable[[Store], Any] = partial(_upsert, collection=collection, points=batch)
+            if probes is not None and start == last:
+                fn = partial(_upsert_then_probe, collection=collection, points=batch, ids=probes)
+            probed = await self._mutating(what, fn)
             self.points_written += len(batch)
             self.batches_written += 1
-        if replace:
-            await self._delete_stale(collection, replace)
+        if probes is not None:
+            await self._delete_stale(collection, replace, probes, probed)
         return len(points)
 
-    async def _delete_stale(self, collection: str, replace: dict[str, int]) -> None:
-        """Delete chunks past each document's new count (see ``sinks/stale.py``)."""
-        probes = stale_probes(replace)
-        found = await self._retrying(
-            f"lookup of stale chunks in {collection!r}",
-            lambda s: s.retrieve(collection, list(probes), with_payload=True),
-        )
+    async def _delete_stale(
+        self,
+        collection: str,
+        replace: dict[str, int],
+        probes: dict[str, str],
+        found: list[models.Record] | Exception | None = None,
+    ) -> None:
+        """Delete chunks past each document's new count (see ``sinks/stale.py``); ``found``:
+        the probes' lookup, when the last upsert made it."""
+        if not isinstance(found, list):
+            found = await self._retrying(
+                f"lookup of stale chunks in {collection!r}",
+                lambda s: s.retrieve(collection, list(probes), with_payload=True),
+            )
         ids, by_filter = stale_ids(found, probes, replace)
         for doc_id in by_filter:
             selector = models.FilterSelector(filter=stale_chunks_filter(doc_id, replace[doc_id]))
@@ -258,6 +273,18 @@ def _factory(
 def _upsert(store: Store, *, collection: str, points: list[PointRecord]) -> None:
     store.upsert_records(collection, points)
     store.maintain()
+
+
+def _upsert_then_probe(
+    store: Store, *, collection: str, points: list[PointRecord], ids: Mapping[str, str]
+) -> list[models.Record] | Exception:
+    """:func:`_upsert`, then the stale-chunk probes' lookup (``sinks/stale.py``), or the error
+    that lookup raised (the upsert stands; the caller asks again, with retries)."""
+    _upsert(store, collection=collection, points=points)
+    try:
+        return store.retrieve(collection, list(ids), with_payload=True)
+    except Exception as e:  # handed back: retried where retries are decided
+        return e
 
 
 def _delete(

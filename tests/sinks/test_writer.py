@@ -150,6 +150,42 @@ async def test_replace_docs_removes_stale_chunks(writer):
         await writer.write("docs", [], replace_docs={"a": -1})
 
 
+class ProbeProxy(Proxy):
+    """Counts the writer's calls into the store thread; the first ``probe_fails`` lookups by id
+    raise."""
+
+    def __init__(self, path, probe_fails=0):
+        super().__init__(path)
+        self.probe_fails, self.retrieves = probe_fails, 0
+
+    def retrieve(self, *a, **kw):
+        self.retrieves += 1
+        if self.probe_fails:
+            self.probe_fails -= 1
+            raise ResponseHandlingException(Exception("probe"))
+        return self.inner.retrieve(*a, **kw)
+
+
+@pytest.mark.parametrize("probe_fails", [0, 1])
+async def test_the_last_upsert_probes_for_stale_chunks_in_its_own_call(qpath, probe_fails):
+    proxy = ProbeProxy(qpath)
+    async with QdrantWriter(store_factory=proxy.connect, batch_points=10, **FAST) as w:
+        await w.ensure_collection(SCHEMA)
+        await w.write("docs", doc("a", 30) + doc("b", 2))
+        proxy.probe_fails, proxy.retrieves = probe_fails, 0
+        calls = []
+        run = w._run
+        w._run = lambda fn, reader=False: calls.append(fn) or run(fn, reader)  # type: ignore
+        # a shrinks from 30 chunks to 22: three upserts, the probe in the last one's call
+        assert await w.write("docs", doc("a", 22, seed=1), replace_docs={"a": 22}) == 22
+        assert proxy.upserts == 4 + 3 and proxy.retrieves == 1 + probe_fails
+        # the upserts and the delete (and the probe again where it failed): no call of its own
+        assert len(calls) == 3 + 1 + probe_fails
+        assert await w.count("docs", doc_id="a") == 22
+        assert await w.count("docs", doc_id="b") == 2
+        assert w.retries == 0  # a failed probe is asked again, not the upsert
+
+
 async def test_maxsim_query_finds_the_query_point(writer):
     points = [p for d in range(8) for p in doc(f"d{d}", 5)]
     await writer.write("docs", points)
