@@ -14,7 +14,11 @@ model converted at load time from the checkpoint poolq already loaded.
 * ``encoder.py``: the compiled model behind the packed encoder's call signature;
 * ``splade.py``: the SPLADE pooler reading the graph's pooled weights;
 * ``quantize.py``: NNCF int8 on the built-in calibration sample, behind the int8 quality gate;
-* ``threads.py``: the compile settings from the worker's CPU budget.
+* ``threads.py``: the compile settings from the worker's CPU budget;
+* ``direct_plan.py``, ``direct_runner.py``, ``direct_pool.py``: ``poolq encode`` of a dense
+  model without torch once its graph is cached (``runtime/direct_encode.py``): what the loader
+  decided of its ``embed`` pooler, saved beside the graph; the graph run on length buckets; the
+  CLS/MEAN/LAST pooling and the normalisation on numpy.
 
 Nothing here imports ``openvino`` at module level but ``encoder.py``'s users: a torch-only
 install never loads it.
