@@ -22,6 +22,7 @@ from poolq.sinks.folder_lock import hold_folder
 from poolq.sinks.store.heap import keep_freed_memory
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
+from poolq.wire.redis_packing import pack_with_hiredis
 from poolq.wire.serialization import (
     REJECTED_JOB,
     job_deserializer,
@@ -72,6 +73,7 @@ async def startup(ctx: dict[str, Any]) -> None:
         hold_folder(settings.qdrant_path)
     rt = await Runtime.open(settings, writer=ctx.pop("writer", None))
     rt.redis = ctx.get("redis")
+    pack_with_hiredis(rt.redis)  # arq's pool: commands packed in C (wire/redis_packing.py)
     ctx["runtime"] = rt
     await install_job_index(ctx)  # jobs arq fails unrun count as failed; the worker is listed
     rt.run_locks = RunLocks(rt.worker_id)  # one run at a time per job (run_lock.py)
