@@ -145,6 +145,32 @@ def test_what_the_torch_free_start_declines_goes_the_full_way(minilm, tmp_path, 
     assert direct_plan.read(start.key) is None and direct_start(minilm, embed, **kw) is None
 
 
+def test_a_missing_input_fails_before_any_compile_and_a_left_prefetch_is_settled(
+    minilm, tmp_path, monkeypatch
+):
+    """A compile still running on the prefetch thread when the interpreter exits aborts the
+    process (seen: exit 134 for a missing input on a cached model): the input is checked
+    before the prefetch starts, and :func:`prefetch.settle` waits for one nobody took."""
+    from typer.testing import CliRunner
+
+    from poolq.worker.cli.app import app
+    from poolq.worker.engine.openvino import prefetch
+
+    started = []
+    monkeypatch.setattr(prefetch, "start", lambda *a, **k: started.append(a))
+    monkeypatch.setenv("POOLQ_BACKEND", "openvino")
+    r = CliRunner().invoke(app, ["encode", str(tmp_path / "nowhere.jsonl"), "--model", minilm])
+    assert r.exit_code == 2 and started == []
+    assert "nowhere.jsonl' does not exist" in r.output
+    monkeypatch.undo()
+    monkeypatch.setenv("POOLQ_CACHE_DIR", str(tmp_path / "cache"))
+    prefetch.start(minilm, "float32", threads=1)  # nothing cached: it finds nothing to compile
+    assert prefetch._pending is not None
+    prefetch.settle()
+    assert prefetch._pending is None
+    prefetch.settle()  # nothing pending: a no-op
+
+
 def test_a_plan_is_written_only_for_the_default_settings(minilm, tmp_path, monkeypatch):
     from poolq.worker.engine.loader import ModelConfig, load_model
     from poolq.worker.engine.openvino import cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import typer
@@ -98,6 +99,9 @@ def encode(
     opts = EncodeOptions(
         tuple(dict.fromkeys(task)), dimensions, not no_normalize, not no_truncate, prompt_name
     )
+    if not input_path.is_file():  # before any model work
+        typer.echo(f"poolq encode: error: input file {str(input_path)!r} does not exist", err=True)
+        raise typer.Exit(2)
     if os.environ.get("POOLQ_BACKEND") == "openvino" and Path(model).is_dir():
         from poolq.worker.engine.openvino import prefetch
         from poolq.worker.runtime.direct_encode import direct_start
@@ -139,6 +143,11 @@ def encode(
     except (ValueError, FileNotFoundError) as exc:
         typer.echo(f"poolq encode: error: {exc}", err=True)
         raise typer.Exit(2) from None
+    finally:
+        if "poolq.worker.engine.openvino.prefetch" in sys.modules:
+            from poolq.worker.engine.openvino import prefetch
+
+            prefetch.settle()  # a compile left running would abort the exit
     from poolq.worker.cli import quick_exit
 
     quick_exit.request()  # the output is written and closed (cli/quick_exit.py)

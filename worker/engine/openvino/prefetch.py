@@ -112,3 +112,14 @@ def take(key: str, config: dict[str, Any]) -> Any | None:
             log.debug("openvino prefetch unused: the loader asked for another model or settings")
         return None
     return result[2]
+
+
+def settle() -> None:
+    """Wait for a prefetch nobody took and drop it: a compile still running on its thread
+    when the interpreter exits aborts the process (OpenVINO's threads). Called when a command
+    ends, whichever way."""
+    global _pending
+    with _lock:
+        future, _pending = _pending, None
+    if future is not None:
+        future.result()
