@@ -238,3 +238,69 @@ def test_poolq_worker_puts_itself_in_ctx_with_no_stack_lookup(monkeypatch):
     )
     assert w.ctx["arq_worker"] is w
     assert arq_overrides.adopt_running(w.ctx) is w and type(w) is PoolqWorker
+
+
+# arq's start_jobs, whose claim PoolqWorker._start_one does in one script: when this changes,
+# re-check _start_one (semaphore, job_counter, the checks of the transaction, tasks, callback)
+START_JOBS_SHA256 = {
+    "5aedb54406884838041c6cdf44b00aba072fc79b22ffd2a71f93f0459c3c7b0d",  # 0.26.x (List[bytes])
+    "8584f5950a396dcb244911a35b40d63f6985fbd0523ea358ee49e7028b12e316",  # 0.27.0, 0.28.0
+}
+
+
+def _start_jobs_digest() -> str:
+    import hashlib
+
+    src = inspect.getsource(Worker.start_jobs)
+    body = "\n".join(line.strip() for line in src.splitlines() if line.strip())
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def test_arqs_start_jobs_is_the_one_start_one_reproduces():
+    assert _start_jobs_digest() in START_JOBS_SHA256, (
+        "arq's Worker.start_jobs changed: re-check PoolqWorker._start_one (arq_overrides.py)"
+    )
+
+
+async def test_a_job_starts_in_one_round_trip_only_when_due_queued_and_not_running(redis_server):
+    """``_start_one``: a due, queued job not running anywhere is marked in progress (with arq's
+    TTL) and started, in one command; one whose mark is set, one gone from the queue and one
+    deferred are left alone, with arq's counter and semaphore as they were."""
+    from arq.connections import create_pool
+    from arq.constants import in_progress_key_prefix
+
+    pool = await create_pool(redis_settings(redis_server.url))
+    w = PoolqWorker(functions=[func(_wait_forever, name="wait")], redis_pool=pool, queue_name="q")
+    try:
+        for job_id in ("ready", "marked", "gone"):
+            await pool.enqueue_job("wait", _job_id=job_id, _queue_name="q")
+        await pool.enqueue_job(
+            "wait",
+            _job_id="later",
+            _queue_name="q",
+            _defer_until=datetime.now(UTC) + timedelta(hours=1),
+        )
+        await pool.set(in_progress_key_prefix + "marked", b"1")
+        await pool.zrem("q", "gone")
+        before = await _calls(pool)
+        assert isinstance(await w._start_one("ready"), int)
+        after = await _calls(pool)
+        sent = {k: after.get(k, 0) - before.get(k, 0) for k in ("eval", "watch", "multi", "exec")}
+        assert sent == {"eval": 1, "watch": 0, "multi": 0, "exec": 0}  # one round trip
+        for job_id in ("marked", "gone", "later"):
+            assert await w._start_one(job_id) is None, job_id
+        assert sorted(w.tasks) == ["ready"]
+        assert w.job_counter == 1 and w.sem._value == w.max_jobs  # arq: max_jobs + 1 permits
+        ttl_ms = await pool.pttl(in_progress_key_prefix + "ready")
+        assert 0.9 * w.in_progress_timeout_s * 1000 < ttl_ms <= w.in_progress_timeout_s * 1000
+        assert await w._start_one("ready") is None  # its mark is set now
+    finally:
+        for t in w.tasks.values():
+            t.cancel()
+        await asyncio.gather(*w.tasks.values(), return_exceptions=True)
+        await pool.aclose()
+
+
+async def _calls(pool) -> dict[str, int]:
+    stats = await pool.info("commandstats")
+    return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}

@@ -14,6 +14,8 @@ else goes through its public hooks and constructor arguments).
   engines have room, and the rest stay in Redis (when there is none, a job's lane is read from
   its record, its ``priority``, as the engines read it); and a job already running in this worker is
   never started a second time here (its in-progress mark, if something dropped it, is set back);
+  a job is started in one round trip (a script doing what arq's transaction does, and reading
+  the record's size for admission) where arq makes five;
 * ``finish_failed_job``: jobs arq fails without running them (expired, max tries exceeded,
   unknown function) are passed to :attr:`PoolqWorker.failed_unrun` listeners (metrics);
 * ``handle_sig_wait_for_completion`` (SIGTERM / Ctrl-C with a grace period): logs at once that
@@ -48,6 +50,7 @@ from typing import Any, cast
 
 from arq.constants import in_progress_key_prefix, job_key_prefix
 from arq.jobs import deserialize_job
+from arq.utils import timestamp_ms
 from arq.worker import Worker
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -65,6 +68,17 @@ OVERRIDDEN = ("_poll_iteration", "run_job", "start_jobs", "finish_failed_job")
 SIGNAL_OVERRIDES = ("handle_sig_wait_for_completion",)
 
 KEEP_MARK_EVERY_S = 1.0
+# start a job (PoolqWorker._start_one): not running anywhere (KEYS[1], its in-progress mark),
+# still queued (KEYS[2]) and due (score <= ARGV[2], now in ms): mark it in progress for ARGV[3]
+# ms and answer its score and the size of its record (KEYS[3]); else nil
+_CLAIM = (
+    "if redis.call('exists', KEYS[1]) == 1 then return false end "
+    "local score = redis.call('zscore', KEYS[2], ARGV[1]) "
+    "if not score or tonumber(score) > tonumber(ARGV[2]) then return false end "
+    "redis.call('psetex', KEYS[1], ARGV[3], '1') "
+    "return {score, redis.call('strlen', KEYS[3])}"
+)
+_FULL = object()  # _start_one: max_jobs are running
 LANES_REMEMBERED = 4096  # job ids whose lane was read (_lane_of)
 _REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, WatchError, ConnectionError, OSError)
 
@@ -146,12 +160,49 @@ class PoolqWorker(Worker):
                     # only a bulk job can find no room (admission.py), and the ids come in
                     # score order, interactive first: every id after this one is bulk too
                     return
-            await super().start_jobs([raw])
-            started = self.tasks.get(job_id)
-            if self.admission is not None and started is not None and started is not before:
-                if payload_bytes is None:
-                    payload_bytes = await self.pool.strlen(job_key_prefix + job_id)
-                self.admission.taken(job_id, payload_bytes)
+            claimed = await self._start_one(job_id)
+            if claimed is _FULL:
+                return
+            if self.admission is not None and isinstance(claimed, int):
+                self.admission.taken(job_id, payload_bytes or claimed)
+
+    async def _start_one(self, job_id: str) -> int | object | None:
+        """arq's ``start_jobs`` for one id, its WATCH / EXISTS / ZSCORE / MULTI-PSETEX-EXEC
+        (four round trips) and the record's STRLEN made one script (:data:`_CLAIM`, atomic as
+        the transaction was): the record's size once the job is started, None when another
+        worker has it, it left the queue or it is deferred, :data:`_FULL` when ``max_jobs``
+        run. arq's semaphore, counter, tasks and completion callback as ``start_jobs`` keeps
+        them (``tests/test_arq_overrides.py`` pins that method's source)."""
+        await self.sem.acquire()
+        if self.job_counter >= self.max_jobs:
+            self.sem.release()
+            return _FULL
+        self.job_counter += 1
+        pool: Any = self.pool  # redis-py types eval's reply as str
+        try:
+            claimed = await pool.eval(
+                _CLAIM,
+                3,
+                in_progress_key_prefix + job_id,
+                self.queue_name,
+                job_key_prefix + job_id,
+                job_id,
+                timestamp_ms(),
+                int(self.in_progress_timeout_s * 1000),
+            )
+        except BaseException:
+            self.job_counter -= 1
+            self.sem.release()
+            raise
+        if not claimed:
+            self.job_counter -= 1
+            self.sem.release()
+            return None
+        score, size = claimed
+        task = self.loop.create_task(self.run_job(job_id, int(float(score))))
+        task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
+        self.tasks[job_id] = task
+        return int(size)
 
     async def _lane_of(self, job_id: str) -> tuple[Lane, int]:
         """A job's lane, read from its record: the ``priority`` it was enqueued with, the same
