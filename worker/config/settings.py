@@ -20,6 +20,7 @@ from typing import Any
 from poolq.sinks.store.server_target import TRANSPORTS, server_target
 from poolq.wire import constants
 from poolq.wire.connection import check_redis_url, redact_text
+from poolq.worker.app.event_loop import check_event_loop
 from poolq.worker.config.locations import check_qdrant_url
 from poolq.worker.config.profile import DEFAULT_PROFILE, Profile
 from poolq.worker.config.schedule import ReindexSchedule
@@ -45,6 +46,8 @@ class Settings:
     # and writing points then runs beside this interpreter instead of holding its GIL
     # (default on: +30% enqueue -> durable write in bench_host_path, interleaved A/B, README)
     store_process: bool = True
+    # the worker's event loop: auto (uvloop when installed), uvloop or asyncio (app/event_loop.py)
+    event_loop: str = "auto"
     max_jobs: int = 32  # upper limit on running jobs; admission is by queued tokens (below)
     # a job is taken only while its engines' queued tokens stay below this (None: 8 batches of
     # the ingest engine, runtime/admission.py); jobs beyond it wait in Redis, where no timeout runs
@@ -88,6 +91,9 @@ class Settings:
             raise ValueError(
                 f"backend: expected one of {', '.join(BACKENDS)}, got {self.backend!r}"
             )
+        if self.event_loop is None:  # POOLQ_EVENT_LOOP= (empty): the default
+            object.__setattr__(self, "event_loop", "auto")
+        check_event_loop(self.event_loop)
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1 (or unset: chosen), got {self.threads}")
         try:
