@@ -43,6 +43,7 @@ from poolq.worker.reliability.job_guard import guarded
 from poolq.worker.reliability.job_index_hooks import install_job_index
 from poolq.worker.reliability.reaper import reaper_loop
 from poolq.worker.reliability.run_lock import RunLocks
+from poolq.worker.runtime.job_progress import ProgressBoard
 from poolq.worker.runtime.runtime import Runtime
 from poolq.worker.runtime.search_service import SearchService
 
@@ -76,6 +77,8 @@ async def startup(ctx: dict[str, Any]) -> None:
     rt = await Runtime.open(settings, writer=ctx.pop("writer", None))
     rt.redis = ctx.get("redis")
     pack_with_hiredis(rt.redis)  # arq's pool: commands packed in C (wire/redis_packing.py)
+    # running jobs' progress between milestones, all in one pipeline a tick (job_progress.py)
+    ctx["progress_board"] = ProgressBoard(rt.redis)
     ctx["runtime"] = rt
     await install_job_index(ctx)  # jobs arq fails unrun count as failed; the worker is listed
     rt.run_locks = RunLocks(rt.worker_id)  # one run at a time per job (run_lock.py)
@@ -106,6 +109,9 @@ async def shutdown(ctx: dict[str, Any]) -> None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+    board: ProgressBoard | None = ctx.pop("progress_board", None)
+    if board is not None:
+        await board.close()
     rt: Runtime | None = ctx.get("runtime")
     if rt is None:
         return

@@ -4,9 +4,12 @@ A Redis hash with the fields ``documents`` (in the job), ``done`` (documents fin
 skipped unchanged, or refused with an error), ``chunks`` (chunked so far), ``points`` (written),
 ``errors`` and ``skipped``; it expires ``JOB_PROGRESS_TTL_S`` after the last update. The job
 publishes at its milestones (:meth:`JobProgress.publish`: after chunking when the job writes
-more than one part, after each part is encoded and written, at the end) and a ticker publishes
-any change at least every ``JOB_PROGRESS_EVERY_S`` meanwhile. Best effort: Redis trouble never
-fails the job.
+more than one part, after each part is encoded and written, at the end), and between them any
+change is published within ``JOB_PROGRESS_EVERY_S``: by the worker's :class:`ProgressBoard`,
+which writes every running job that changed in one pipeline (one round trip a tick however many
+jobs run), or, for a job run without one, by a ticker task of its own. Writes of one job never
+cross: a job's milestones and the board's batches take the board's lock, so the hash's last
+write is the job's last state. Best effort: Redis trouble never fails the job.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from typing import Any
 from poolq.wire import constants
 from poolq.wire.records.progress import JobProgressRecord
 
+TICK_S = constants.JOB_PROGRESS_EVERY_S / 2
 
-@dataclass
+
+@dataclass(eq=False)
 class JobProgress:
     redis: Any  # redis.asyncio client, or None (nothing is published)
     job_id: str
@@ -31,6 +36,7 @@ class JobProgress:
     errors: int = 0
     skipped: int = 0
     clock: Any = None  # the job's deadlines.JobClock: every change is progress
+    board: ProgressBoard | None = None  # the worker's; None: a ticker task of the job's own
     _published: JobProgressRecord | None = None
     _ticker: asyncio.Task[None] | None = None
 
@@ -55,31 +61,81 @@ class JobProgress:
 
     async def publish(self) -> None:
         """Write the current state now (when it changed since the last write)."""
-        state = self.state()
-        if self.redis is None or state == self._published:
+        if self.redis is None:
             return
-        with contextlib.suppress(Exception):  # best effort: never fail the job over progress
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.hset(self.key, mapping=state.to_hash())
-                pipe.expire(self.key, constants.JOB_PROGRESS_TTL_S)
-                await pipe.execute()
-            self._published = state
+        if self.board is None:
+            await _write(self.redis, [self])
+            return
+        async with self.board.lock:
+            await _write(self.redis, [self])
 
     async def _tick(self) -> None:
         while True:
-            await asyncio.sleep(constants.JOB_PROGRESS_EVERY_S / 2)
+            await asyncio.sleep(TICK_S)
             await self.publish()
 
     async def __aenter__(self) -> JobProgress:
         await self.publish()
         if self.redis is not None:
-            self._ticker = asyncio.create_task(self._tick(), name=f"progress-{self.job_id}")
+            if self.board is not None:
+                self.board.watch(self)
+            else:
+                self._ticker = asyncio.create_task(self._tick(), name=f"progress-{self.job_id}")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self.board is not None:
+            self.board.forget(self)
         if self._ticker is not None:
             self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
             self._ticker = None
         await self.publish()
+
+
+async def _write(redis: Any, jobs: list[JobProgress]) -> None:
+    """The jobs' states that changed since their last write, in one pipeline."""
+    changed = [(p, s) for p in jobs if (s := p.state()) != p._published]
+    if not changed:
+        return
+    with contextlib.suppress(Exception):  # best effort: never fail a job over progress
+        async with redis.pipeline(transaction=False) as pipe:
+            for p, state in changed:
+                pipe.hset(p.key, mapping=state.to_hash())
+                pipe.expire(p.key, constants.JOB_PROGRESS_TTL_S)
+            await pipe.execute()
+        for p, state in changed:
+            p._published = state
+
+
+class ProgressBoard:
+    """The worker's publisher of its running jobs' progress between their milestones (see the
+    module docstring): one task, awake every ``TICK_S`` while a job is watched."""
+
+    def __init__(self, redis: Any) -> None:
+        self.redis = redis
+        self.lock = asyncio.Lock()
+        self._jobs: dict[int, JobProgress] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def watch(self, progress: JobProgress) -> None:
+        self._jobs[id(progress)] = progress
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="progress-board")
+
+    def forget(self, progress: JobProgress) -> None:
+        self._jobs.pop(id(progress), None)
+
+    async def _run(self) -> None:
+        while self._jobs:
+            await asyncio.sleep(TICK_S)
+            async with self.lock:
+                await _write(self.redis, list(self._jobs.values()))
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None

@@ -60,7 +60,11 @@ async def ingest(
         )
     docs, errors = validate_documents(documents, max_bytes=rt.settings.max_document_bytes)
     progress = JobProgress(
-        ctx.get("redis"), job_id, documents=len(documents), clock=ctx.get("job_clock")
+        ctx.get("redis"),
+        job_id,
+        documents=len(documents),
+        clock=ctx.get("job_clock"),
+        board=ctx.get("progress_board"),
     )
     progress.add(errors=len(errors), done=len(errors))
     async with progress:
