@@ -1,6 +1,8 @@
-"""Tokens reused from chunking: a document that fits one chunk is tokenized once, by the
-chunker, and the engine only adds the special tokens (``AsyncEngine.encode(pretokenized=...)``).
-What the engine then computes equals what it computes from the text itself."""
+"""Tokens reused from chunking: a document is tokenized once, by the chunker, and the engine
+only adds the special tokens (``AsyncEngine.encode(pretokenized=...)``): the whole document's
+tokens when it fits one chunk, a chunk's share of them when it is cut at whitespace (BERT-style
+tokenizers, ``chunks/token_slices.py``). What the engine then computes equals what it computes
+from the text itself."""
 
 import pytest
 import torch
@@ -51,17 +53,26 @@ def test_reused_tokens_are_the_tokens_of_the_chunk_text(model, chunker, texts):
     assert [(t.ids, t.truncated) for t in reused] == [(t.ids, t.truncated) for t in fresh]
 
 
-def test_one_chunk_documents_carry_their_tokens_and_longer_ones_do_not(chunker):
+def test_chunks_carry_their_tokens_unless_cut_mid_word(chunker):
     short, long = "  \n A short document. \n\n", " ".join(["word"] * 200)
-    (one,), many = chunker.chunk_many([short, long])
-    assert one.text == "A short document." and one.encodings is not None
-    assert len(many) > 1 and all(c.encodings is None for c in many)
+    glued = "x9" * 45 + " " + "q7z" * 33  # two words of 90 and 99 pieces: longer than a chunk
+    (one,), many, cut = chunker.chunk_many([short, long, glued])
     counter = chunker.counters[0]
+    assert one.text == "A short document." and one.encodings is not None
     assert one.encodings[0].ids == counter._tok.encode(one.text, add_special_tokens=False).ids
+    assert len(many) > 1
+    for c in many:  # cut at spaces: their ids, from the document's tokens
+        assert c.encodings[0] == counter._tok.encode(c.text, add_special_tokens=False).ids
+    assert len(cut) > 1 and all(c.encodings is None for c in cut)  # cut inside words
 
 
 async def test_vectors_from_reused_tokens_equal_those_from_the_text(model, chunker):
-    texts = [*varied_texts(24, seed=11), "  padded with spaces  ", " ".join(["long"] * 300)]
+    texts = [
+        *varied_texts(24, seed=11),
+        "  padded with spaces  ",
+        " ".join(["long"] * 300),
+        "x9" * 45,  # one word of 90 pieces, cut mid-word: tokenized again
+    ]
     chunk_texts, pre = _engine_inputs(model, chunker, texts)
     assert 0 < sum(p is not None for p in pre) < len(pre)  # both kinds in one call
     async with AsyncEngine(model, max_batch_tokens=512) as engine:

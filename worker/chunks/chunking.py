@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from tokenizers import Encoding, Tokenizer
 
 from poolq.wire.documents import content_hash
+from poolq.worker.chunks.token_slices import chunk_ids, slice_exact
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
@@ -33,9 +34,13 @@ class Chunk:
     text: str
     start: int  # character span in the document text: text == doc[start:end]
     end: int
-    # a chunk that is its whole (stripped) document: each counter's tokens of exactly ``text``
-    # (no special tokens), which the engines reuse instead of tokenizing the chunk again
-    encodings: tuple[Encoding, ...] | None = field(default=None, compare=False, repr=False)
+    # each counter's tokens of exactly ``text`` (no special tokens), which the engines reuse
+    # instead of tokenizing the chunk again: for a chunk that is its whole (stripped) document
+    # the ``Encoding``; for one of a longer document, the ids its document's tokens give where
+    # they are exactly the chunk's own (``token_slices.py``), else None
+    encodings: tuple[Encoding | list[int] | None, ...] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     @property
     def content_hash(self) -> str:
@@ -51,6 +56,7 @@ class TokenCounter:
         tok.no_padding()
         self._tok = tok
         self.special_tokens = len(tok.encode("", add_special_tokens=True).ids)
+        self.slice_exact = slice_exact(tok)  # a chunk's ids from its document's (token_slices)
         self.max_length = max_length
 
     @property
@@ -86,6 +92,13 @@ class _SpanCounter:
         self.length = length
         self.total = len(encoding)  # every token of the text
         self._offsets: tuple[list[int], list[int]] | None = None
+        self._ids: list[int] | None = None
+
+    def ids(self) -> list[int]:
+        """Every token's id (one list for the text, built once)."""
+        if self._ids is None:
+            self._ids = self.encoding.ids
+        return self._ids
 
     @property
     def starts(self) -> list[int]:
@@ -159,7 +172,9 @@ class Chunker:
         """:meth:`chunk` of each text, each tokenizer called once for all of them. Each text
         is tokenized without its leading and trailing whitespace (no chunk holds it): a text
         that fits one chunk is then tokenized exactly as its chunk, and the chunk carries those
-        tokens (:attr:`Chunk.encodings`) so that no engine tokenizes it again."""
+        tokens (:attr:`Chunk.encodings`) so that no engine tokenizes it again; a longer text's
+        chunks carry their share of its tokens where that share is exactly their own
+        (``token_slices.py``)."""
         texts = list(texts)
         spans = [_strip(t, 0, len(t)) for t in texts]
         stripped = [t[a:b] for t, (a, b) in zip(texts, spans, strict=True)]
@@ -215,9 +230,15 @@ class Chunker:
                 k -= 1
             i = k
         out = []
+        exact = [c.slice_exact for c in self.counters]
         for idx, (a, b) in enumerate(chunks):
             a, b = _strip(text, a, b)
-            out.append(Chunk(idx, text[a:b], a, b))
+            ids = tuple(
+                chunk_ids(text, s, a, b) if e else None for s, e in zip(spans, exact, strict=True)
+            )
+            out.append(
+                Chunk(idx, text[a:b], a, b, ids if any(i is not None for i in ids) else None)
+            )
         return out
 
     def _pieces(

@@ -163,7 +163,7 @@ class AsyncEngine:
         group: str | None = None,
         input_form: InputFormName = "document",
         on_queued: Callable[[], None] | None = None,
-        pretokenized: Sequence[Encoding | None] | None = None,
+        pretokenized: Sequence[Encoding | list[int] | None] | None = None,
     ) -> list[EncodeResult]:
         """Encode ``texts``; ``tasks`` is one task list for all texts or one per text.
 
@@ -257,7 +257,7 @@ class AsyncEngine:
         self,
         texts: list[str],
         form: InputForm | None,
-        pretokenized: list[Encoding | None] | None = None,
+        pretokenized: list[Encoding | list[int] | None] | None = None,
         observer: EngineObserver | None = None,
     ) -> list[FormedInput]:
         """Runs in the tokenizer pool (``engine_inputs.tokenize``)."""

@@ -39,7 +39,9 @@ def checked_form(description: ModelDescription, input_form: str) -> InputForm | 
 
 
 def checked_ids(
-    n: int, request_ids: Sequence[str] | None, pretokenized: Sequence[Encoding | None] | None
+    n: int,
+    request_ids: Sequence[str] | None,
+    pretokenized: Sequence[Encoding | list[int] | None] | None,
 ) -> list[str]:
     """The call's request ids (default ``#0``, ``#1``, ...), one per text, as ``pretokenized``
     must be where given."""
@@ -95,7 +97,7 @@ def tokenize(
     tokenizer: TextTokenizer,
     texts: list[str],
     form: InputForm | None,
-    pretokenized: list[Encoding | None] | None,
+    pretokenized: list[Encoding | list[int] | None] | None,
     observer: EngineObserver | None,
 ) -> list[FormedInput]:
     """Tokenize ``texts``, then write each in its input form. ``pretokenized`` (no form): the

@@ -28,6 +28,7 @@ class TextTokenizer:
         self._tok = tokenizer
         self._tok.no_padding()
         self._tok.enable_truncation(max_length=max_length)
+        self._around = specials_around(tokenizer)  # for a chunk's ids alone (post_process)
         added = tokenizer.get_added_tokens_decoder()
         self.special_token_ids = frozenset(i for i, t in added.items() if t.special)
         self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
@@ -60,12 +61,46 @@ class TextTokenizer:
         encodings = encode(texts, add_special_tokens=True)
         return [TokenizedText(e.ids, bool(e.overflowing)) for e in encodings]
 
-    def post_process(self, encodings: list[Encoding]) -> list[TokenizedText]:
+    def post_process(self, encodings: list[Encoding | list[int]]) -> list[TokenizedText]:
         """What :meth:`encode_batch` gives for texts this tokenizer's own pipeline (a copy
         without truncation, as chunking uses) has already split into ``encodings``, without
-        special tokens: they are added, and the result truncated, here (no new tokenizing)."""
+        special tokens: they are added, and the result truncated, here (no new tokenizing).
+        An entry may be ids alone (a chunk's share of its document's tokens,
+        ``chunks/token_slices.py``, only for tokenizers whose post-processor just puts special
+        tokens around one sequence): they go around the ids here the same way."""
         out = []
         for e in encodings:
+            if isinstance(e, list):
+                out.append(self._with_specials(e))
+                continue
             done = self._tok.post_process(e, None, True)
             out.append(TokenizedText(done.ids, bool(done.overflowing)))
         return out
+
+    def _with_specials(self, ids: list[int]) -> TokenizedText:
+        if self._around is None:
+            raise ValueError(
+                "token ids without their text for a tokenizer whose post-processor does more "
+                "than put special tokens around them (chunks/token_slices.py)"
+            )
+        head, tail = self._around
+        room = self.max_length - len(head) - len(tail)  # truncated as the tokenizer would
+        return TokenizedText(head + ids[:room] + tail, len(ids) > room)
+
+
+def specials_around(tokenizer: Tokenizer) -> tuple[list[int], list[int]] | None:
+    """The special tokens ``tokenizer``'s post-processor puts before and after one sequence,
+    when that is all it does (the same on two probes of one and three words), else None."""
+    around = None
+    for probe in ("a", "a b c"):
+        encoding = tokenizer.encode(probe, add_special_tokens=False)
+        ids = encoding.ids
+        full = tokenizer.post_process(encoding, None, True).ids
+        at = next((i for i in range(len(full) - len(ids) + 1) if full[i : i + len(ids)] == ids), -1)
+        if not ids or at < 0:
+            return None
+        found = (full[:at], full[at + len(ids) :])
+        if around is not None and found != around:
+            return None
+        around = found
+    return around

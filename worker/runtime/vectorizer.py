@@ -112,7 +112,7 @@ class Vectorizer:
         group: str | None = None,
         lane: Lane = Lane.BULK,
         on_queued: Callable[[], None] | None = None,
-        encodings: Sequence[tuple[Encoding, ...] | None] | None = None,
+        encodings: Sequence[tuple[Encoding | list[int] | None, ...] | None] | None = None,
     ) -> list[dict[str, VectorValue] | Exception]:
         """Per text, every vector of the profile (or the error that kept it from being encoded).
         ``on_queued()``: called once the texts wait in every model's engine. ``encodings``: per
@@ -161,8 +161,8 @@ class Vectorizer:
         return out
 
     def _pretokenized(
-        self, model: str, encodings: Sequence[tuple[Encoding, ...] | None] | None
-    ) -> list[Encoding | None] | None:
+        self, model: str, encodings: Sequence[tuple[Encoding | list[int] | None, ...] | None] | None
+    ) -> list[Encoding | list[int] | None] | None:
         """``model``'s share of the chunker's encodings (its counters follow the engines)."""
         if encodings is None or len(self.chunker.counters) != len(self.engines):
             return None
