@@ -1,4 +1,4 @@
-"""The worker's event loop setting (``worker/app/event_loop.py``): uvloop where installed,
+"""The worker's event loop setting (``worker/config/event_loop.py``): uvloop where installed,
 asyncio's own on request, a clear refusal when uvloop is asked for and missing."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import importlib.util
 
 import pytest
 
-from poolq.worker.app import event_loop
-from poolq.worker.app.event_loop import chosen_loop, event_loop_policy
+from poolq.worker.config import event_loop
+from poolq.worker.config.event_loop import chosen_loop, event_loop_policy
 from poolq.worker.config.settings import Settings, load_settings
 
 uvloop = pytest.importorskip("uvloop")

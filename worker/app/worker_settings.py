@@ -30,9 +30,9 @@ from poolq.wire.serialization import (
     rejected_payload,
     serialize,
 )
-from poolq.worker.app.event_loop import event_loop_policy
 from poolq.worker.app.jobs.ingest import ingest
 from poolq.worker.app.jobs.reindex import reindex
+from poolq.worker.config.event_loop import event_loop_policy
 from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
 from poolq.worker.engine.thread_names import named
@@ -177,7 +177,7 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
 
 def run_worker(settings: Settings, *, burst: bool = False) -> None:
     """``poolq worker``: the same arguments as ``arq poolq.worker.app.WorkerSettings``, on the
-    event loop ``settings.event_loop`` chooses (``event_loop.py``)."""
+    event loop ``settings.event_loop`` chooses (``config/event_loop.py``)."""
     with event_loop_policy(settings.event_loop) as loop:
         log.info("event loop: %s", loop)
         PoolqWorker(burst=burst, **worker_kwargs(settings)).run()

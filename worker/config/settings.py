@@ -20,7 +20,7 @@ from typing import Any
 from poolq.sinks.store.server_target import TRANSPORTS, server_target
 from poolq.wire import constants
 from poolq.wire.connection import check_redis_url, redact_text
-from poolq.worker.app.event_loop import check_event_loop
+from poolq.worker.config.event_loop import check_event_loop
 from poolq.worker.config.locations import check_qdrant_url
 from poolq.worker.config.profile import DEFAULT_PROFILE, Profile
 from poolq.worker.config.schedule import ReindexSchedule
@@ -46,7 +46,7 @@ class Settings:
     # and writing points then runs beside this interpreter instead of holding its GIL
     # (default on: +30% enqueue -> durable write in bench_host_path, interleaved A/B, README)
     store_process: bool = True
-    # the worker's event loop: auto (uvloop when installed), uvloop or asyncio (app/event_loop.py)
+    # the worker's event loop: auto (uvloop when installed), uvloop or asyncio (config/event_loop.py)
     event_loop: str = "auto"
     max_jobs: int = 32  # upper limit on running jobs; admission is by queued tokens (below)
     # a job is taken only while its engines' queued tokens stay below this (None: 8 batches of
