@@ -31,7 +31,12 @@ WORDS = st.sampled_from(
      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
      "reallylongwordwithoutanyspacesthatmustbecut" * 3]
 )  # fmt: skip
-SEPARATORS = st.sampled_from([" ", "  ", "\n", "\n\n", ". ", "! ", "\t", " \u3000 ", ", "])
+# Python's isspace() is true for all of these; BERT's normalizer drops the controls among them
+# (U+001C, U+000B, U+0085), gluing the words on either side
+SEPARATORS = st.sampled_from(
+    [" ", "  ", "\n", "\n\n", ". ", "! ", "\t", " \u3000 ", ", ", "\x1c", "\x0b", "\x85",
+     "\u2028", "\xa0", "\r\n"]
+)  # fmt: skip
 
 
 @st.composite
@@ -50,6 +55,7 @@ def _alone(tok: Tokenizer, text: str) -> list[int]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=documents(), max_tokens=st.integers(8, 40), overlap=st.integers(0, 3))
 @example(text="Sentence one here. " * 40 + "tokenization" * 8 + " tail.", max_tokens=16, overlap=2)
+@example(text="word\x1cpiece " * 30, max_tokens=8, overlap=0)
 def test_a_chunks_ids_from_its_document_are_its_own(text, max_tokens, overlap):
     chunker = Chunker(
         [TokenCounter(MINILM, max_tokens + 2), TokenCounter(SPLADE, max_tokens + 2)],

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import unicodedata
 from typing import Any, Protocol
 
 from tokenizers import Tokenizer
@@ -66,11 +67,20 @@ def _normalizer_ok(spec: Any) -> bool:
     return spec.get("type") in _NORMALIZERS
 
 
+def _separates(c: str) -> bool:
+    """Whether ``c`` splits words for these tokenizers: the whitespace both BERT's normalizer
+    keeps (it drops control characters but tab, newline and return) and Unicode calls white
+    space (the pre-tokenizers split there). Python's ``isspace`` also counts control characters
+    such as U+001C-U+001F, U+000B and U+0085, which BERT's normalizer removes, gluing the words
+    on either side into one: a chunk cut there is tokenized again."""
+    return c in " \t\n\r" or unicodedata.category(c) in ("Zs", "Zl", "Zp")
+
+
 def chunk_ids(text: str, spans: Spans, start: int, end: int) -> list[int] | None:
     """The ids (no special tokens) of ``text[start:end]`` from its document's tokens, or None
     when the span is not one whose tokens alone are the same (see the module docstring)."""
-    if (start > 0 and not text[start - 1].isspace()) or (
-        end < len(text) and not text[end].isspace()
+    if (start > 0 and not _separates(text[start - 1])) or (
+        end < len(text) and not _separates(text[end])
     ):
         return None
     starts, ends = spans.starts, spans.ends
