@@ -12,24 +12,16 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 from poolq.worker.chunks.chunking import Chunker, TokenCounter
 from poolq.worker.chunks.token_slices import slice_exact
 from poolq.worker.engine.tokenizer import TextTokenizer
-from tests.models import minilm_path, splade_path
-
-
-def _tokenizer(path):
-    tok = Tokenizer.from_file(str(path / "tokenizer.json"))
-    tok.no_truncation()
-    tok.no_padding()
-    return tok
-
-
-MINILM = _tokenizer(minilm_path())
-SPLADE = _tokenizer(splade_path())
+from tests.chunks.test_chunking import MINILM, SPLADE
+from tests.models import minilm_path
 
 WORDS = st.sampled_from(
     ["pooling", "Über", "naïve", "café", "tokenization", "ColBERT", "x", "42", "3.14", "é",
      "東京", "日本語", "e\u0301", "don't", "(a)", "--", "...", "unbelievably", "\x00", "[MASK]",
      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
-     "reallylongwordwithoutanyspacesthatmustbecut" * 3]
+     "reallylongwordwithoutanyspacesthatmustbecut" * 3,
+     "tokenization" * 8,  # one word of ~23 pieces (under the tokenizer's 100 characters)
+     "unbelievablynaïve" * 5, "x9" * 45]  # one word of 90 pieces: cut mid-word
 )  # fmt: skip
 # Python's isspace() is true for all of these; BERT's normalizer drops the controls among them
 # (U+001C, U+000B, U+0085), gluing the words on either side
