@@ -304,3 +304,24 @@ async def test_a_job_starts_in_one_round_trip_only_when_due_queued_and_not_runni
 async def _calls(pool) -> dict[str, int]:
     stats = await pool.info("commandstats")
     return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
+
+
+async def test_a_start_redis_refuses_leaves_the_job_queued_as_arq_does(redis_server):
+    """arq treats a refused transaction (``ResponseError``: out of memory, a read-only replica)
+    as a job started elsewhere; the one-script start does the same, its counter and semaphore
+    as they were, the poll going on."""
+    from arq.connections import create_pool
+
+    pool = await create_pool(redis_settings(redis_server.url))
+    w = PoolqWorker(functions=[func(_wait_forever, name="wait")], redis_pool=pool, queue_name="q")
+    try:
+        await pool.enqueue_job("wait", _job_id="oom", _queue_name="q")
+        await pool.config_set("maxmemory", "1")  # every write refused: OOM
+        try:
+            assert await w._start_one("oom") is None
+        finally:
+            await pool.config_set("maxmemory", "0")
+        assert w.tasks == {} and w.job_counter == 0 and w.sem._value == w.max_jobs + 1
+        assert await pool.zscore("q", "oom") is not None  # still queued
+    finally:
+        await pool.aclose()

@@ -53,8 +53,8 @@ from arq.jobs import deserialize_job
 from arq.utils import timestamp_ms
 from arq.worker import Worker
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-from redis.exceptions import WatchError
 
 from poolq.worker.engine.lanes import Lane, lane_of_priority
 from poolq.worker.runtime.admission import Admission
@@ -190,6 +190,9 @@ class PoolqWorker(Worker):
                 timestamp_ms(),
                 int(self.in_progress_timeout_s * 1000),
             )
+        except ResponseError as e:  # refused (OOM, read-only): arq skips the job on these too
+            log.debug("job %s not started: redis answered %s", job_id, e)
+            claimed = None
         except BaseException:
             self.job_counter -= 1
             self.sem.release()
