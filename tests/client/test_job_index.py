@@ -158,11 +158,20 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
             assert by_id[timed_out].code == ErrorCode.TIMEOUT
 
             release.set()
-            assert await until(lambda: client.finished([gate, *queued]))
-            st = await client.status()
-            assert (st["counts"]["done"], st["counts"]["queued"], st["counts"]["running"]) == (
-                8, 0, 0,
-            )  # fmt: skip
+            ends = [gate, *queued]
+
+            async def all_ended():  # (finished() lists the ended ones: all three, not any)
+                return len(await client.finished(ends)) == len(ends)
+
+            assert await until(all_ended)
+
+            async def counted():  # an outcome is recorded just before arq takes the job off
+                st = await client.status()  # its queue (finish_job): the counts then settle
+                c = st["counts"]
+                return st if (c["done"], c["queued"], c["running"]) == (8, 0, 0) else None
+
+            st = await until(counted, timeout_s=5.0)
+            assert st, (await client.status())["counts"]
             # the newest finished jobs, newest first (the two queued ones: same enqueue time)
             newest = [o.job_id for o in st["jobs"][:3]]
             assert set(newest[:2]) == set(queued) and newest[2] == gate
