@@ -179,7 +179,8 @@ def test_bad_values_are_refused_naming_them():
     with pytest.raises(ValueError, match="uint32"):
         varints(np.asarray([2**32]))
     with pytest.raises(ValueError, match="'colbert'"):
-        enc.vector(np.zeros((0, 4), np.float32), name="colbert")  # an empty multi-vector
+        empty = {"colbert": np.zeros((0, 4), np.float32)}  # an empty multi-vector
+        enc.upsert_request("c", [PointRecord(point_id("d", 0), empty, {})])
     with pytest.raises(ValueError, match="64 bits"):
         enc.upsert_request("c", [PointRecord(point_id("d", 0), {}, {"n": 2**63})])
 
