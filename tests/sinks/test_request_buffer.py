@@ -53,7 +53,9 @@ def test_in_place_equals_the_portable_path_and_a_join(plan):
 def test_each_request_is_a_new_object_of_its_own():
     rng = np.random.default_rng(3)
     rows = rng.standard_normal((92, 128)).astype(np.float32)
-    points = [PointRecord(point_id("d", i), {"colbert": rows, "dense": rows[0]}, {}) for i in (0, 1)]
+    points = [
+        PointRecord(point_id("d", i), {"colbert": rows, "dense": rows[0]}, {}) for i in (0, 1)
+    ]
     a = enc.upsert_request("c", points)
     b = enc.upsert_request("c", points)
     assert a == b and a is not b
