@@ -5,9 +5,10 @@ skipped unchanged, or refused with an error), ``chunks`` (chunked so far), ``poi
 ``errors`` and ``skipped``; it expires ``JOB_PROGRESS_TTL_S`` after the last update. The job
 publishes at its milestones (:meth:`JobProgress.publish`: after chunking when the job writes
 more than one part, after each part is encoded and written, at the end), and between them any
-change is published within ``JOB_PROGRESS_EVERY_S``: by the worker's :class:`ProgressBoard`,
-which writes every running job that changed in one pipeline (one round trip a tick however many
-jobs run), or, for a job run without one, by a ticker task of its own. Writes of one job never
+change, its first state included, is published within ``JOB_PROGRESS_EVERY_S``: by the
+worker's :class:`ProgressBoard`, which writes every running job that changed in one pipeline
+(one round trip a tick however many jobs run; a job that ends within a tick is written once,
+at its end), or, for a job run without one, by a ticker task of its own (and at its start). Writes of one job never
 cross: a job's milestones and the board's batches take the board's lock, so the hash's last
 write is the job's last state. Best effort: Redis trouble never fails the job.
 """
@@ -75,12 +76,13 @@ class JobProgress:
             await self.publish()
 
     async def __aenter__(self) -> JobProgress:
-        await self.publish()
-        if self.redis is not None:
-            if self.board is not None:
-                self.board.watch(self)
-            else:
-                self._ticker = asyncio.create_task(self._tick(), name=f"progress-{self.job_id}")
+        if self.redis is None:
+            return self
+        if self.board is not None:  # its first state goes out with the board's next tick
+            self.board.watch(self)
+        else:
+            await self.publish()
+            self._ticker = asyncio.create_task(self._tick(), name=f"progress-{self.job_id}")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
