@@ -44,6 +44,7 @@ _NAMED, _NAMED_ENTRY, _ENTRY_KEY, _ENTRY_VALUE = b"\x12", b"\x0a", b"\x0a", b"\x
 _DENSE, _SPARSE, _MULTI = b"\xaa\x06", b"\xb2\x06", b"\xba\x06"  # fields 101, 102, 103
 _DATA, _VALUES, _INDICES, _ROW = b"\x0a", b"\x0a", b"\x12", b"\x0a"
 _NAME_KEYS: dict[str, bytes] = {}  # a vector name's map-entry key field (names repeat)
+_MAX_NAMES = 256
 
 
 def upsert_request(
@@ -73,7 +74,9 @@ def point_struct(
     for name, v in p.vectors.items():
         key = _NAME_KEYS.get(name)
         if key is None:
-            key = _NAME_KEYS.setdefault(name, delimited(_ENTRY_KEY, name.encode("utf-8")))
+            key = delimited(_ENTRY_KEY, name.encode("utf-8"))
+            if len(_NAME_KEYS) < _MAX_NAMES:
+                _NAME_KEYS[name] = key
         at = len(named)
         named.append(b"")  # the entry's heads, once the vector's length is known
         n = vector(named, v, uint8=name in uint8_names, name=name)
