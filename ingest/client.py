@@ -30,7 +30,7 @@ from poolq.ingest.client_reads import ClientReads
 from poolq.ingest.job_index import (
     JobOutcome,
 )
-from poolq.ingest.job_plan import Limits, plan_jobs
+from poolq.ingest.job_plan import Limits, check_files, plan_jobs
 from poolq.ingest.job_progress import WaitProgress
 from poolq.ingest.outage import RedisOutage, outage_limit_s
 from poolq.ingest.priority import check_priority, job_priority, queue_placement
@@ -44,7 +44,8 @@ from poolq.wire.connection import (
     redact_url,
     redis_settings,
 )
-from poolq.wire.records.job_args import IngestArgs, ReindexArgs
+from poolq.wire.files import is_file_document
+from poolq.wire.records.job_args import IngestArgs, ParseArgs, ReindexArgs
 from poolq.wire.serialization import deserialize, serialize
 
 __all__ = [
@@ -151,6 +152,13 @@ class PoolqClient(ClientReads):
         """Split ``documents`` into jobs of at most ``job_size`` that fit the workers' limits
         (``limits``, default: :meth:`limits`) and enqueue them; returns the job ids.
 
+        A document is ``{"id", "text", "metadata"?}``, or a file to parse: ``{"id", "bytes"}``
+        (its content) or ``{"id", "path"}`` (an absolute path the workers can read), with
+        ``"metadata"`` and ``"source"`` (what hits cite) optional. Files go to the parse stage
+        (PDF, HTML, DOCX, PPTX, EPUB, Markdown, text: the type is sniffed from the bytes); no
+        parsing library is needed here. A file over the workers' ``max_file_bytes`` is a
+        ``ValueError`` naming it, before anything is enqueued.
+
         ``ValueError`` before anything is enqueued for a ``job_size`` over the limit of
         documents per job, a document too big for any job, or an unknown ``priority``.
         ``force``: re-encode and rewrite documents a worker would skip as unchanged.
@@ -160,11 +168,18 @@ class PoolqClient(ClientReads):
         ``on_enqueued(job_id, n_documents)`` is called after each job is enqueued."""
         check_priority(priority, "priority")
         docs = list(documents)
-        plan = plan_jobs(collection, docs, job_size, limits or await self.limits())
-        lane = job_priority(priority, len(plan))
+        limits = limits or await self.limits()
+        files = [d for d in docs if is_file_document(d)]
+        check_files(files, limits)
+        texts = [d for d in docs if not is_file_document(d)] if files else docs
+        plan = plan_jobs(collection, texts, job_size, limits) if texts else []
+        file_plan = plan_jobs(collection, files, job_size, limits) if files else []
+        lane = job_priority(priority, len(plan) + len(file_plan))
         ids: list[str] = []
-        for batch in plan:
-            job_id = await self._enqueue_one(collection, batch, force=force, priority=lane)
+        for batch, parse in [(b, False) for b in plan] + [(b, True) for b in file_plan]:
+            job_id = await self._enqueue_one(
+                collection, batch, force=force, priority=lane, parse=parse
+            )
             ids.append(job_id)
             if on_enqueued is not None:
                 on_enqueued(job_id, len(batch))
@@ -177,13 +192,20 @@ class PoolqClient(ClientReads):
         *,
         force: bool = False,
         priority: str = "bulk",
+        parse: bool = False,
     ) -> str:
         job_id = uuid.uuid4().hex
-        args, kwargs = IngestArgs(collection, docs, force, priority).call()
+        if parse:  # files: to the parse queue, whose job hands the documents on (wire/files.py)
+            args, kwargs = ParseArgs(collection, docs, force, priority).call()
+            function, queue = constants.PARSE_JOB, constants.PARSE_QUEUE
+        else:
+            args, kwargs = IngestArgs(collection, docs, force, priority).call()
+            function, queue = constants.INGEST_JOB, constants.INGEST_QUEUE
         job = await self.redis.enqueue_job(
-            constants.INGEST_JOB,
+            function,
             *args,
             _job_id=job_id,
+            _queue_name=queue,
             **kwargs,
             **queue_placement(priority, time.time(), self.redis.expires_extra_ms),
         )

@@ -142,8 +142,9 @@ async def _finished(
             if states:
                 p.exists(in_progress_key_prefix + j)
                 p.zscore(queue_name, j)
+                p.zscore(constants.PARSE_QUEUE, j)  # (a parse job waits in a queue of its own)
         replies = await p.execute()
-    step = 3 if states else 1
+    step = 4 if states else 1
     by_result = [j for k, j in enumerate(rest) if replies[k * step]]
     if by_result:  # ended without an outcome record: arq's whole result
         raws = await redis.mget([result_key_prefix + j for j in by_result])
@@ -155,6 +156,8 @@ async def _finished(
             if j in found:
                 continue
             running, score = replies[k * step + 1], replies[k * step + 2]
+            if score is None:
+                score = replies[k * step + 3]
             status = "running" if running else "not_found" if score is None else (
                 "deferred" if float(score) > now_ms else "queued"
             )  # fmt: skip

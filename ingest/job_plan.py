@@ -30,6 +30,7 @@ class Limits:
     max_documents_per_job: int = constants.MAX_DOCUMENTS_PER_JOB
     max_document_bytes: int = constants.MAX_DOCUMENT_BYTES
     max_job_bytes: int = constants.MAX_JOB_BYTES
+    max_file_bytes: int = constants.MAX_FILE_BYTES
     source: str = "defaults"
 
     @classmethod
@@ -101,3 +102,14 @@ def plan_jobs(
     if batch:
         jobs.append(batch)
     return jobs
+
+
+def check_files(files: Sequence[Any], limits: Limits) -> None:
+    """``ValueError`` naming the first file sent by its bytes that is over ``max_file_bytes``."""
+    for position, doc in enumerate(files):
+        data = doc.get("bytes") if isinstance(doc, Mapping) else None
+        if isinstance(data, bytes | bytearray) and len(data) > limits.max_file_bytes:
+            raise ValueError(
+                f"file {_ref(doc, position)} is {len(data)} bytes, over {limits.describe()} "
+                f"limit of {limits.max_file_bytes} bytes per file; nothing was enqueued"
+            )

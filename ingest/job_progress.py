@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import AuthenticationError
 
+from poolq.ingest.job_chain import Chains
 from poolq.ingest.job_index import JobOutcome, chunks
 from poolq.ingest.outage import OUTAGE_ERRORS
 from poolq.ingest.workers_alive import no_worker_message
@@ -67,6 +68,8 @@ class WaitProgress:
     points: int
     errors: int
     skipped: int
+    parsed: int = 0  # files the parse stage read, and their pages
+    pages: int = 0
     workers_alive: int | None = None
     redis_down_s: float | None = None
 
@@ -83,14 +86,19 @@ def totals(
 ) -> WaitProgress:
     """``records``: progress of the running jobs; ``finished``: outcomes of the finished ones;
     ``sizes``: documents per job where the caller knows them."""
-    sums = dict.fromkeys(("documents", "done", "chunks", "points", "errors", "skipped"), 0)
+    sums = dict.fromkeys(
+        ("documents", "done", "chunks", "points", "errors", "skipped", "parsed", "pages"), 0
+    )
     failed = 0
     for job_id in job_ids:
         rec = records.get(job_id) or JobProgressRecord()
         size = sizes.get(job_id) or rec.documents
         outcome = finished.get(job_id)
         if outcome is None:
-            part = {f: getattr(rec, f) for f in ("done", "chunks", "points", "errors", "skipped")}
+            part = {
+                f: getattr(rec, f)
+                for f in ("done", "chunks", "points", "errors", "skipped", "parsed", "pages")
+            }
         else:
             result = outcome.result
             if not isinstance(result, IngestResult):  # (a reindex, or a failed job)
@@ -104,6 +112,8 @@ def totals(
                 "points": result.points,
                 "errors": len(result.errors),
                 "skipped": result.skipped,
+                "parsed": result.parsed,
+                "pages": result.pages,
             }
         sums["documents"] += size
         for k, v in part.items():
@@ -133,15 +143,25 @@ async def wait_jobs(
     looked = -float("inf")
     sizes = client._job_sizes
     outage = client.outage()
+    chains = Chains()  # parse jobs followed through the ingest jobs they handed on to
+    ended: dict[str, JobOutcome] = {}  # every job seen to end (a chain's ingest jobs too)
     while True:
         done: dict[str, JobOutcome] = {}
         try:
             done = await client.finished(pending) if pending else {}
+            ended.update(done)
+            pending = [j for j in pending if j not in done]
             for job_id, o in done.items():
-                finished[job_id] = o
+                if nexts := chains.follow(o):
+                    pending += [n for n in nexts if n not in ended and n not in pending]
+                elif job_id in ids:
+                    finished[job_id] = o
+                    if progress is not None:
+                        progress(o)
+            for o in chains.ended(ended):
+                finished[o.job_id] = o
                 if progress is not None:
                     progress(o)
-            pending = [j for j in pending if j not in done]
             watching = on_progress is not None or deadline is not None
             if pending and watching and time.monotonic() - looked >= LOOK_EVERY_S:
                 alive, looked = len(await client.live_workers()), time.monotonic()
@@ -152,12 +172,12 @@ async def wait_jobs(
                 raise
             interval = outage.failed(e)  # RedisUnavailableError past redis_outage_limit_s
             if on_progress is not None:
-                now = totals(ids, records, finished, sizes, alive)
+                now = totals(ids, chains.records(records), finished, sizes, alive)
                 on_progress(replace(now, redis_down_s=outage.down_s))
         else:
             outage.succeeded()
             if on_progress is not None:
-                on_progress(totals(ids, records, finished, sizes, alive))
+                on_progress(totals(ids, chains.records(records), finished, sizes, alive))
             if not pending:
                 break
             interval = poll_s if done else min(max_poll_s, interval * 1.5)

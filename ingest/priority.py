@@ -13,13 +13,10 @@ argument ``priority`` ("interactive" or "bulk"): the lane its chunks take in the
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from typing import Any
-
 from poolq.wire import constants
+from poolq.wire.placement import ARQ_EXPIRES_EXTRA_MS, queue_placement
 
-# arq's default ArqRedis.expires_extra_ms: a job not started within a day expires
-ARQ_EXPIRES_EXTRA_MS = 86_400_000
+__all__ = ["ARQ_EXPIRES_EXTRA_MS", "check_priority", "job_priority", "queue_placement"]
 
 
 def check_priority(priority: object, name: str) -> str:
@@ -38,18 +35,3 @@ def job_priority(priority: str, n_jobs: int) -> str:
     if priority == "auto":
         return "interactive" if n_jobs == 1 else "bulk"
     return priority
-
-
-def queue_placement(
-    priority: str, now_s: float, expires_extra_ms: int = ARQ_EXPIRES_EXTRA_MS
-) -> dict[str, Any]:
-    """The arq ``enqueue_job`` keyword arguments that place a job of ``priority`` in the queue:
-    none for bulk (scored by its enqueue time); for interactive a ``_defer_until`` of ``now_s``
-    less the head start, and an explicit ``_expires`` (see the module docstring)."""
-    if priority != "interactive":
-        return {}
-    head_start_s = constants.INTERACTIVE_HEAD_START_MS / 1000
-    return {
-        "_defer_until": datetime.fromtimestamp(now_s - head_start_s, UTC),
-        "_expires": timedelta(milliseconds=expires_extra_ms),
-    }

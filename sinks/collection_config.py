@@ -40,10 +40,14 @@ MULTI_DATATYPES: dict[str, models.Datatype | None] = {
     "uint8": models.Datatype.UINT8,
 }
 # payload fields every point carries, indexed for the filters the sink uses (stale chunks,
-# deletions by document, the reindex inventory's chunk-0 scan)
+# deletions by document, the reindex inventory's chunk-0 scan) and for the citation fields
+# people filter by (``source=manuals/x.pdf``, ``mime=application/pdf``, ``page_start>=10``)
 PAYLOAD_INDEXES: dict[str, models.PayloadSchemaType] = {
     fields.DOC_ID: models.PayloadSchemaType.KEYWORD,
     fields.CHUNK_INDEX: models.PayloadSchemaType.INTEGER,
+    fields.SOURCE: models.PayloadSchemaType.KEYWORD,
+    fields.MIME: models.PayloadSchemaType.KEYWORD,
+    fields.PAGE_START: models.PayloadSchemaType.INTEGER,
 }
 # a full rebuild loads with indexing off, then restores it (see Store.finish_build)
 DEFERRED_INDEXING = models.OptimizersConfigDiff(indexing_threshold=0)

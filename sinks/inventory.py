@@ -20,12 +20,15 @@ from poolq.wire.payload import (
     CHUNK_COUNT,
     DOC_HASH,
     DOC_ID,
+    FILE_HASH,
     INGESTED_AT,
     META_HASH,
     PROFILE_VERSION,
 )
 
-INVENTORY_FIELDS = [DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT, INGESTED_AT]
+INVENTORY_FIELDS = [
+    DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT, INGESTED_AT, FILE_HASH,
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class StoredDocument:
     profile_version: str | None
     chunk_count: int
     ingested_at: str | None = None  # of its chunk 0 (ISO 8601, UTC): when it was written
+    file_hash: str | None = None  # of the file it was parsed from (bytes:parser version)
 
 
 def document_inventory(
@@ -55,19 +59,8 @@ def document_inventory(
             with_vectors=False,
         )
         for p in points:
-            pl = p.payload or {}
-            doc_id = pl.get(DOC_ID)
-            if not isinstance(doc_id, str):
-                continue
-            count = pl.get(CHUNK_COUNT)
-            out[doc_id] = StoredDocument(
-                doc_id,
-                pl.get(DOC_HASH),
-                pl.get(META_HASH),
-                pl.get(PROFILE_VERSION),
-                count if isinstance(count, int) and count > 0 else 1,
-                _text_or_none(pl.get(INGESTED_AT)),
-            )
+            if (stored := _stored(p.payload)) is not None:
+                out[stored.doc_id] = stored
         if offset is None:
             return out
 
@@ -85,6 +78,7 @@ def _stored(payload: dict[str, Any] | None) -> StoredDocument | None:
         pl.get(PROFILE_VERSION),
         count if isinstance(count, int) and count > 0 else 1,
         _text_or_none(pl.get(INGESTED_AT)),
+        _text_or_none(pl.get(FILE_HASH)),
     )
 
 

@@ -29,6 +29,7 @@ from poolq.wire.search_types import (
     MAX_LIMIT,
     SEARCH_MODES,
     Chunk,
+    Citation,
     Fusion,
     Hit,
     SearchError,
@@ -71,6 +72,7 @@ def hit_from_point(point: models.ScoredPoint) -> Hit:
         payload.get(CHUNK_INDEX),
         payload.get(TEXT),
         dict(meta) if isinstance(meta, dict) else {},
+        citation=Citation.from_dict(payload),
     )
 
 
@@ -80,7 +82,7 @@ def hit_from_group(group: models.PointGroup) -> Hit:
     hit = hit_from_point(best)
     chunks = [
         Chunk(str(p.id), float(p.score), (p.payload or {}).get(CHUNK_INDEX),
-              (p.payload or {}).get(TEXT))
+              (p.payload or {}).get(TEXT), Citation.from_dict(p.payload))
         for p in others
     ]  # fmt: skip
     return replace(hit, chunks=chunks)

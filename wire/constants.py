@@ -18,9 +18,15 @@ SEARCH_QUEUE: Final = KEY_PREFIX + "queue:search"
 SEARCH_REPLY_PREFIX: Final = KEY_PREFIX + "search:reply:"
 SEARCH_REPLY_TTL_S: Final = 60
 
+# Files to parse (PDF, HTML, DOCX, ...) have a queue of their own, drained by workers of the
+# parse role (``poolq worker --role parse``, or the parse process of ``--role all``): a parse job
+# reads its files and hands the documents on as ingest jobs, ids ``{job_id}.encode{n}``.
+PARSE_QUEUE: Final = KEY_PREFIX + "queue:parse"
+
 # Job function names (arq looks jobs up by these).
 INGEST_JOB: Final = "ingest"
 REINDEX_JOB: Final = "reindex"
+PARSE_JOB: Final = "parse"
 
 # Reindexing: one at a time per collection (a lock held for the job's lifetime), and its
 # progress (msgpack map) for `poolq status`.
@@ -64,6 +70,7 @@ DEFAULT_QDRANT_PATH: Final = "./poolq_data/qdrant"
 MAX_DOCUMENTS_PER_JOB: Final = 1000
 MAX_DOCUMENT_BYTES: Final = 1 << 20  # UTF-8 text of one document
 MAX_JOB_BYTES: Final = 64 << 20  # a whole job payload, refused before it is decoded
+MAX_FILE_BYTES: Final = 32 << 20  # one file sent to be parsed (poolq enqueue --max-file-bytes)
 
 # Progress of a running ingest job: a hash with the fields documents (in the job), done
 # (documents finished), chunks, points, errors, skipped; written by the worker while the job

@@ -1,7 +1,8 @@
 """Documents as applications submit them, validated one by one.
 
 A document is ``{"id": str, "text": str, "metadata": {...}}`` (metadata optional, JSON values
-only). A bad document yields a :class:`DocumentError` naming its id (or position) and the field;
+only); a document the parse stage read from a file also carries its ``layout``
+(:mod:`poolq.wire.layout`: type, source, title, sections and pages). A bad document yields a :class:`DocumentError` naming its id (or position) and the field;
 it never affects the other documents of the job.
 """
 
@@ -14,11 +15,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from poolq.wire.layout import Layout, LayoutError
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.results import DocumentErrorRecord
 
 MAX_ID_CHARS = 512
 DEFAULT_MAX_DOCUMENT_BYTES = 1 << 20  # 1 MiB of UTF-8 text per document
+MAX_PARSED_DOCUMENT_BYTES = 32 << 20  # the text of a file the parse stage read
 MAX_METADATA_DEPTH = 16
 
 
@@ -27,11 +30,16 @@ class Document:
     id: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    layout: Layout | None = None
 
     # computed once per document (a job writes them on every chunk's payload)
     @cached_property
     def content_hash(self) -> str:
-        return content_hash(self.text)
+        """Of the text, and of the layout where there is one (a file whose headings or pages
+        changed is written again)."""
+        if self.layout is None:
+            return content_hash(self.text)
+        return content_hash(self.text + "\0" + self.layout.canonical())
 
     @cached_property
     def metadata_hash(self) -> str:
@@ -62,7 +70,7 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _json_problem(value: Any, path: str, depth: int = 0) -> str | None:
+def json_problem(value: Any, path: str, depth: int = 0) -> str | None:
     if depth > MAX_METADATA_DEPTH:
         return f"{path} nests deeper than {MAX_METADATA_DEPTH} levels"
     if value is None or isinstance(value, bool | int | str):
@@ -71,22 +79,28 @@ def _json_problem(value: Any, path: str, depth: int = 0) -> str | None:
         return None if math.isfinite(value) else f"{path} is {value}, which JSON cannot represent"
     if isinstance(value, list):
         for i, v in enumerate(value):
-            if p := _json_problem(v, f"{path}[{i}]", depth + 1):
+            if p := json_problem(v, f"{path}[{i}]", depth + 1):
                 return p
         return None
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
                 return f"{path} has a non-string key {k!r}"
-            if p := _json_problem(v, f"{path}.{k}", depth + 1):
+            if p := json_problem(v, f"{path}.{k}", depth + 1):
                 return p
         return None
     return f"{path} is a {type(value).__name__}, not a JSON value"
 
 
 def validate_document(
-    raw: Any, position: int, *, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
+    raw: Any,
+    position: int,
+    *,
+    max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
+    max_parsed_bytes: int = MAX_PARSED_DOCUMENT_BYTES,
 ) -> Document | DocumentError:
+    """``max_bytes`` bounds a document's text; ``max_parsed_bytes`` that of a document the
+    parse stage read from a file (one with a ``layout``: a manual of a thousand pages)."""
     if not isinstance(raw, dict):
         return DocumentError(
             f"#{position}", "document", f"expected an object, got {type(raw).__name__}"
@@ -102,9 +116,11 @@ def validate_document(
         )
     if len(doc_id) > MAX_ID_CHARS:
         return DocumentError(f"#{position}", "id", f"longer than {MAX_ID_CHARS} characters")
-    unknown = sorted(set(raw) - {"id", "text", "metadata"})
+    unknown = sorted(set(raw) - {"id", "text", "metadata", "layout"})
     if unknown:
-        return DocumentError(doc_id, unknown[0], "unknown field (allowed: id, text, metadata)")
+        return DocumentError(
+            doc_id, unknown[0], "unknown field (allowed: id, text, metadata, layout)"
+        )
     text = raw.get("text")
     if not isinstance(text, str):
         got = "missing" if text is None else f"a {type(text).__name__}"
@@ -112,10 +128,12 @@ def validate_document(
     if not text.strip():
         return DocumentError(doc_id, "text", "empty (nothing to index)")
     size = len(text.encode("utf-8", errors="surrogatepass"))
-    if size > max_bytes:
+    limit = max_bytes if raw.get("layout") is None else max(max_bytes, max_parsed_bytes)
+    if size > limit:
         return DocumentError(
-            doc_id, "text", f"{size} bytes exceeds the limit of {max_bytes} bytes per document"
-        )
+            doc_id, "text", f"{size} bytes exceeds the limit of {limit} bytes per document",
+            ErrorCode.TOO_LARGE if raw.get("layout") is not None else ErrorCode.BAD_REQUEST,
+        )  # fmt: skip
     metadata = raw.get("metadata", {})
     if metadata is None:
         metadata = {}
@@ -123,11 +141,17 @@ def validate_document(
         return DocumentError(
             doc_id, "metadata", f"expected an object, got {type(metadata).__name__}"
         )
-    if problem := _json_problem(metadata, "metadata"):
+    if problem := json_problem(metadata, "metadata"):
         return DocumentError(
             doc_id, "metadata", problem.removeprefix("metadata").lstrip(".") or problem
         )
-    return Document(doc_id, text, metadata)
+    layout = None
+    if raw.get("layout") is not None:
+        try:
+            layout = Layout.from_wire(raw["layout"], len(text))
+        except LayoutError as e:
+            return DocumentError(doc_id, "layout", str(e))
+    return Document(doc_id, text, metadata, layout)
 
 
 def validate_documents(

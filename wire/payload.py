@@ -24,6 +24,14 @@ METADATA: Final = "metadata"  # the document's metadata, as submitted
 MODELS: Final = "models"  # vector name -> the model behind it
 PROFILE_VERSION: Final = "profile_version"  # of the profile that encoded the point
 INGESTED_AT: Final = "ingested_at"  # ISO 8601, UTC
+# where the chunk's text came from (a hit's citation; null/empty for a document sent as text)
+SOURCE: Final = "source"  # the file's path relative to the folder it was enqueued from, or URI
+TITLE: Final = "title"  # the file's title (metadata, <title>, first heading), or null
+MIME: Final = "mime"  # the type sniffed from the file's bytes; text/plain for a text document
+PAGE_START: Final = "page_start"  # 1-based pages (PDF) or slides (PPTX) of the chunk, or null
+PAGE_END: Final = "page_end"
+HEADINGS: Final = "headings"  # the chunk's heading path, outermost first
+FILE_HASH: Final = "file_hash"  # sha256 of the file's bytes:parser version (a reindex skips it)
 
 # every key of a payload, in the order build_payload writes them
 PAYLOAD_FIELDS: Final = (
@@ -40,7 +48,18 @@ PAYLOAD_FIELDS: Final = (
     MODELS,
     PROFILE_VERSION,
     INGESTED_AT,
+    SOURCE,
+    TITLE,
+    MIME,
+    PAGE_START,
+    PAGE_END,
+    HEADINGS,
+    FILE_HASH,
 )
+
+# the fields of a hit's citation (wire/search_types.Citation), in its order
+CITATION_FIELDS: Final = (SOURCE, TITLE, MIME, PAGE_START, PAGE_END, HEADINGS)
+TEXT_MIME: Final = "text/plain"  # the type of a document sent as text
 
 # the fields a filter key names directly; any other key is looked up in ``metadata``
 TOP_LEVEL_FIELDS: Final = frozenset(PAYLOAD_FIELDS) - {METADATA}
@@ -64,6 +83,13 @@ def build_payload(
     models: Mapping[str, str],
     profile_version: str | None,
     ingested_at: str,
+    source: str | None = None,
+    title: str | None = None,
+    mime: str = TEXT_MIME,
+    page_start: int | None = None,
+    page_end: int | None = None,
+    headings: tuple[str, ...] | list[str] = (),
+    file_hash: str | None = None,
 ) -> dict[str, Any]:
     """The payload of one chunk's point (``models`` is copied into a plain dict)."""
     return {
@@ -80,4 +106,11 @@ def build_payload(
         MODELS: dict(models),
         PROFILE_VERSION: profile_version,
         INGESTED_AT: ingested_at,
+        SOURCE: source,
+        TITLE: title,
+        MIME: mime,
+        PAGE_START: page_start,
+        PAGE_END: page_end,
+        HEADINGS: list(headings),
+        FILE_HASH: file_hash,
     }

@@ -128,6 +128,67 @@ class SearchRequest:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """Where a hit's text comes from, from its point's payload: ``source`` (the file's path
+    relative to the folder it was enqueued from, or its URI; None for a document sent as
+    text), ``title``, ``mime``, ``page_start``/``page_end`` (1-based pages of a PDF, slides of
+    a PPTX; None for formats without pages) and ``headings`` (outermost first)."""
+
+    source: str | None = None
+    title: str | None = None
+    mime: str | None = None
+    page_start: int | None = None
+    page_end: int | None = None
+    headings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "title": self.title,
+            "mime": self.mime,
+            "page_start": self.page_start,
+            "page_end": self.page_end,
+            "headings": list(self.headings),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> Citation:
+        """From a citation map or a point's payload (missing fields: None, no headings)."""
+        data = data or {}
+
+        def text(key: str) -> str | None:
+            v = data.get(key)
+            return v if isinstance(v, str) else None
+
+        def page(key: str) -> int | None:
+            v = data.get(key)
+            return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+        heads = data.get("headings")
+        headings = (
+            tuple(h for h in heads if isinstance(h, str)) if isinstance(heads, list | tuple) else ()
+        )
+        return cls(
+            text("source"), text("title"), text("mime"), page("page_start"), page("page_end"),
+            headings,
+        )  # fmt: skip
+
+    def label(self, fallback: str | None = None) -> str:
+        """For people: ``manual.pdf p.12–13``, ``guide.html › Install › Linux``, or the
+        source alone (``fallback``, e.g. the document id, where there is no source)."""
+        where = self.source or fallback or ""
+        if self.page_start is not None:
+            end = self.page_end if self.page_end is not None else self.page_start
+            pages = (
+                f"p.{self.page_start}" if end == self.page_start else f"p.{self.page_start}–{end}"
+            )
+            where = f"{where} {pages}".strip()
+        elif self.headings:
+            where = " › ".join([where, *self.headings] if where else list(self.headings))
+        return where
+
+
+@dataclass(frozen=True)
 class Chunk:
     """Another matching chunk of a grouped hit's document."""
 
@@ -135,6 +196,7 @@ class Chunk:
     score: float
     chunk_index: int | None
     text: str | None
+    citation: Citation = field(default_factory=Citation)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -142,11 +204,15 @@ class Chunk:
             "score": self.score,
             "chunk_index": self.chunk_index,
             "text": self.text,
+            "citation": self.citation.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Chunk:
-        return cls(str(data["id"]), float(data["score"]), data.get("chunk_index"), data.get("text"))
+        return cls(
+            str(data["id"]), float(data["score"]), data.get("chunk_index"), data.get("text"),
+            Citation.from_dict(data.get("citation")),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -162,6 +228,7 @@ class Hit:
     text: str | None
     metadata: dict[str, Any] = field(default_factory=dict)
     chunks: list[Chunk] | None = None
+    citation: Citation = field(default_factory=Citation)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -171,6 +238,7 @@ class Hit:
             "chunk_index": self.chunk_index,
             "text": self.text,
             "metadata": self.metadata,
+            "citation": self.citation.to_dict(),
         }
         if self.chunks is not None:  # (a chunk-level hit has no "chunks": `--json --chunks`)
             out["chunks"] = [c.to_dict() for c in self.chunks]
@@ -186,6 +254,7 @@ class Hit:
             data.get("text"),
             dict(data.get("metadata") or {}),
             None if data.get("chunks") is None else [Chunk.from_dict(c) for c in data["chunks"]],
+            Citation.from_dict(data.get("citation")),
         )
 
 

@@ -1,12 +1,15 @@
-"""Where documents come from: a JSONL file, or a folder of text files.
+"""Where documents come from: a JSONL file, or a folder of files to parse.
 
-A folder's documents are its ``*.txt`` and ``*.md`` files (or those ``include`` globs name,
-less those ``exclude`` globs name), hidden files and folders left out unless ``hidden``. A
+A folder's documents are its files (those ``include`` globs name, default every file, less
+those ``exclude`` globs name), hidden files and folders left out unless ``hidden``. Each file's
+type is sniffed from its bytes (:mod:`poolq.wire.sniff`): images, stylesheets, archives and
+other files that are not documents are left out and named (``not_documents``), not errors. A
 file's id is its absolute path (the folder resolved, then the file's path inside it, symlinks
 inside the folder kept as named): unique across folders, and the same however the folder is
-written on the command line, by ``poolq enqueue`` or a worker's reindex. ``metadata.path`` is
-the path relative to the folder. What a source left out is named in ``hidden``,
-``not_included``, ``excluded`` and ``errors`` (unreadable files, broken JSONL lines).
+written on the command line, by ``poolq enqueue`` or a worker's reindex. ``metadata.path`` and
+the citation ``source`` are the path relative to the folder. What a source left out is named
+in ``hidden``, ``not_included``, ``excluded``, ``not_documents`` and ``errors`` (unreadable
+files, files over the byte limit, broken JSONL lines).
 
 Both sides read sources by these rules (the client's ``poolq enqueue``, a worker's reindex
 planning), so they live in the wire: the standard library only.
@@ -19,17 +22,22 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-TEXT_SUFFIXES = (".txt", ".md")
-DEFAULT_INCLUDE: tuple[str, ...] = ("*.txt", "*.md")
+from poolq.wire import constants
+from poolq.wire.sniff import describe, is_document, sniff
+
+DEFAULT_INCLUDE: tuple[str, ...] = ("*",)
+SNIFF_BYTES = 1 << 16  # read of a file to tell its type (a zip: the whole of it)
 
 
 class Source(Protocol):
     def documents(self) -> Iterator[dict[str, Any]]:
-        """Yield ``{"id", "text", "metadata"?}`` dicts (validated later, per document)."""
+        """Yield ``{"id", "text", "metadata"?}`` dicts, or file documents (``wire/files.py``)
+        (validated later, per document)."""
         ...
 
 
@@ -85,6 +93,27 @@ def _matches(rel: str, patterns: Sequence[str]) -> bool:
     return any(fnmatch(rel if "/" in p else name, p.lower()) for p in patterns)
 
 
+@dataclass(frozen=True)
+class FolderFile:
+    """A document file of a folder: its id (absolute path), where it is, its path relative to
+    the folder (``metadata.path`` and the citation's ``source``), its size and sniffed type."""
+
+    id: str
+    path: Path
+    rel: str
+    size: int
+    mime: str
+
+    def document(self) -> dict[str, Any]:
+        """The file document that sends it to be parsed (its bytes read now)."""
+        return {
+            "id": self.id,
+            "bytes": self.path.read_bytes(),
+            "source": self.rel,
+            "metadata": {"path": self.rel},
+        }
+
+
 class FolderSource:
     def __init__(
         self,
@@ -93,8 +122,11 @@ class FolderSource:
         include: Sequence[str] = DEFAULT_INCLUDE,
         exclude: Sequence[str] = (),
         hidden: bool = False,
+        max_file_bytes: int = constants.MAX_FILE_BYTES,
     ) -> None:
         self.root = Path(root)
+        self.max_file_bytes = max_file_bytes
+        self.not_documents: list[str] = []  # files whose type is no document, with the type
         self.include = tuple(include) or DEFAULT_INCLUDE
         self.exclude = tuple(exclude)
         self.read_hidden = hidden
@@ -124,17 +156,40 @@ class FolderSource:
                 elif (here / name).is_file():
                     yield rel, here / name
 
-    def entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """``(id, document)`` for every file read, in path order."""
+    def files(self) -> Iterator[FolderFile]:
+        """Every document file of the folder, in path order, its type sniffed from its bytes
+        (which are not kept: :meth:`FolderFile.read` reads them again when they are sent)."""
         self.errors, self.hidden, self.not_included, self.excluded = [], [], [], []
+        self.not_documents = []
         for rel, path in self._files():
             doc_id = path.as_posix()
             try:
-                text = path.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError) as exc:
-                self.errors.append(f"{doc_id}: cannot read as UTF-8 text ({exc})")
+                size = path.stat().st_size
+                with path.open("rb") as f:
+                    data = f.read(SNIFF_BYTES)
+                    if data.startswith(b"PK") and size <= self.max_file_bytes:
+                        data += f.read()  # a zip's type is in its member names
+            except OSError as exc:
+                self.errors.append(f"{doc_id}: cannot be read ({exc.strerror or exc})")
                 continue
-            yield doc_id, {"id": doc_id, "text": text, "metadata": {"path": rel}}
+            mime = sniff(data, path.name)
+            if not is_document(mime):
+                self.not_documents.append(f"{rel} ({describe(mime)})")
+            elif size > self.max_file_bytes:
+                self.errors.append(
+                    f"{doc_id}: {size} bytes, over the limit of {self.max_file_bytes} bytes per "
+                    "file (--max-file-bytes); not sent"
+                )
+            else:
+                yield FolderFile(doc_id, path, rel, size, mime)
+
+    def entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        """``(id, file document)`` for every document file, its bytes read (``wire/files.py``)."""
+        for f in self.files():
+            try:
+                yield f.id, f.document()
+            except OSError as exc:
+                self.errors.append(f"{f.id}: cannot be read ({exc.strerror or exc})")
 
     def documents(self) -> Iterator[dict[str, Any]]:
         for _, doc in self.entries():
@@ -145,6 +200,7 @@ class FolderSource:
         return [
             (f"not matching {', '.join(self.include)}", self.not_included),
             (f"matching --exclude {', '.join(self.exclude)}", self.excluded),
+            ("not documents", self.not_documents),
             ("hidden", self.hidden),
         ]
 
@@ -155,10 +211,13 @@ def open_source(
     include: Sequence[str] = DEFAULT_INCLUDE,
     exclude: Sequence[str] = (),
     hidden: bool = False,
+    max_file_bytes: int = constants.MAX_FILE_BYTES,
 ) -> JsonlSource | FolderSource:
     p = Path(path)
     if p.is_dir():
-        return FolderSource(p, include=include, exclude=exclude, hidden=hidden)
+        return FolderSource(
+            p, include=include, exclude=exclude, hidden=hidden, max_file_bytes=max_file_bytes
+        )
     if p.is_file():
         return JsonlSource(p)
     raise FileNotFoundError(f"input {str(p)!r} is neither a JSONL file nor a folder")

@@ -1,4 +1,5 @@
-"""``poolq enqueue``: documents from a JSONL file or a folder, as ingestion jobs.
+"""``poolq enqueue``: documents from a JSONL file, or the files of a folder (PDF, HTML, DOCX,
+PPTX, EPUB, Markdown, text: parsed by the workers), as jobs.
 
 Everything is checked before anything is enqueued: ``--job-size`` against the workers' limit of
 documents per job, each document against a worker's rules and size limit (what fails is
@@ -12,7 +13,8 @@ import asyncio
 import json
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +22,14 @@ from poolq.ingest.cli.common import CLIENT_ERRORS, error, resolve_redis_url
 from poolq.ingest.cli.enqueue_input import Prepared, prepare
 from poolq.ingest.cli.enqueue_wait import ProgressBar, summarize, summary_line
 from poolq.ingest.client import PoolqClient
+from poolq.ingest.job_plan import JOB_ENVELOPE_BYTES, Limits
 from poolq.ingest.outage import outage_limit_s
-from poolq.ingest.priority import check_priority
+from poolq.ingest.priority import check_priority, job_priority
 from poolq.wire.connection import RedisUnavailableError
+from poolq.wire.sources import FolderFile
 
 EXIT_FAILED, EXIT_NOTHING, EXIT_TIMEOUT, EXIT_REDIS_LOST, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
+FILE_ENVELOPE_BYTES = 1024  # a file document's id, source and metadata around its bytes
 
 
 class UsageError(ValueError):
@@ -63,11 +68,14 @@ class Args:
     progress: bool = True
     priority: str = "auto"
     redis_outage_limit_s: float | None = None
+    max_file_bytes: int | None = None  # None: the workers' limit (constants.MAX_FILE_BYTES)
 
 
 async def _enqueue(a: Args, url: str, run: Run) -> None:
     async with PoolqClient(url, redis_outage_limit_s=a.redis_outage_limit_s) as client:
         limits = await client.limits()
+        if a.max_file_bytes is not None:
+            limits = replace(limits, max_file_bytes=a.max_file_bytes)
         if a.job_size > limits.max_documents_per_job:
             raise UsageError(
                 f"--job-size {a.job_size} is over {limits.describe()} limit of "
@@ -81,20 +89,24 @@ async def _enqueue(a: Args, url: str, run: Run) -> None:
             say(note)
         for p in prep.problems:
             say(p.line())
-        if not prep.documents:
+        if not prep.count:
             say(f"warning: no documents in {a.input_path}")
             return
         if prep.problems:
             say(f"{len(prep.problems)} of {prep.read} documents not sent")
-        await client.enqueue(
-            a.collection, prep.documents, job_size=a.job_size, force=a.force, limits=limits,
-            on_enqueued=lambda job_id, _: run.job_ids.append(job_id), priority=a.priority,
-        )  # fmt: skip
+        on_enqueued = lambda job_id, _: run.job_ids.append(job_id)  # noqa: E731
+        if prep.documents:
+            await client.enqueue(
+                a.collection, prep.documents, job_size=a.job_size, force=a.force, limits=limits,
+                on_enqueued=on_enqueued, priority=a.priority,
+            )  # fmt: skip
+        if prep.files:
+            await send_files(client, a, prep.files, limits, on_enqueued)
         if not a.wait:
             return
         t0 = time.perf_counter()
         bar = ProgressBar(
-            len(prep.documents), url, show=a.progress,
+            prep.count, url, show=a.progress,
             outage_limit_s=client.redis_outage_limit_s,
         )  # fmt: skip
         try:
@@ -103,6 +115,40 @@ async def _enqueue(a: Args, url: str, run: Run) -> None:
             bar.close()
         problems = [p.as_dict() for p in prep.problems]
         run.summary = summarize(outcomes, time.perf_counter() - t0, problems)
+
+
+async def send_files(
+    client: PoolqClient,
+    a: Args,
+    files: list[FolderFile],
+    limits: Limits,
+    on_enqueued: Callable[[str, int], None],
+) -> None:
+    """A folder's files as parse jobs of at most ``--job-size`` files within the payload
+    limit, each file read just before its job is enqueued (memory: one job's files)."""
+    budget = limits.max_job_bytes - JOB_ENVELOPE_BYTES - FILE_ENVELOPE_BYTES * a.job_size
+    batches: list[list[FolderFile]] = [[]]
+    used = 0
+    for f in files:
+        if batches[-1] and (len(batches[-1]) >= a.job_size or used + f.size > budget):
+            batches.append([])
+            used = 0
+        batches[-1].append(f)
+        used += f.size
+    lane = job_priority(a.priority, len(batches))
+    for batch in batches:
+        docs = []
+        for f in batch:
+            try:
+                docs.append(f.document())
+            except OSError as exc:  # gone or unreadable since the folder was read
+                say(f"document {f.id!r}: cannot be read ({exc.strerror or exc}); not sent")
+        if not docs:
+            continue
+        await client.enqueue(
+            a.collection, docs, job_size=a.job_size, force=a.force, limits=limits,
+            on_enqueued=on_enqueued, priority=lane,
+        )  # fmt: skip
 
 
 def run_enqueue(a: Args) -> int:
@@ -138,7 +184,7 @@ def run_enqueue(a: Args) -> int:
         error("enqueue", exc)
         return EXIT_NOTHING
     prep = run.prepared
-    failed = bool(prep is None or prep.problems or not prep.documents)
+    failed = bool(prep is None or prep.problems or not prep.count)
     if run.summary is None:
         if a.as_json or not a.wait:
             print(json.dumps({"jobs": run.job_ids}))

@@ -4,7 +4,8 @@ Every entry that will not be sent is a :class:`Problem` naming where it is (``FI
 JSONL file, the file's path in a folder), the document's id and the reason: broken JSON lines,
 documents a worker would refuse (no id, no text, bad metadata, a repeated id, over the workers'
 size limits). What a folder leaves out on purpose (other extensions, ``--exclude``, hidden
-files) is a :class:`Note`: named in the summary, not an error.
+files, files that are no document: images, stylesheets, archives) is a note: named in the
+summary, not an error.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from poolq.ingest.job_plan import JOB_ENVELOPE_BYTES, Limits
 from poolq.wire.documents import Document, validate_document
 from poolq.wire.serialization import serialize
-from poolq.wire.sources import FolderSource, open_source
+from poolq.wire.sources import FolderFile, FolderSource, open_source
 
 NAMES_SHOWN = 5  # skipped files named in a note, then "and N more"
 
@@ -40,10 +41,16 @@ class Problem:
 
 @dataclass
 class Prepared:
-    documents: list[dict[str, Any]] = field(default_factory=list)
+    documents: list[dict[str, Any]] = field(default_factory=list)  # text documents (JSONL)
+    files: list[FolderFile] = field(default_factory=list)  # a folder's files, read when sent
     problems: list[Problem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    read: int = 0  # entries read (documents and broken lines)
+    read: int = 0  # entries read (documents, files and broken lines)
+
+    @property
+    def count(self) -> int:
+        """Documents and files to send."""
+        return len(self.documents) + len(self.files)
 
 
 def folder_notes(source: FolderSource) -> list[str]:
@@ -77,11 +84,15 @@ def prepare(
     hidden: bool = False,
 ) -> Prepared:
     """The documents to send, and what is left out and why."""
-    kwargs: dict[str, Any] = {"exclude": exclude, "hidden": hidden}
+    kwargs: dict[str, Any] = {
+        "exclude": exclude, "hidden": hidden, "max_file_bytes": limits.max_file_bytes
+    }  # fmt: skip
     if include:
         kwargs["include"] = include
     source = open_source(input_path, **kwargs)
     out = Prepared()
+    if isinstance(source, FolderSource):
+        return _prepare_folder(source, out)
     first: dict[str, str] = {}
     budget = limits.max_job_bytes - JOB_ENVELOPE_BYTES - len(collection.encode("utf-8"))
     seen_errors = 0
@@ -123,4 +134,18 @@ def prepare(
     source_errors()
     if isinstance(source, FolderSource):
         out.notes = folder_notes(source)
+    return out
+
+
+def _prepare_folder(source: FolderSource, out: Prepared) -> Prepared:
+    """A folder's document files (sniffed now, read again when sent: a large folder is never
+    held in memory), files over the byte limit as problems, and what was skipped as notes."""
+    for f in source.files():
+        out.read += 1
+        out.files.append(f)
+    for e in source.errors:
+        doc_id, _, message = e.partition(": ")
+        out.problems.append(Problem(doc_id, doc_id, message))
+        out.read += 1
+    out.notes = folder_notes(source)
     return out

@@ -43,18 +43,19 @@ def _also(hit: Hit) -> str:
 
 
 def format_table(result: SearchResult) -> str:
-    """One row per hit; grouped, an ``also`` column lists the document's other chunks."""
+    """One row per hit; grouped, an ``also`` column lists the document's other chunks. The
+    ``source`` column cites the hit: ``manual.pdf p.12–13``, ``guide.html › Install › Linux``,
+    or the document id of a document sent as text."""
     width = shutil.get_terminal_size((120, 24)).columns
     grouped = result.group_by is not None
-    rows = [("#", "score", "doc_id", "chunk", *(("also",) if grouped else ()), "text")]
+    rows = [("#", "score", "source", "chunk", *(("also",) if grouped else ()), "text")]
     for i, h in enumerate(result.hits, 1):
         also = (_also(h),) if grouped else ()
-        rows.append(
-            (str(i), f"{h.score:.4f}", str(h.doc_id), str(h.chunk_index), *also, h.text or "")
-        )
+        cited = h.citation.label(fallback=str(h.doc_id))
+        rows.append((str(i), f"{h.score:.4f}", cited, str(h.chunk_index), *also, h.text or ""))
     n = len(rows[0]) - 1  # columns before the text
     w = [max(len(r[k]) for r in rows) for k in range(n)]
-    w[2] = min(w[2], 40)
+    w[2] = min(w[2], 60)
     if grouped:
         w[4] = min(w[4], 16)
     text_w = max(20, width - sum(w) - 2 * n)

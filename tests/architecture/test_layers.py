@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("poolq.worker.runtime",),  # what a worker holds: engines, writer, query and search services
     ("poolq.worker.config",),  # settings, schedules, collection profiles
     ("poolq.worker.reindex", "poolq.worker.chunks"),  # reindex planning; chunks and points
+    ("poolq.worker.parse",),  # files read into blocks (no engine, no store: the parse role)
     ("poolq.worker.engine",),
     ("poolq.worker.pooling",),
     ("poolq.sinks",),

@@ -55,8 +55,12 @@ def test_grouped_and_chunk_replies_read_back_as_sent() -> None:
         reply = deserialize(result_reply("r-1", _result(group_by)).pack())
         assert SearchResult.from_dict(reply["result"]) == _result(group_by)
     grouped = deserialize(result_reply("r-1", _result("doc_id")).pack())["result"]
+    no_citation = {"source": None, "title": None, "mime": None, "page_start": None,
+                   "page_end": None, "headings": []}  # fmt: skip
     assert grouped["hits"][0]["chunks"] == [
-        {"id": "p-2", "score": 0.4, "chunk_index": 3, "text": "more json"}
+        {"id": "p-2", "score": 0.4, "chunk_index": 3, "text": "more json", "citation": no_citation}
     ]
     flat = deserialize(result_reply("r-1", _result(None)).pack())["result"]
-    assert set(flat["hits"][0]) == {"id", "score", "doc_id", "chunk_index", "text", "metadata"}
+    assert set(flat["hits"][0]) == {
+        "id", "score", "doc_id", "chunk_index", "text", "metadata", "citation"
+    }  # fmt: skip

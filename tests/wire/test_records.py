@@ -43,7 +43,7 @@ FULL: list[WireRecord] = [
         3, 2, [DocumentErrorRecord("b", "text", "text: empty", ErrorCode.BAD_REQUEST)], 1, 0.25
     ),
     DocumentErrorRecord(None, "source", "line 3: not JSON", ErrorCode.BAD_REQUEST),
-    JobProgressRecord(8, 5, 12, 11, 1, 2),
+    JobProgressRecord(8, 5, 12, 11, 1, 2, 3, 40),
     Heartbeat(
         "w-1",
         42,
@@ -59,10 +59,12 @@ FULL: list[WireRecord] = [
         7,
         {"dense": {"batches": 3}},
         {"dense": {"batches": 1}},
-        WorkerLimits(10, 100, 1000),
+        WorkerLimits(10, 100, 1000, 500),
         {"dense": "int8"},
         {"dense": {"passed": True}},
         True,
+        "all",
+        6,
     ),
     WorkerLimits(1, 2, 3),
     SearchCall("r-1", "q", {"collection": "docs"}, constants.SEARCH_REPLY_PREFIX + "r-1", 9.5),

@@ -102,7 +102,8 @@ def test_progress_before_planning_has_no_counts_on_the_wire() -> None:
         collection="kb", source="/s", full=False, job_id="j", state="reading source", started_at=1.0
     )
     assert set(start.to_wire()) == {
-        "collection", "source", "full", "job_id", "state", "started_at", "done", "to_encode"
+        "collection", "source", "full", "job_id", "state", "started_at", "done", "to_encode",
+        "parsed", "pages",
     }  # fmt: skip
 
 

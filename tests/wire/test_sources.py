@@ -59,11 +59,19 @@ def test_hidden_files_and_folders_are_skipped_unless_asked_for(tmp_path):
     ]  # fmt: skip
 
 
-def test_files_skipped_for_their_name_are_counted_and_named(tmp_path):
-    root = tree(tmp_path / "d", {"a.txt": "a", "b.json": "{}", "c.rst": "c", "sub/d.MD": "d"})
+def test_files_that_are_no_documents_are_skipped_and_named_with_their_type(tmp_path):
+    root = tree(tmp_path / "d", {"a.txt": "a", "b.json": "{}", "c.rst": "c", "sub/d.MD": "# d",
+                                 "f.css": "p { color: red }"})  # fmt: skip
+    (root / "e.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (root / "report.pdf").write_bytes(b"<!doctype html><title>Not a PDF</title><p>hi")
     src = FolderSource(root)
-    assert [d["metadata"]["path"] for d in src.documents()] == ["a.txt", "sub/d.MD"]
-    assert src.not_included == ["b.json", "c.rst"]
+    docs = list(src.documents())
+    assert [d["metadata"]["path"] for d in docs] == ["a.txt", "c.rst", "report.pdf", "sub/d.MD"]
+    assert src.not_documents == ["b.json (a JSON file)", "e.png (a PNG image)",
+                                 "f.css (a stylesheet)"]  # fmt: skip
+    assert docs[0] == {"id": (root / "a.txt").resolve().as_posix(), "bytes": b"a",
+                       "source": "a.txt", "metadata": {"path": "a.txt"}}  # fmt: skip
+    assert [f.mime for f in src.files()][2] == "text/html"  # the content, not the name
 
 
 def test_include_and_exclude_globs_choose_what_is_read(tmp_path):
@@ -76,16 +84,20 @@ def test_include_and_exclude_globs_choose_what_is_read(tmp_path):
     assert src.excluded == ["drafts/c.rst", "drafts/d.txt"]
     assert src.not_included == ["e.md"]
     only_name = FolderSource(root, exclude=["d.txt"])  # a glob without '/' matches the name
-    assert [d["metadata"]["path"] for d in only_name.documents()] == ["a.txt", "e.md"]
+    assert [d["metadata"]["path"] for d in only_name.documents()] == [
+        "a.txt", "b.rst", "e.md", "drafts/c.rst"
+    ]  # fmt: skip
 
 
-def test_an_unreadable_file_is_an_error_naming_it_and_the_rest_are_read(tmp_path):
-    root = tree(tmp_path / "d", {"a.txt": "a"})
-    (root / "b.txt").write_bytes(b"\xff\xfe\x00bad")
-    src = FolderSource(root)
+def test_a_file_over_the_byte_limit_is_an_error_naming_it_and_the_rest_are_read(tmp_path):
+    root = tree(tmp_path / "d", {"a.txt": "a", "b.txt": "b" * 101})
+    src = FolderSource(root, max_file_bytes=100)
     assert [d["metadata"]["path"] for d in src.documents()] == ["a.txt"]
     (err,) = src.errors
-    assert err.startswith(f"{(root / 'b.txt').as_posix()}: cannot read as UTF-8 text")
+    assert err == (
+        f"{(root / 'b.txt').as_posix()}: 101 bytes, over the limit of 100 bytes per file "
+        "(--max-file-bytes); not sent"
+    )
 
 
 def test_jsonl_errors_give_the_file_the_line_and_the_whole_reason(tmp_path):

@@ -21,6 +21,13 @@ class ErrorCode(enum.StrEnum):
     SINK = "sink"  # the vector store (Qdrant) unavailable past the writer's retries
     CANCELLED = "cancelled"  # cancelled (a worker shutting down, a job aborted)
     INTERNAL = "internal"  # anything else: the worker's own failure
+    # a file the parse stage could not read (worker/parse/errors.py)
+    ENCRYPTED = "encrypted"  # a password-protected PDF
+    CORRUPT = "corrupt"  # truncated or unreadable, a 0-byte DOCX, a parser that crashed
+    NO_TEXT = "no_text"  # no text layer (a scanned PDF): needs OCR
+    TOO_LARGE = "too_large"  # over the byte limit, or a zip that would inflate past its bound
+    PARSE_TIMEOUT = "parse_timeout"  # the parser ran past the per-document time limit
+    UNSUPPORTED = "unsupported"  # not a document type poolq reads (named explicitly)
 
 
 def error_code(e: BaseException) -> ErrorCode:

@@ -20,6 +20,7 @@ class WorkerLimits(WireRecord):
     max_documents_per_job: int = constants.MAX_DOCUMENTS_PER_JOB
     max_document_bytes: int = constants.MAX_DOCUMENT_BYTES
     max_job_bytes: int = constants.MAX_JOB_BYTES
+    max_file_bytes: int = constants.MAX_FILE_BYTES
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class Heartbeat(WireRecord):
     precision: dict[str, str] = field(default_factory=dict)
     int8_quality: dict[str, Any] = field(default_factory=dict)
     stopped: bool | None = None
+    # "all" (parse and encode), "encode" or "parse" (None: a worker from before roles: all)
+    role: str | None = None
+    files_parsed: int = 0
 
     @property
     def alive(self) -> bool:

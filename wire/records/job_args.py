@@ -54,6 +54,30 @@ class IngestArgs(WireRecord):
 
 
 @dataclass(frozen=True)
+class ParseArgs(WireRecord):
+    """``parse(ctx, collection, files, force=False, priority="bulk")``: ``files`` are file
+    documents (``wire/files.py``), checked one by one by the job."""
+
+    wire_name = "parse job arguments"
+
+    collection: str
+    files: list[Any]
+    force: bool = False
+    priority: str = "bulk"
+
+    @classmethod
+    def checked(
+        cls, collection: Any, files: Any, force: Any = False, priority: Any = "bulk"
+    ) -> ParseArgs:
+        ingest = IngestArgs.checked(collection, files, force, priority)
+        return cls(ingest.collection, ingest.documents, ingest.force, ingest.priority)
+
+    def call(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Positional and keyword arguments of ``enqueue_job(PARSE_JOB, ...)``."""
+        return (self.collection, self.files), {"force": self.force, "priority": self.priority}
+
+
+@dataclass(frozen=True)
 class ReindexArgs(WireRecord):
     wire_name = "reindex job arguments"
 

@@ -13,7 +13,8 @@ from poolq.wire.records.base import WireError, WireRecord
 @dataclass(frozen=True)
 class JobProgressRecord(WireRecord):
     """``documents`` in the job, ``done`` (finished: written, skipped or refused), ``chunks``
-    chunked, ``points`` written, ``errors`` (refused documents), ``skipped`` (unchanged)."""
+    chunked, ``points`` written, ``errors`` (refused documents), ``skipped`` (unchanged);
+    a parse job's ``parsed`` files and their ``pages``."""
 
     wire_name = "job progress"
 
@@ -23,6 +24,8 @@ class JobProgressRecord(WireRecord):
     points: int = 0
     errors: int = 0
     skipped: int = 0
+    parsed: int = 0
+    pages: int = 0
 
     def to_hash(self) -> dict[str, int]:
         """The mapping for ``HSET`` (Redis stores each value as its decimal text)."""

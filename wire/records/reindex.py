@@ -23,6 +23,7 @@ from poolq.wire.records.results import DocumentErrorRecord
 # what a reindex goes through, in order; it ends "done" or "failed"
 REINDEX_STATES: Final = (
     "reading source",
+    "parsing files",  # a folder's new and changed files
     "encoding",
     "building indexes",  # full rebuilds only, as is the next
     "switching alias",
@@ -104,6 +105,8 @@ class ReindexProgress(WireRecord):
     unchanged: int | None = None
     removed: int | None = None
     updated_at: float | None = None
+    parsed: int = 0  # a folder's files parsed (new or changed ones), and their pages
+    pages: int = 0
     result: ReindexSummary | None = None
     error: str | None = None
     code: ErrorCode | None = None

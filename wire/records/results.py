@@ -4,6 +4,9 @@
     {"points": n, "documents": n, "errors": [{"id", "field", "error", "code"}], "skipped": n,
      "seconds": s}
 
+A parse job returns the same record with ``parsed`` (files read), ``pages`` and ``next_jobs``
+(the ingest jobs it handed the documents to); its ``errors`` are the files it could not read.
+
 A failed job's result is an :class:`~poolq.wire.records.errors.ErrorRecord` instead. A client
 reads the result back with :func:`~poolq.wire.records.outcome.job_result`."""
 
@@ -39,13 +42,19 @@ class IngestResult(WireRecord):
     errors: list[DocumentErrorRecord] = field(default_factory=list)
     skipped: int = 0
     seconds: float = 0.0
+    # a parse job's: files read, their pages, and the ingest jobs it handed the documents to
+    parsed: int = 0
+    pages: int = 0
+    next_jobs: list[str] = field(default_factory=list)
 
     @property
     def all_refused(self) -> bool:
-        """Documents were refused, and none written or skipped."""
-        return bool(self.errors) and not (self.documents or self.skipped or self.points)
+        """Documents were refused, and none written, skipped or parsed."""
+        return bool(self.errors) and not (
+            self.documents or self.skipped or self.points or self.parsed
+        )
 
     @property
     def size(self) -> int:
-        """Documents in the job: written, refused, or skipped."""
-        return self.documents + len(self.errors) + self.skipped
+        """Documents in the job: written, refused, or skipped (parsed, for a parse job)."""
+        return max(self.documents, self.parsed) + len(self.errors) + self.skipped

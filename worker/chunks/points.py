@@ -5,6 +5,7 @@ profile version the payload records."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from poolq.sinks.points import PointRecord, VectorValue, point_id
 from poolq.wire.documents import Document
@@ -21,25 +22,41 @@ def document_points(
     ingested_at: str,
     profile_version: str | None = None,
 ) -> list[PointRecord]:
-    return [
-        PointRecord(
-            point_id(doc.id, chunk.index),
-            vec,
-            build_payload(
-                doc_id=doc.id,
-                chunk_index=chunk.index,
-                chunk_count=len(chunks),
-                text=chunk.text,
-                char_start=chunk.start,
-                char_end=chunk.end,
-                chunk_hash=chunk.content_hash,
-                doc_hash=doc.content_hash,
-                meta_hash=doc.metadata_hash,
-                metadata=doc.metadata,
-                models=models,
-                profile_version=profile_version,
-                ingested_at=ingested_at,
-            ),
+    layout = doc.layout
+    out = []
+    for chunk, vec in zip(chunks, vectors, strict=True):
+        cited: dict[str, Any] = {}
+        if layout is not None:
+            page_start, page_end = layout.page_range(chunk.start, chunk.end)
+            cited = {
+                "source": layout.source,
+                "title": layout.title,
+                "mime": layout.mime,
+                "page_start": page_start,
+                "page_end": page_end,
+                "headings": layout.headings_at(chunk.start),
+                "file_hash": layout.file_hash,
+            }
+        out.append(
+            PointRecord(
+                point_id(doc.id, chunk.index),
+                vec,
+                build_payload(
+                    doc_id=doc.id,
+                    chunk_index=chunk.index,
+                    chunk_count=len(chunks),
+                    text=chunk.text,
+                    char_start=chunk.start,
+                    char_end=chunk.end,
+                    chunk_hash=chunk.content_hash,
+                    doc_hash=doc.content_hash,
+                    meta_hash=doc.metadata_hash,
+                    metadata=doc.metadata,
+                    models=models,
+                    profile_version=profile_version,
+                    ingested_at=ingested_at,
+                    **cited,
+                ),
+            )
         )
-        for chunk, vec in zip(chunks, vectors, strict=True)
-    ]
+    return out

@@ -20,6 +20,7 @@ if typer is not None:
         enqueue,
         export,
         import_points,
+        parse,
         reindex,
         search,
         status,

@@ -22,9 +22,11 @@ def enqueue(
     input_path: Path = typer.Argument(
         ...,
         metavar="INPUT",
-        help="A JSONL file (one {id, text, metadata} object a line) or a folder of .txt/.md "
-        "files: a file's id is its absolute path, metadata.path its path inside the folder; "
-        "hidden files and folders are skipped.",
+        help="A JSONL file (one {id, text, metadata} object a line) or a folder of documents "
+        "(PDF, HTML, DOCX, PPTX, EPUB, Markdown, text; the type is sniffed from the bytes, and "
+        "images, stylesheets and archives are skipped): a file's id is its absolute path, "
+        "metadata.path and the citation's source its path inside the folder; hidden files and "
+        "folders are skipped.",
     ),
     collection: str = typer.Option(..., "--collection", help="Qdrant collection to write."),
     wait: bool = typer.Option(
@@ -47,7 +49,7 @@ def enqueue(
         [],
         "--include",
         metavar="GLOB",
-        help="In a folder, read the files matching GLOB (repeat; default *.txt and *.md). A GLOB "
+        help="In a folder, read the files matching GLOB (repeat; default every file). A GLOB "
         "without '/' matches the file name, one with '/' the path inside the folder.",
     ),
     exclude: list[str] = typer.Option(
@@ -69,11 +71,18 @@ def enqueue(
         "makes one job, else bulk.",
     ),
     redis_outage_limit_s: float | None = outage_limit_option(),
+    max_file_bytes: int | None = typer.Option(
+        None,
+        "--max-file-bytes",
+        min=1,
+        help="Refuse files over this many bytes, named, before anything is sent (default: the "
+        "workers' limit, 33554432 = 32 MiB).",
+    ),
 ) -> None:
     """Enqueue documents for ingestion (and optionally wait for them)."""
     args = Args(
         input_path, collection, wait, job_size, redis_url, timeout_s, force,
         tuple(include), tuple(exclude), hidden, as_json, priority=priority,
-        redis_outage_limit_s=redis_outage_limit_s,
+        redis_outage_limit_s=redis_outage_limit_s, max_file_bytes=max_file_bytes,
     )  # fmt: skip
     raise typer.Exit(run_enqueue(args))

@@ -9,6 +9,7 @@ heavy is imported, then the settings, then Redis answering
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from pathlib import Path
@@ -133,8 +134,46 @@ def worker(
     log_format: str = typer.Option(
         "text", "--log-format", help="text or json (one JSON object per line, with job ids)."
     ),
+    role: str = typer.Option(
+        "all",
+        "--role",
+        envvar="POOLQ_ROLE",
+        help="all (parse files and encode: the default), parse (only the parse stage: no torch, "
+        "no models, no store) or encode (only encoding and writing) (env POOLQ_ROLE).",
+    ),
+    parse_workers: int | None = typer.Option(
+        None,
+        "--parse-workers",
+        min=1,
+        help="Processes parsing files at once, each one file at a time (env "
+        "POOLQ_PARSE_WORKERS; default half the CPUs, 1 to 4).",
+    ),
+    parse_timeout_s: float | None = typer.Option(
+        None,
+        "--parse-timeout",
+        min=0.1,
+        help="Seconds one file may take to parse before it fails as parse_timeout (env "
+        "POOLQ_PARSE_TIMEOUT_S; default 120).",
+    ),
+    parse_memory_mb: int | None = typer.Option(
+        None,
+        "--parse-memory",
+        min=64,
+        help="MB of memory a parse process may take above its start before the file fails as "
+        "too_large (env POOLQ_PARSE_MEMORY_MB; default 1024).",
+    ),
+    max_file_bytes: int | None = typer.Option(
+        None,
+        "--max-file-bytes",
+        min=1,
+        help="Refuse files over this many bytes as too_large (env POOLQ_MAX_FILE_BYTES; "
+        "default 33554432, 32 MiB).",
+    ),
 ) -> None:
-    """Run an ingestion worker: drain jobs from Redis, encode, write to Qdrant."""
+    """Run an ingestion worker: drain jobs from Redis, parse files, encode, write to Qdrant."""
+    from poolq.worker.cli.parse_role import check_role, parse_overrides, parse_process
+
+    check_role(role)
     from poolq.worker.config.locations import check_qdrant_url, resolve_locations
     from poolq.worker.engine.cpu_threads import CpuProbe
 
@@ -160,6 +199,20 @@ def worker(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--log-format") from None
     redact_log_handlers()  # no credentials in any log line, arq's and redis-py's included
+    parse_flags = parse_overrides(
+        redis_url or "", parse_workers, parse_timeout_s, parse_memory_mb, max_file_bytes,
+        shutdown_grace_s,
+    )  # fmt: skip
+    if role == "parse":
+        from poolq.worker.cli.parse_role import run_parse_role
+        from poolq.worker.config.locations import resolve_locations as locations
+
+        try:
+            parse_flags["redis_url"] = locations(config, {"redis_url": redis_url}).redis_url
+        except ValueError as exc:
+            fail("worker", exc)
+        run_parse_role(parse_flags, burst=burst)
+        return
     overrides = {
         "redis_url": redis_url,
         "qdrant_url": qdrant_url,
@@ -176,6 +229,7 @@ def worker(
         "metrics_port": metrics_port,
         "metrics_host": metrics_host,
         "shutdown_grace_s": shutdown_grace_s,
+        "role": role,
     }
     try:  # where Redis and Qdrant are, from flags, environment or config: checked first
         where = resolve_locations(config, overrides)
@@ -204,8 +258,14 @@ def worker(
 
     from poolq.worker.app.worker_settings import run_worker
 
+    parse_flags["redis_url"] = settings.redis_url
+    parse_stage = (
+        parse_process(parse_flags, log_format, burst=burst)
+        if role == "all"
+        else contextlib.nullcontext()
+    )
     try:
-        with cpu_probe.applied(settings.threads, RESERVED_WORKER_CPUS):
+        with parse_stage, cpu_probe.applied(settings.threads, RESERVED_WORKER_CPUS):
             run_worker(settings, burst=burst)
     except (RedisError, ConnectionError) as exc:  # Redis gone for longer than the retries ride out
         fail("worker", exc, 1)

@@ -77,12 +77,17 @@ class Settings:
     source_roots: str | None = None
     reindex: tuple[ReindexSchedule, ...] = ()  # [[reindex]] tables: scheduled reindexing
     profile: Profile = DEFAULT_PROFILE
+    # "all" (a parse process beside this encode worker) or "encode"; "parse" workers run on
+    # ParseSettings (config/parse_settings.py), without loading these
+    role: str = "all"
 
     def __post_init__(self) -> None:
         if self.qdrant_transport is None:  # POOLQ_QDRANT_TRANSPORT= (empty): the default
             object.__setattr__(self, "qdrant_transport", "grpc")
         if self.max_jobs < 1:
             raise ValueError(f"max_jobs must be >= 1, got {self.max_jobs}")
+        if self.role not in ("all", "encode"):
+            raise ValueError(f"role: expected all or encode here, got {self.role!r}")
         for name in ("job_stall_timeout_s", "job_timeout_s", "max_queued_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:

@@ -21,14 +21,14 @@ dropped after the switch unless ``keep_old``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolq.sinks.inventory import StoredDocument
 from poolq.wire.documents import Document, DocumentError, validate_documents
 from poolq.wire.records.job_args import ReindexArgs
-from poolq.wire.sources import Source, open_source
+from poolq.wire.sources import FolderFile, FolderSource, Source, open_source
 
 log = logging.getLogger("poolq.reindex")
 BATCH_DOCUMENTS = 32  # documents per pipeline batch
@@ -65,10 +65,14 @@ class ReindexPlan:
 
 
 def plan_reindex(
-    docs: Sequence[Document], stored: Mapping[str, StoredDocument], version: str
+    docs: Sequence[Document],
+    stored: Mapping[str, StoredDocument],
+    version: str,
+    present: Collection[str] = (),
 ) -> ReindexPlan:
-    """What to do for each document (see the module docstring)."""
-    plan = ReindexPlan()
+    """What to do for each document (see the module docstring). ``present``: ids of files of
+    the source found unchanged by their bytes (``files.py``): unchanged, and not removed."""
+    plan = ReindexPlan(unchanged=len(present))
     for doc in docs:
         have = stored.get(doc.id)
         if have is None:
@@ -81,7 +85,7 @@ def plan_reindex(
             plan.metadata_only.append(doc)
         else:
             plan.unchanged += 1
-    in_source = {d.id for d in docs}
+    in_source = {d.id for d in docs} | set(present)
     plan.removed = [s for doc_id, s in stored.items() if doc_id not in in_source]
     return plan
 
@@ -106,9 +110,13 @@ def check_source_allowed(source: str, roots: Sequence[str]) -> None:
 
 def read_source(
     source: Source | str | Path, max_bytes: int
-) -> tuple[list[Document], list[DocumentError], list[str]]:
-    """Valid documents, invalid ones (with id and field) and unreadable entries of a source."""
+) -> tuple[list[Document], list[DocumentError], list[str], list[FolderFile]]:
+    """Valid documents, invalid ones (with id and field), unreadable entries, and the document
+    files of a folder (parsed by the job, unless unchanged: ``files.py``)."""
     src = open_source(source) if isinstance(source, str | Path) else source
+    if isinstance(src, FolderSource):
+        files = list(src.files())
+        return [], [], list(src.errors), files
     raw = list(src.documents())
     docs, errors = validate_documents(raw, max_bytes=max_bytes)
-    return docs, errors, list(getattr(src, "errors", []))
+    return docs, errors, list(getattr(src, "errors", [])), []

@@ -36,6 +36,8 @@ class JobProgress:
     points: int = 0
     errors: int = 0
     skipped: int = 0
+    parsed: int = 0  # a parse job's files read, and their pages
+    pages: int = 0
     clock: Any = None  # the job's deadlines.JobClock: every change is progress
     board: ProgressBoard | None = None  # the worker's; None: a ticker task of the job's own
     _published: JobProgressRecord | None = None
@@ -47,8 +49,9 @@ class JobProgress:
 
     def state(self) -> JobProgressRecord:
         return JobProgressRecord(
-            self.documents, self.done, self.chunks, self.points, self.errors, self.skipped
-        )
+            self.documents, self.done, self.chunks, self.points, self.errors, self.skipped,
+            self.parsed, self.pages,
+        )  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.clock is not None:

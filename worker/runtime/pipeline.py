@@ -23,6 +23,7 @@ from poolq.wire.documents import Document, DocumentError
 from poolq.wire.records.codes import error_code
 from poolq.worker.chunks.chunking import Chunk
 from poolq.worker.chunks.points import document_points
+from poolq.worker.chunks.sections import chunk_documents
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.runtime.collection_fields import metadata_fields, record_fields
 from poolq.worker.runtime.job_progress import JobProgress
@@ -87,7 +88,8 @@ async def ingest_documents(
             on_queued(group)
         return out
     # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
-    chunked = await asyncio.to_thread(rt.vectorizer.chunk_many, [d.text for d in docs])
+    # (a parsed document section by section: chunks/sections.py)
+    chunked = await asyncio.to_thread(chunk_documents, rt.vectorizer.chunk_many, docs)
     out.chunks = sum(len(c) for c in chunked)
     parts = split_parts(chunked, max(1, rt.writer.batch_points))
     if progress is not None:

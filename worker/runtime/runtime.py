@@ -139,6 +139,7 @@ class Runtime:
             int8_quality={
                 m: pm.int8_report.as_dict() for m, pm in models.items() if pm.int8_report
             },
+            role=self.settings.role,
         )
 
     def limits(self) -> WorkerLimits:

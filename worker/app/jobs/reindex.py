@@ -27,6 +27,10 @@ from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.errors import ErrorRecord
 from poolq.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexSummary
 from poolq.wire.records.results import DocumentErrorRecord
+from poolq.wire.sources import FolderFile
+from poolq.worker.parse.limits import ParseLimits
+from poolq.worker.parse.sandbox import DEFAULT_PARSE_WORKERS, ParsePool
+from poolq.worker.reindex.files import FolderRead, read_folder_files
 from poolq.worker.reindex.plan import (
     BATCH_DOCUMENTS,
     BATCHES_IN_FLIGHT,
@@ -99,11 +103,12 @@ async def run_reindex(
     writes_0, points_0 = rt.writer.write_calls, rt.writer.points_written
     try:
         await progress.publish(force=True)
-        docs, doc_errors, source_errors = await asyncio.to_thread(
+        docs, doc_errors, source_errors, files = await asyncio.to_thread(
             read_source, options.source, rt.settings.max_document_bytes
         )
         errors: list[DocumentError] = list(doc_errors)
         stored: dict[str, StoredDocument] = {}
+        present: set[str] = set()  # files unchanged by their bytes: not parsed, not encoded
 
         if options.full:
             target = new_physical_name(alias)
@@ -122,8 +127,19 @@ async def run_reindex(
             await rt.ensure_collection(alias)
             target = alias
             stored = await rt.writer.read(lambda s: document_inventory(s, alias))
+        if files:
+            await progress.publish(force=True, state="parsing files")
+            read = await _parse_files(files, stored, rt.vectorizer.version)
+            docs, present = docs + read.docs, read.unchanged
+            errors += read.errors
+            await progress.publish(force=True, parsed=read.parsed, pages=read.pages)
+            if options.full:
+                plan = ReindexPlan(new=list(docs))
+        if not options.full:
             # hashing every document's text: off the event loop
-            plan = await asyncio.to_thread(plan_reindex, docs, stored, rt.vectorizer.version)
+            plan = await asyncio.to_thread(
+                plan_reindex, docs, stored, rt.vectorizer.version, present
+            )
         to_encode = plan.to_encode
         await progress.publish(
             force=True, state="encoding", to_encode=len(to_encode), **plan.counts()
@@ -179,7 +195,7 @@ async def run_reindex(
             collection=alias,
             source=options.source,
             full=options.full,
-            documents=len(docs),
+            documents=len(docs) + len(present),
             target=target,
             new=len(plan.new),
             changed=len(plan.changed),
@@ -213,6 +229,17 @@ async def run_reindex(
             with contextlib.suppress(Exception):
                 if (await redis.get(lock_key)) == job_id.encode():
                     await redis.delete(lock_key)
+
+
+async def _parse_files(
+    files: list[FolderFile], stored: dict[str, StoredDocument], version: str
+) -> FolderRead:
+    """The folder's files through parse children of this reindex's own (closed after)."""
+    pool = ParsePool(DEFAULT_PARSE_WORKERS, ParseLimits())
+    try:
+        return await read_folder_files(files, stored, version, pool)
+    finally:
+        await pool.close()
 
 
 def _engine_texts(rt: Runtime) -> int:

@@ -1,0 +1,76 @@
+"""Chunks follow a parsed document's sections: none straddles two sections when it need not,
+a bare heading joins the section under it, and every chunk's span stays exact."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer
+
+from poolq.wire.documents import Document
+from poolq.worker.chunks.chunking import Chunker, TokenCounter
+from poolq.worker.chunks.sections import chunk_documents, section_spans
+from poolq.worker.parse.blocks import Block, ParsedDocument
+from poolq.worker.parse.layout import text_and_layout
+from tests.models import minilm_path
+
+TOK = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
+CHUNKER = Chunker([TokenCounter(TOK, 128)], overlap_tokens=8)
+
+
+def doc_of(blocks: list[Block]) -> Document:
+    text, layout = text_and_layout(ParsedDocument("text/html", None, blocks), source="x.html")
+    return Document("d", text, {}, layout)
+
+
+def test_short_sections_are_chunks_of_their_own():
+    doc = doc_of([
+        Block("Install", None, ("Install",), "heading"),
+        Block("Run the installer.", None, ("Install",)),
+        Block("Upgrade", None, ("Upgrade",), "heading"),
+        Block("Run it again.", None, ("Upgrade",)),
+    ])  # fmt: skip
+    (chunks,) = chunk_documents(CHUNKER.chunk_many, [doc])
+    assert [c.text for c in chunks] == ["Install\n\nRun the installer.", "Upgrade\n\nRun it again."]
+    assert [c.index for c in chunks] == [0, 1]
+    assert all(doc.text[c.start : c.end] == c.text for c in chunks)
+    assert [doc.layout.headings_at(c.start) for c in chunks] == [("Install",), ("Upgrade",)]
+
+
+def test_a_bare_heading_joins_the_section_under_it():
+    doc = doc_of([
+        Block("Guide", None, ("Guide",), "heading"),
+        Block("Setup", None, ("Guide", "Setup"), "heading"),
+        Block("Plug it in.", None, ("Guide", "Setup")),
+    ])  # fmt: skip
+    assert len(section_spans(doc.text, doc.layout)) == 1
+    (chunks,) = chunk_documents(CHUNKER.chunk_many, [doc])
+    assert [c.text for c in chunks] == ["Guide\n\nSetup\n\nPlug it in."]
+
+
+def test_a_document_without_layout_is_chunked_whole():
+    plain = Document("p", "One.\n\nTwo.")
+    assert chunk_documents(CHUNKER.chunk_many, [plain]) == [CHUNKER.chunk_many([plain.text])[0]]
+
+
+WORDS = st.lists(st.sampled_from(["pump", "valve", "seal", "bolt", "torque", "flow"]), min_size=1,
+                 max_size=60).map(" ".join)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), WORDS), min_size=1, max_size=10))
+def test_no_chunk_straddles_two_sections(sections):
+    blocks = []
+    for n, (heading, body) in enumerate(sections):
+        path = (f"H{heading}-{n}",)
+        blocks += [Block(path[0], None, path, "heading"), Block(body, None, path)]
+    doc = doc_of(blocks)
+    (chunks,) = chunk_documents(CHUNKER.chunk_many, [doc])
+    starts = [s for s, _ in doc.layout.sections]
+    for c in chunks:
+        assert doc.text[c.start : c.end] == c.text
+        inside = [s for s in starts if c.start < s < c.end]
+        assert inside == [], (c, inside)
+    covered = "".join(c.text for c in chunks)
+    for b in blocks:  # nothing lost
+        assert b.text in covered

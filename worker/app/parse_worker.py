@@ -1,0 +1,108 @@
+"""The parse role's arq application: a worker on the parse queue with the one job ``parse``.
+
+``poolq worker --role parse`` runs it alone (no torch, no models, no store: parsing scales on
+plain CPU machines), and ``--role all`` runs it in a process beside the encode worker. It has the
+encode worker's guarantees: the job guard (retries with backoff, dead letters, the job index,
+one run at a time), the heartbeat from a thread of its own, and the reaper, which hands back the
+running jobs of a parse worker that died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import replace
+from typing import Any
+
+from arq.worker import func
+
+from poolq.wire import constants
+from poolq.wire.connection import redis_settings
+from poolq.wire.serialization import REJECTED_JOB, job_deserializer, rejected_payload, serialize
+from poolq.worker.app.jobs.parse import parse
+from poolq.worker.config.parse_settings import ParseSettings
+from poolq.worker.reliability.arq_overrides import PoolqWorker
+from poolq.worker.reliability.heartbeat import HeartbeatThread
+from poolq.worker.reliability.job_guard import guarded
+from poolq.worker.reliability.job_index_hooks import install_job_index
+from poolq.worker.reliability.reaper import reaper_loop
+from poolq.worker.reliability.run_lock import RunLocks
+from poolq.worker.runtime.job_progress import ProgressBoard
+from poolq.worker.runtime.parse_runtime import ParseRuntime
+
+log = logging.getLogger("poolq.worker")
+ARQ_TIMEOUT_MARGIN_S = 60
+
+
+async def startup(ctx: dict[str, Any]) -> None:
+    settings: ParseSettings = ctx["settings"]
+    rt = ParseRuntime.open(settings)
+    rt.redis = ctx.get("redis")
+    rt.run_locks = RunLocks(rt.worker_id)
+    ctx["runtime"] = rt
+    ctx["progress_board"] = ProgressBoard(rt.redis)
+    await install_job_index(ctx)
+    ctx["heartbeat"] = HeartbeatThread(
+        settings.redis_url, rt.worker_id, rt.heartbeat, rt.run_locks
+    ).start()
+    ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
+    log.info(
+        "parse worker %s ready: %d parse processes, %gs and %d MB a file",
+        rt.worker_id, settings.parse_workers, settings.parse_timeout_s, settings.parse_memory_mb,
+    )  # fmt: skip
+
+
+async def shutdown(ctx: dict[str, Any]) -> None:
+    task = ctx.pop("reaper_task", None)
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    board: ProgressBoard | None = ctx.pop("progress_board", None)
+    if board is not None:
+        await board.close()
+    rt: ParseRuntime | None = ctx.get("runtime")
+    if rt is None:
+        return
+    heartbeat: HeartbeatThread | None = ctx.pop("heartbeat", None)
+    if heartbeat is not None:
+        await asyncio.to_thread(heartbeat.stop, replace(rt.heartbeat(), stopped=True))
+    await rt.close()
+
+
+def parse_worker_kwargs(settings: ParseSettings) -> dict[str, Any]:
+    return {
+        "functions": [
+            func(
+                guarded(parse, name=constants.PARSE_JOB, max_tries=settings.max_tries),
+                name=constants.PARSE_JOB,
+                max_tries=settings.max_tries,
+            ),
+            func(
+                guarded(rejected_payload, name=REJECTED_JOB, max_tries=1),
+                name=REJECTED_JOB,
+                max_tries=1,
+            ),
+        ],
+        "queue_name": constants.PARSE_QUEUE,
+        "redis_settings": redis_settings(settings.redis_url),
+        "on_startup": startup,
+        "on_shutdown": shutdown,
+        "job_serializer": serialize,
+        "job_deserializer": job_deserializer(constants.MAX_JOB_BYTES),
+        "max_jobs": settings.max_jobs,
+        "job_timeout": settings.job_timeout_s + ARQ_TIMEOUT_MARGIN_S,
+        "keep_result": settings.keep_result_s,
+        "max_tries": settings.max_tries,
+        "poll_delay": 0.05,
+        "health_check_interval": 10,
+        "job_completion_wait": settings.shutdown_grace_s,
+        "log_results": False,  # results and arguments name files
+        "ctx": {"settings": settings, "max_tries": {constants.PARSE_JOB: settings.max_tries}},
+    }
+
+
+def run_parse_worker(settings: ParseSettings, *, burst: bool = False) -> None:
+    """``poolq worker --role parse``."""
+    PoolqWorker(burst=burst, **parse_worker_kwargs(settings)).run()

@@ -1,0 +1,109 @@
+"""The parse role of ``poolq worker``: ``--role parse`` runs the parse worker alone (no torch
+import), and ``--role all`` starts it as a process of its own beside the encode worker.
+
+The parse process of ``--role all`` dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and a
+SIGTERM from the parent's exit otherwise), so a killed worker leaves no orphan parsing files.
+With ``--burst`` the parse worker drains its queue first and the encode worker then drains the
+documents it handed on, so that a burst run ends with every file written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from poolq.worker.cli.options import fail
+
+ROLES = ("all", "parse", "encode")
+
+
+def check_role(role: str) -> str:
+    if role not in ROLES:
+        fail("worker", f"--role: expected one of {', '.join(ROLES)}, got {role!r}")
+    return role
+
+
+def parse_overrides(
+    redis_url: str, parse_workers: int | None, parse_timeout_s: float | None,
+    parse_memory_mb: int | None, max_file_bytes: int | None, shutdown_grace_s: int | None,
+) -> dict[str, Any]:  # fmt: skip
+    return {
+        "redis_url": redis_url,
+        "parse_workers": parse_workers,
+        "parse_timeout_s": parse_timeout_s,
+        "parse_memory_mb": parse_memory_mb,
+        "max_file_bytes": max_file_bytes,
+        "shutdown_grace_s": shutdown_grace_s,
+    }
+
+
+def run_parse_role(overrides: dict[str, Any], *, burst: bool) -> None:
+    """``--role parse``: settings, Redis answering, then the parse worker."""
+    from redis.exceptions import RedisError
+
+    from poolq.wire.connection import probe_redis
+    from poolq.worker.config.parse_settings import load_parse_settings
+
+    try:
+        settings = load_parse_settings(overrides)
+    except ValueError as exc:
+        fail("worker", exc)
+    try:
+        probe_redis(settings.redis_url)
+    except (ConnectionError, OSError) as exc:
+        fail("worker", exc, 1)
+    from poolq.worker.app.parse_worker import run_parse_worker
+
+    try:
+        run_parse_worker(settings, burst=burst)
+    except (RedisError, ConnectionError) as exc:
+        fail("worker", exc, 1)
+
+
+def parse_command(overrides: dict[str, Any], log_format: str, *, burst: bool) -> list[str]:
+    flags = {
+        "--redis-url": overrides.get("redis_url"),
+        "--parse-workers": overrides.get("parse_workers"),
+        "--parse-timeout": overrides.get("parse_timeout_s"),
+        "--parse-memory": overrides.get("parse_memory_mb"),
+        "--max-file-bytes": overrides.get("max_file_bytes"),
+        "--shutdown-grace": overrides.get("shutdown_grace_s"),
+    }
+    cmd = [sys.executable, "-m", "poolq.worker", "worker", "--role", "parse"]
+    cmd += ["--log-format", log_format]
+    for flag, value in flags.items():
+        if value is not None:
+            cmd += [flag, str(value)]
+    return [*cmd, "--burst"] if burst else cmd
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+@contextlib.contextmanager
+def parse_process(overrides: dict[str, Any], log_format: str, *, burst: bool) -> Iterator[None]:
+    """``--role all``: the parse worker in a process of its own while the block runs (with
+    ``burst``, run to its end first)."""
+    cmd = parse_command(overrides, log_format, burst=burst)
+    if burst:
+        subprocess.run(cmd, check=False, preexec_fn=_die_with_parent)
+        yield
+        return
+    proc = subprocess.Popen(cmd, preexec_fn=_die_with_parent)
+    try:
+        yield
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=(overrides.get("shutdown_grace_s") or 30) + 10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
