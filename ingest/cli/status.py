@@ -71,6 +71,11 @@ def format_worker(w: dict[str, Any]) -> str:
     state = "stopped" if w.get("stopped") else (
         f"seen {time.time() - seen:.0f}s ago" if isinstance(seen, int | float) else "seen"
     )  # fmt: skip
+    if w.get("role") == "parse":
+        return (
+            f"parse worker {w.get('worker_id')} ({state}): {w.get('jobs_done', 0)} jobs, "
+            f"{w.get('files_parsed', 0)} files parsed"
+        )
     return (
         f"worker {w.get('worker_id')} ({state}): {w.get('jobs_done', 0)} jobs, "
         f"{w.get('points_written', 0)} points; {engines}"

@@ -27,7 +27,9 @@ from poolq.wire.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
 
 NUMERIC = frozenset({"integer", "float"})
 # the payload's own numeric fields; every other top-level field holds strings (or an object)
-NUMERIC_TOP_LEVEL = frozenset({"chunk_index", "chunk_count", "char_start", "char_end"})
+NUMERIC_TOP_LEVEL = frozenset(
+    {"chunk_index", "chunk_count", "char_start", "char_end", "page_start", "page_end"}
+)
 # a physical collection behind an alias (sinks/aliases.py): its fields are the alias's
 _PHYSICAL = re.compile(r"__\d{14}_[0-9a-f]{4}$")
 _KEY = re.compile(r"\s*([A-Za-z_][\w.\-]*)")
