@@ -138,6 +138,8 @@ def test_shell_examples_run_as_written(live_worker):
         )
         + "\n"
     )
+    if not (tmp / "returns.html").exists():  # (the Python examples write it, when run first)
+        (tmp / "returns.html").write_text("<title>Help</title><h1>Returns</h1><p>Free.</p>")
     env = {**os.environ, "POOLQ_REDIS_URL": url}
     commands = sh_commands()
     assert any(c.startswith("poolq enqueue") for c in commands)

@@ -36,7 +36,8 @@ def jsonl(path, *records) -> str:
 def queued_jobs(url: str) -> list[dict]:
     r = redis.Redis.from_url(url)
     try:
-        ids = [i.decode() for i in r.zrange(constants.INGEST_QUEUE, 0, -1)]
+        ids = [i.decode() for q in (constants.INGEST_QUEUE, constants.PARSE_QUEUE)
+               for i in r.zrange(q, 0, -1)]  # fmt: skip  (a folder's files: the parse queue)
         return [deserialize(r.get(f"arq:job:{i}")) for i in ids]
     finally:
         r.close()
@@ -103,18 +104,21 @@ def test_folder_choices_and_what_was_skipped(redis_server, tmp_path):
     (root / "b.json").write_text("{}")
     (root / "c.rst").write_text("gamma")
     (root / "draft.md").write_text("delta")
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
     r = poolq("enqueue", str(root), "--collection", "c", "--redis-url", redis_server.url)
     assert r.returncode == 0, r.stderr
-    assert "skipped 2 files not matching *.txt, *.md: b.json, c.rst" in r.stderr
+    assert ("skipped 2 files not documents: b.json (a JSON file), logo.png (a PNG image)"
+            in r.stderr)  # fmt: skip
     assert "skipped 1 hidden: .git" in r.stderr
     assert sorted(queued_ids(redis_server.url)) == [
-        (root / "a.txt").resolve().as_posix(), (root / "draft.md").resolve().as_posix(),
+        (root / name).resolve().as_posix() for name in ("a.txt", "c.rst", "draft.md")
     ]  # fmt: skip
     r = poolq("enqueue", str(root), "--collection", "c", "--include", "*.rst", "--include", "*.md",
               "--exclude", "draft*", "--redis-url", redis_server.url)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert (root / "c.rst").resolve().as_posix() in queued_ids(redis_server.url)
     assert "skipped 1 file matching --exclude draft*: draft.md" in r.stderr
+    assert "skipped 3 files not matching *.rst, *.md: a.txt, b.json, logo.png" in r.stderr
 
 
 def test_an_empty_input_is_a_warning_and_a_failure(redis_server, tmp_path):

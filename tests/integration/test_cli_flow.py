@@ -24,7 +24,8 @@ def test_enqueue_folder_wait_then_status(redis_server, tmp_path):
         )
         assert r.returncode == 1, r.stderr  # one document was bad
         assert "2 documents, 2 points, 1 errors, 0 failed jobs" in r.stdout
-        assert "empty.txt': text: empty" in r.stderr  # named by its path
+        assert "empty.txt': file: empty.txt: no text in it" in r.stderr  # named by its path
+        assert "skipped 1 file not documents: ignored.bin (a binary file)" in r.stderr
         jsonl = tmp_path / "more.jsonl"
         jsonl.write_text(json.dumps({"id": "x", "text": "one more"}) + "\n")
         r = poolq("enqueue", str(jsonl), "--collection", "files", "--redis-url", redis_server.url)
@@ -48,17 +49,20 @@ def test_enqueue_folder_wait_then_status(redis_server, tmp_path):
             assert st.returncode == 0, st.stderr
             (line,) = st.stdout.splitlines()  # JSON lines: one object
             data = json.loads(line)
-            workers = data["workers"]
+            # (a worker of --role all is two: this encode worker and its parse process)
+            workers = [w for w in data["workers"] if w.get("role") != "parse"]
             if (workers and workers[0]["jobs_done"] >= 3) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         assert data["jobs"][0]["job_id"] == job_id and data["jobs"][0]["status"] == "done"
         assert data["jobs"][0]["result"]["points"] == 1
         assert data["counts"]["done"] >= 1
-        assert len(data["workers"]) == 1 and data["workers"][0]["jobs_done"] >= 3
-        assert data["workers_alive"] == 1 and data["counts"]["done"] == 1  # (the given job)
+        assert len(workers) == 1 and workers[0]["jobs_done"] >= 3
+        assert sorted(w.get("role") for w in data["workers"]) == ["all", "parse"]
+        assert data["workers_alive"] == 2 and data["counts"]["done"] == 1  # (the given job)
         plain = poolq("status", "--redis-url", redis_server.url)
-        assert plain.returncode == 0 and "3 done" in plain.stdout and "worker " in plain.stdout
+        # (the folder made a parse job and the ingest job it handed its documents to)
+        assert plain.returncode == 0 and "4 done" in plain.stdout and "worker " in plain.stdout
     missing = poolq(
         "enqueue",
         str(tmp_path / "nope.jsonl"),

@@ -17,6 +17,9 @@ import pytest
 from poolq.ingest.client import PoolqClient
 from poolq.worker.dev.local_worker import WorkerProcess
 
+# one process a worker: the encode role (--role all would add its parse process, a worker of
+# its own in the listing)
+ENCODE = ("--role", "encode")
 pytestmark = pytest.mark.slow
 
 
@@ -53,7 +56,7 @@ async def ingest_some(url: str) -> tuple[list[str], list[str]]:
 
 def test_status_follows_the_dead_letter_list_and_the_workers(redis_server, tmp_path):
     url = redis_server.url
-    worker = WorkerProcess(url, tmp_path / "qdrant").start()
+    worker = WorkerProcess(url, tmp_path / "qdrant", *ENCODE).start()
     try:
         _, bad = asyncio.run(ingest_some(url))
         st = status_json(url)
@@ -92,7 +95,7 @@ def test_status_follows_the_dead_letter_list_and_the_workers(redis_server, tmp_p
         worker.stop()
 
     # a worker stopped cleanly leaves a final heartbeat saying so: listed, but not alive
-    worker = WorkerProcess(url, tmp_path / "qdrant").start()
+    worker = WorkerProcess(url, tmp_path / "qdrant", *ENCODE).start()
     worker.stop()
     st = status_json(url)
     assert st["workers_alive"] == 0 and st["last_heartbeat_age_s"] < 10

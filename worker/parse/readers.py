@@ -64,5 +64,5 @@ def read_document(data: bytes, name: str = "", limits: ParseLimits | None = None
                 f"no text layer on any of its {doc.pages} pages (a scanned PDF?): run OCR on it "
                 "first, e.g. ocrmypdf",
             )
-        raise ParseError(ErrorCode.NO_TEXT, f"no text in this {describe(mime)}")
+        raise ParseError(ErrorCode.NO_TEXT, f"no text in it ({describe(mime)})")
     return doc
