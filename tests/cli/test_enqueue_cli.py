@@ -36,8 +36,11 @@ def jsonl(path, *records) -> str:
 def queued_jobs(url: str) -> list[dict]:
     r = redis.Redis.from_url(url)
     try:
-        ids = [i.decode() for q in (constants.INGEST_QUEUE, constants.PARSE_QUEUE)
-               for i in r.zrange(q, 0, -1)]  # fmt: skip  (a folder's files: the parse queue)
+        ids = [
+            i.decode()
+            for q in (constants.INGEST_QUEUE, constants.PARSE_QUEUE)
+            for i in r.zrange(q, 0, -1)
+        ]  # fmt: skip  (a folder's files: the parse queue)
         return [deserialize(r.get(f"arq:job:{i}")) for i in ids]
     finally:
         r.close()

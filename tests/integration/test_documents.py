@@ -99,7 +99,7 @@ def search(url, query, *extra):
 
 
 def test_bad_files_get_their_codes_and_every_other_file_lands(ingested):
-    _, tmp, r = ingested
+    _, _, r = ingested
     assert r.returncode == 1, r.stderr  # files were refused
     summary = json.loads(r.stdout)
     codes = {e["id"].rsplit("/", 1)[-1]: e["code"] for e in summary["errors"]}

@@ -186,6 +186,16 @@ class Chunker:
     def chunk(self, text: str) -> list[Chunk]:
         return self.chunk_many([text])[0]
 
+    def narrower(self, tokens: int) -> Chunker:
+        """This chunker with ``tokens`` fewer content tokens a chunk (room for text the models
+        read beside the chunk: ``context.py``)."""
+        budget = max(8, self.max_tokens - tokens)
+        return Chunker(
+            self.counters,
+            max_tokens=budget,
+            overlap_tokens=min(self.overlap_tokens, max(0, budget // 2 - 1)),
+        )
+
     def chunk_many(self, texts: Sequence[str]) -> list[list[Chunk]]:
         """:meth:`chunk` of each text, each tokenizer called once for all of them. Each text
         is tokenized without its leading and trailing whitespace (no chunk holds it): a text

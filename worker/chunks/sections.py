@@ -55,27 +55,34 @@ def section_spans(text: str, layout: Layout | None) -> list[tuple[int, int]]:
     return merged
 
 
+ChunkMany = Callable[[Sequence[str]], list[list[Chunk]]]
+
+
 def chunk_documents(
-    chunk_many: Callable[[Sequence[str]], list[list[Chunk]]], docs: Sequence[Document]
+    chunk_many: ChunkMany, docs: Sequence[Document], parsed_chunk_many: ChunkMany | None = None
 ) -> list[list[Chunk]]:
-    """Each document's chunks (indices from 0, spans in its own text), all texts cut by one
-    call of ``chunk_many`` (:meth:`Chunker.chunk_many`)."""
-    pieces: list[str] = []
+    """Each document's chunks (indices from 0, spans in its own text): the texts sent as text
+    cut by one call of ``chunk_many`` (:meth:`Chunker.chunk_many`), the sections of parsed
+    files by one of ``parsed_chunk_many`` (default the same: a chunker that leaves room for
+    the chunk's context, ``context.py``)."""
+    parsed_chunk_many = parsed_chunk_many or chunk_many
+    plain: list[str] = []
+    parsed: list[str] = []
     where: list[list[tuple[int, int]]] = []
     for d in docs:
         spans = section_spans(d.text, d.layout)
         where.append(spans)
-        pieces += [d.text[a:b] for a, b in spans]
-    chunked = chunk_many(pieces)
+        (plain if d.layout is None else parsed).extend(d.text[a:b] for a, b in spans)
+    plain_chunks = iter(chunk_many(plain) if plain else [])
+    parsed_chunks = iter(parsed_chunk_many(parsed) if parsed else [])
     out: list[list[Chunk]] = []
-    k = 0
-    for spans in where:
+    for d, spans in zip(docs, where, strict=True):
         chunks: list[Chunk] = []
+        pieces = plain_chunks if d.layout is None else parsed_chunks
         for a, _ in spans:
-            for c in chunked[k]:
+            for c in next(pieces):
                 if not c.text:  # (a blank section)
                     continue
                 chunks.append(replace(c, index=len(chunks), start=c.start + a, end=c.end + a))
-            k += 1
         out.append(chunks)
     return out

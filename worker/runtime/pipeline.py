@@ -22,6 +22,7 @@ from poolq.sinks.points import PointRecord
 from poolq.wire.documents import Document, DocumentError
 from poolq.wire.records.codes import error_code
 from poolq.worker.chunks.chunking import Chunk
+from poolq.worker.chunks.context import context_of, encoded_text
 from poolq.worker.chunks.points import document_points
 from poolq.worker.chunks.sections import chunk_documents
 from poolq.worker.engine.lanes import Lane
@@ -89,7 +90,9 @@ async def ingest_documents(
         return out
     # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
     # (a parsed document section by section: chunks/sections.py)
-    chunked = await asyncio.to_thread(chunk_documents, rt.vectorizer.chunk_many, docs)
+    chunked = await asyncio.to_thread(
+        chunk_documents, rt.vectorizer.chunk_many, docs, rt.vectorizer.chunk_parsed_many
+    )
     out.chunks = sum(len(c) for c in chunked)
     parts = split_parts(chunked, max(1, rt.writer.batch_points))
     if progress is not None:
@@ -100,12 +103,18 @@ async def ingest_documents(
 
     async def one_part(start: int, end: int) -> None:
         part_docs, part_chunks = docs[start:end], chunked[start:end]
-        texts = [c.text for chunks in part_chunks for c in chunks]
+        # a parsed file's chunks are encoded with their title and headings (chunks/context.py):
+        # those texts are tokenized by the engines, the others reuse the chunker's tokens
+        texts, encodings = [], []
+        for d, chunks in zip(part_docs, part_chunks, strict=True):
+            for c in chunks:
+                context = context_of(d.layout, c.start)
+                texts.append(encoded_text(context, c.text))
+                encodings.append(None if context else c.encodings)
         ids = [
             f"{d.id}#{c.index}" for d, cs in zip(part_docs, part_chunks, strict=True) for c in cs
         ]
         # every part of the job is queued at once; jobs share the engines by tokens
-        encodings = [c.encodings for chunks in part_chunks for c in chunks]
         encoded = await rt.vectorizer.encode(
             texts, ids, group=group, lane=lane, on_queued=part_queued, encodings=encodings
         )

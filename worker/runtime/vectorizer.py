@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -16,6 +16,7 @@ from tokenizers import Encoding
 from poolq.sinks.points import SparseValues, VectorValue
 from poolq.sinks.schema import VectorSpec
 from poolq.worker.chunks.chunking import Chunk, Chunker, TokenCounter
+from poolq.worker.chunks.context import CONTEXT_TOKENS
 from poolq.worker.config.profile import Profile
 from poolq.worker.config.versions import profile_version
 from poolq.worker.engine.description import ModelDescription
@@ -33,6 +34,7 @@ class Vectorizer:
     engines: dict[str, AsyncEngine]  # profile model name -> engine
     chunker: Chunker
     version: str = ""  # profile version (worker/config/versions.py), recorded on every point
+    _parsed_chunker: Chunker | None = field(default=None, repr=False)  # chunk_parsed_many's
 
     @classmethod
     async def start(
@@ -103,6 +105,13 @@ class Vectorizer:
     def chunk_many(self, texts: Sequence[str]) -> list[list[Chunk]]:
         """:meth:`chunk` of each text (one tokenizer call for all: the GIL released for it)."""
         return self.chunker.chunk_many(texts)
+
+    def chunk_parsed_many(self, texts: Sequence[str]) -> list[list[Chunk]]:
+        """The sections of parsed files, cut to leave room for each chunk's context (its title
+        and headings, which the models read with it: ``chunks/context.py``)."""
+        if self._parsed_chunker is None:
+            self._parsed_chunker = self.chunker.narrower(CONTEXT_TOKENS)
+        return self._parsed_chunker.chunk_many(texts)
 
     async def encode(
         self,

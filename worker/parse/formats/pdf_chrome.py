@@ -1,0 +1,48 @@
+"""Page chrome in a PDF's text: page numbers, running headers and footers.
+
+Only the first and last two lines of a page are looked at (where chrome is). Such a line goes
+when it is only a page number ("7", "- 7 -", "(7)", "Page 7 of 9", "p. 7", "vii"), or, in a
+document of :data:`CHROME_MIN_PAGES` pages or more, when it is there on over
+:data:`CHROME_SHARE` of the pages, compared without case, spacing and numbers (so "Chapter 2 ·
+page 14" repeats as "chapter # · page #").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+# text, bottom and height of its first character's box from the font's ascent and descent
+# (the box moves with the baseline, and its height is the font size times a constant)
+Line = tuple[str, float, float]
+
+CHROME_SHARE = 0.5  # header/footer: on more than this share of the pages
+CHROME_MIN_PAGES = 4
+# lower-case Roman numerals only (front matter: i, ii, iv, ...): "I" or "V" may be a heading
+_ROMAN = r"(?-i:(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))"
+_PAGE_NUMBER = re.compile(
+    rf"(?:page|p\.|seite|pagina|página)?\s*[-–—(\[]?\s*(?:\d{{1,5}}|{_ROMAN})\s*[-–—)\]]?"
+    r"(?:\s*(?:of|/|von|de)\s*\d{1,5})?",
+    re.I,
+)
+_DIGITS = re.compile(r"\d+")
+
+
+def _chrome_key(text: str) -> str:
+    """What a header/footer line has in common with its copies on other pages."""
+    key = " ".join(text.casefold().split())
+    return _DIGITS.sub("#", key) if _DIGITS.search(key) else key
+
+
+def drop_chrome(pages: list[list[Line]]) -> None:
+    """Page numbers and repeated headers/footers out of ``pages`` (in place)."""
+    edges = [sorted({0, 1, len(p) - 2, len(p) - 1} & set(range(len(p)))) for p in pages]
+    keys = [{i: _chrome_key(p[i][0]) for i in idx} for p, idx in zip(pages, edges, strict=True)]
+    repeated: set[str] = set()
+    if len(pages) >= CHROME_MIN_PAGES:
+        seen = Counter(key for page_keys in keys for key in set(page_keys.values()) if key)
+        repeated = {k for k, n in seen.items() if n > CHROME_SHARE * len(pages)}
+    for p, idx, page_keys in zip(pages, edges, keys, strict=True):
+        for i in reversed(idx):
+            if page_keys[i] in repeated or _PAGE_NUMBER.fullmatch(p[i][0].strip()):
+                del p[i]
