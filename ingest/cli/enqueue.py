@@ -203,8 +203,8 @@ def run_enqueue(a: Args) -> int:
 JSON_SHAPES = (
     'one line: {"jobs": [JOB_ID, ...]} (without --wait; also printed without --json); with '
     '--wait one line: {"jobs", "job_ids", "failed_jobs", "refused_jobs", "documents", "points", '
-    '"skipped", "errors": [{"where"?, "id", "error"}], "job_errors", "seconds", '
-    '"documents_per_s"}.'
+    '"skipped", "parsed", "pages", "errors": [{"where"?, "id", "error", "code"?}], "job_errors", '
+    '"seconds", "documents_per_s"}.'
 )
 
 # --help's epilog: the exit statuses run_enqueue returns

@@ -88,6 +88,8 @@ class ProgressBar:
     @staticmethod
     def _counts(p: WaitProgress) -> str:
         counts = f"chunks={p.chunks} points={p.points} errors={p.errors} skipped={p.skipped}"
+        if p.parsed or p.pages:
+            counts = f"parsed={p.parsed} pages={p.pages} {counts}"
         if p.redis_down_s is not None:
             counts += f" redis_down={p.redis_down_s:.0f}s"
         return counts
@@ -121,6 +123,8 @@ def summarize(
         "documents": docs,
         "points": points,
         "skipped": skipped,
+        "parsed": sum(r.parsed for r in results),  # files the parse stage read, their pages
+        "pages": sum(r.pages for r in results),
         "errors": errors,
         "job_errors": [{"job_id": o.job_id, "error": o.error} for o in failed],
         "seconds": round(seconds, 2),
@@ -130,8 +134,13 @@ def summarize(
 
 def summary_line(s: dict[str, Any]) -> str:
     refused = s.get("refused_jobs") or 0
+    parsed = f"; {s['parsed']} files parsed ({s['pages']} pages)" if s.get("parsed") else ""
     return (
-        f"{s['documents']} documents, {s['points']} points, {len(s['errors'])} errors, "
-        f"{s['failed_jobs']} failed jobs, {s['skipped']} skipped (unchanged) in {s['seconds']}s "
-        f"({s['documents_per_s']} documents/s)"
-    ) + (f"; {refused} jobs refused every document" if refused else "")
+        (
+            f"{s['documents']} documents, {s['points']} points, {len(s['errors'])} errors, "
+            f"{s['failed_jobs']} failed jobs, {s['skipped']} skipped (unchanged) in {s['seconds']}s "
+            f"({s['documents_per_s']} documents/s)"
+        )
+        + parsed
+        + (f"; {refused} jobs refused every document" if refused else "")
+    )
