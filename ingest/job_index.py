@@ -207,23 +207,30 @@ async def reindex_collections(redis: Any) -> list[str]:
 async def index_status(
     redis: Any, *, queue_name: str, now: float, ttl_s: float, limit: int, live: Sequence[str]
 ) -> tuple[dict[str, int], list[JobOutcome]]:
-    """Counts of the jobs in the queue, running on the ``live`` workers, and done or failed
-    within ``ttl_s``; and the outcomes of the running jobs and of the newest finished ones, at
-    most ``limit`` (newest first)."""
+    """Counts of the jobs in the queue (and in the parse queue: files waiting to be parsed),
+    running on the ``live`` workers, and done or failed within ``ttl_s``; and the outcomes of
+    the running jobs and of the newest finished ones, at most ``limit`` (newest first)."""
     now_ms, cutoff = round(now * 1000), now - ttl_s  # (arq rounds its scores too)
+    queues = list(dict.fromkeys((queue_name, constants.PARSE_QUEUE)))
     async with redis.pipeline(transaction=False) as p:
-        p.zcount(queue_name, "-inf", now_ms)
-        p.zcount(queue_name, f"({now_ms}", "+inf")
+        for q in queues:
+            p.zcount(q, "-inf", now_ms)
+            p.zcount(q, f"({now_ms}", "+inf")
         p.zcount(DONE, cutoff, "+inf")
         p.zcount(FAILED, cutoff, "+inf")
         for key in (DONE, FAILED):
             p.zrevrangebyscore(key, "+inf", cutoff, start=0, num=max(1, limit), withscores=True)
         if live:
             p.sunion([constants.WORKER_JOBS_KEY.format(worker_id=w) for w in live])
-        due, later, done, failed, *newest = await p.execute()
+        replies = await p.execute()
+    n = 2 * len(queues)
+    waiting, (done, failed), newest = replies[:n], replies[n : n + 2], replies[n + 2 :]
+    due, later = sum(waiting[0::2]), sum(waiting[1::2])
     running = sorted(_text(j) for j in newest.pop()) if live else []
-    scores = await redis.zmscore(queue_name, running) if running else []
-    queued = [s for s in scores if s is not None]
+    queued = []  # running jobs arq keeps in their queue until they end
+    for q in queues:
+        scores = await redis.zmscore(q, running) if running else []
+        queued += [s for s in scores if s is not None]
     counts = dict.fromkeys(STATUSES, 0) | {
         "queued": max(0, due - sum(s <= now_ms for s in queued)),
         "deferred": max(0, later - sum(s > now_ms for s in queued)),

@@ -254,6 +254,16 @@ async def test_enqueue_writes_no_index(redis_server):
         assert (await client.status([job_id]))["jobs"][0].status == "queued"
 
 
+async def test_files_waiting_to_be_parsed_count_as_queued(redis_server):
+    async with PoolqClient(redis_server.url) as client:
+        ids = await client.enqueue("c", [{"id": "a", "bytes": b"A note."}], job_size=1)
+        ids += await client.enqueue("c", [{"id": "b", "text": "x"}])
+        assert await client.redis.zcard(constants.PARSE_QUEUE) == 1
+        st = await client.status()
+        assert st["counts"]["queued"] == 2
+        assert [o.status for o in (await client.status(ids))["jobs"]] == ["queued", "queued"]
+
+
 def test_an_outcome_read_from_arqs_result_carries_its_record_and_code():
     from arq.jobs import serialize_result
 
