@@ -46,7 +46,10 @@ async def retry(redis: Any, job_ids: Sequence[str] | None = None) -> dict[str, s
     out: dict[str, str] = {}
     for e in await _select(redis, job_ids):
         new_id = f"{e.job_id.split('~retry-')[0]}~retry-{uuid.uuid4().hex[:8]}"
-        job = await redis.enqueue_job(e.function, *e.args, _job_id=new_id, **e.kwargs)
+        queue = constants.FUNCTION_QUEUES.get(e.function, constants.INGEST_QUEUE)
+        job = await redis.enqueue_job(
+            e.function, *e.args, _job_id=new_id, _queue_name=queue, **e.kwargs
+        )
         if job is None:  # pragma: no cover - only if the new id exists already
             raise RuntimeError(f"could not enqueue {new_id}")
         await _remove(redis, [e.job_id])  # the new job is counted from arq's queue

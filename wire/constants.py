@@ -27,6 +27,8 @@ PARSE_QUEUE: Final = KEY_PREFIX + "queue:parse"
 INGEST_JOB: Final = "ingest"
 REINDEX_JOB: Final = "reindex"
 PARSE_JOB: Final = "parse"
+# the queue each job function is drained from (every other function: INGEST_QUEUE)
+FUNCTION_QUEUES: Final = {PARSE_JOB: PARSE_QUEUE}
 
 # Reindexing: one at a time per collection (a lock held for the job's lifetime), and its
 # progress (msgpack map) for `poolq status`.

@@ -94,3 +94,24 @@ async def test_dropping_and_retrying_dead_letters_leave_the_failed_count(redis_s
     missing = poolq("dlq", "drop", "nope", url=url)
     assert missing.returncode == 1
     assert missing.stderr.strip() == "poolq dlq drop: error: not in the dead-letter list: nope"
+
+
+async def test_a_dead_lettered_parse_job_is_retried_on_the_parse_queue(redis_server):
+    url = redis_server.url
+    redis = Redis.from_url(url)
+
+    async def parse(ctx: dict[str, Any], collection: str, files: Any) -> None:
+        raise ValueError(f"files: expected a list, got {type(files).__name__}")
+
+    rt = SimpleNamespace(worker_id="w-parse", jobs_retried=0, jobs_failed=0)
+    ctx = {"job_id": "bad-parse", "job_try": 1, "redis": redis, "runtime": rt}
+    try:
+        with pytest.raises(ValueError):
+            await guarded(parse, name=constants.PARSE_JOB, max_tries=3)(ctx, "c", "nope")
+        retried = poolq("dlq", "retry", "bad-parse", "--json", url=url)
+        assert retried.returncode == 0, retried.stderr
+        (line,) = json_lines(retried.stdout)
+        assert await redis.zrange(constants.PARSE_QUEUE, 0, -1) == [line["new_job_id"].encode()]
+        assert await redis.zcard(constants.INGEST_QUEUE) == 0
+    finally:
+        await redis.aclose()
