@@ -33,6 +33,7 @@ from poolq.worker.runtime.parse_runtime import ParseRuntime
 
 log = logging.getLogger("poolq.worker")
 ARQ_TIMEOUT_MARGIN_S = 60
+REINDEX_MAX_TRIES = 3  # (as the encode worker's: worker_settings.py, which imports torch)
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -99,7 +100,15 @@ def parse_worker_kwargs(settings: ParseSettings) -> dict[str, Any]:
         "health_check_interval": 10,
         "job_completion_wait": settings.shutdown_grace_s,
         "log_results": False,  # results and arguments name files
-        "ctx": {"settings": settings, "max_tries": {constants.PARSE_JOB: settings.max_tries}},
+        # every function's tries: the reaper also hands back the jobs of a dead encode worker
+        "ctx": {
+            "settings": settings,
+            "max_tries": {
+                constants.PARSE_JOB: settings.max_tries,
+                constants.INGEST_JOB: settings.max_tries,
+                constants.REINDEX_JOB: REINDEX_MAX_TRIES,
+            },
+        },
     }
 
 

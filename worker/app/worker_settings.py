@@ -170,6 +170,8 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
             "max_tries": {
                 constants.INGEST_JOB: settings.max_tries,
                 constants.REINDEX_JOB: REINDEX_MAX_TRIES,
+                # (the reaper also hands back a dead parse worker's jobs: parse settings' tries)
+                constants.PARSE_JOB: settings.max_tries,
             },
         },
     }
