@@ -267,6 +267,9 @@ def test_what_a_server_is_sent():
         ("update_collection", "docs", {"optimizers_config": models.OptimizersConfigDiff(indexing_threshold=0)}),
         ("create_payload_index", "docs", "doc_id", kwd, True),
         ("create_payload_index", "docs", "chunk_index", it, True),
+        ("create_payload_index", "docs", "source", kwd, True),  # the citation filters
+        ("create_payload_index", "docs", "mime", kwd, True),
+        ("create_payload_index", "docs", "page_start", it, True),
     ]  # fmt: skip
     before = client.get_collection("docs").config.optimizer_config.indexing_threshold
     store.finish_build("docs")  # restores indexing as the collection had it, then waits for green
