@@ -92,6 +92,21 @@ def json_problem(value: Any, path: str, depth: int = 0) -> str | None:
     return f"{path} is a {type(value).__name__}, not a JSON value"
 
 
+def checked_metadata(doc_id: str, metadata: Any) -> dict[str, Any] | DocumentError:
+    """A document's ``metadata`` (None: empty), or the error naming what is not JSON in it."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        return DocumentError(
+            doc_id, "metadata", f"expected an object, got {type(metadata).__name__}"
+        )
+    if problem := json_problem(metadata, "metadata"):
+        return DocumentError(
+            doc_id, "metadata", problem.removeprefix("metadata").lstrip(".") or problem
+        )
+    return metadata
+
+
 def validate_document(
     raw: Any,
     position: int,
@@ -134,17 +149,9 @@ def validate_document(
             doc_id, "text", f"{size} bytes exceeds the limit of {limit} bytes per document",
             ErrorCode.TOO_LARGE if raw.get("layout") is not None else ErrorCode.BAD_REQUEST,
         )  # fmt: skip
-    metadata = raw.get("metadata", {})
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        return DocumentError(
-            doc_id, "metadata", f"expected an object, got {type(metadata).__name__}"
-        )
-    if problem := json_problem(metadata, "metadata"):
-        return DocumentError(
-            doc_id, "metadata", problem.removeprefix("metadata").lstrip(".") or problem
-        )
+    metadata = checked_metadata(doc_id, raw.get("metadata"))
+    if isinstance(metadata, DocumentError):
+        return metadata
     layout = None
     if raw.get("layout") is not None:
         try:

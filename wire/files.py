@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from poolq.wire.documents import MAX_ID_CHARS, DocumentError, json_problem
+from poolq.wire.documents import MAX_ID_CHARS, DocumentError, checked_metadata
 from poolq.wire.records.codes import ErrorCode
 
 FILE_FIELDS = frozenset({"id", "bytes", "path", "metadata", "source"})
@@ -67,13 +67,7 @@ def validate_file(raw: Any, position: int, *, max_file_bytes: int) -> FileDocume
         source = path if path is not None else doc_id
     if not isinstance(source, str) or not source:
         return DocumentError(doc_id, "source", f"expected a non-empty string, got {source!r}")
-    metadata = raw.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        return DocumentError(
-            doc_id, "metadata", f"expected an object, got {type(metadata).__name__}"
-        )
-    if problem := json_problem(metadata, "metadata"):
-        return DocumentError(
-            doc_id, "metadata", problem.removeprefix("metadata").lstrip(".") or problem
-        )
+    metadata = checked_metadata(doc_id, raw.get("metadata"))
+    if isinstance(metadata, DocumentError):
+        return metadata
     return FileDocument(doc_id, None if data is None else bytes(data), path, source, metadata)

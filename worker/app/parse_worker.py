@@ -15,8 +15,6 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from arq.worker import func
-
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
 from poolq.wire.serialization import REJECTED_JOB, job_deserializer, rejected_payload, serialize
@@ -24,7 +22,7 @@ from poolq.worker.app.jobs.parse import parse
 from poolq.worker.config.parse_settings import ParseSettings
 from poolq.worker.reliability.arq_overrides import PoolqWorker
 from poolq.worker.reliability.heartbeat import HeartbeatThread
-from poolq.worker.reliability.job_guard import guarded
+from poolq.worker.reliability.job_guard import guarded_function
 from poolq.worker.reliability.job_index_hooks import install_job_index
 from poolq.worker.reliability.reaper import reaper_loop
 from poolq.worker.reliability.run_lock import RunLocks
@@ -75,16 +73,8 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 def parse_worker_kwargs(settings: ParseSettings) -> dict[str, Any]:
     return {
         "functions": [
-            func(
-                guarded(parse, name=constants.PARSE_JOB, max_tries=settings.max_tries),
-                name=constants.PARSE_JOB,
-                max_tries=settings.max_tries,
-            ),
-            func(
-                guarded(rejected_payload, name=REJECTED_JOB, max_tries=1),
-                name=REJECTED_JOB,
-                max_tries=1,
-            ),
+            guarded_function(parse, name=constants.PARSE_JOB, max_tries=settings.max_tries),
+            guarded_function(rejected_payload, name=REJECTED_JOB, max_tries=1),
         ],
         "queue_name": constants.PARSE_QUEUE,
         "redis_settings": redis_settings(settings.redis_url),

@@ -17,8 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from arq.worker import func
-
 from poolq.sinks.folder_lock import hold_folder
 from poolq.sinks.store.heap import keep_freed_memory
 from poolq.wire import constants
@@ -39,7 +37,7 @@ from poolq.worker.engine.thread_names import named
 from poolq.worker.observability import metrics
 from poolq.worker.reliability.arq_overrides import PoolqWorker, adopt_running
 from poolq.worker.reliability.heartbeat import HeartbeatThread
-from poolq.worker.reliability.job_guard import guarded
+from poolq.worker.reliability.job_guard import guarded_function
 from poolq.worker.reliability.job_index_hooks import install_job_index
 from poolq.worker.reliability.reaper import reaper_loop
 from poolq.worker.reliability.run_lock import RunLocks
@@ -127,22 +125,14 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 def worker_kwargs(settings: Settings) -> dict[str, Any]:
     return {
         "functions": [
-            func(
-                guarded(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries),
-                name=constants.INGEST_JOB,
-                max_tries=settings.max_tries,
-            ),
-            func(
-                guarded(reindex, name=constants.REINDEX_JOB, max_tries=REINDEX_MAX_TRIES),
+            guarded_function(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries),
+            guarded_function(
+                reindex,
                 name=constants.REINDEX_JOB,
                 max_tries=REINDEX_MAX_TRIES,
                 timeout=settings.reindex_timeout_s,
             ),
-            func(
-                guarded(rejected_payload, name=REJECTED_JOB, max_tries=1),
-                name=REJECTED_JOB,
-                max_tries=1,
-            ),
+            guarded_function(rejected_payload, name=REJECTED_JOB, max_tries=1),
         ],
         "cron_jobs": cron_jobs(
             settings.reindex, reindex, settings.reindex_timeout_s, settings.keep_result_s

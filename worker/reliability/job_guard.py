@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from arq.worker import Retry
+from arq.worker import Function, Retry, func
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -50,6 +50,14 @@ def retry_delay(e: BaseException, job_try: int, max_tries: int) -> float | None:
     if is_transient_job_error(e) and job_try < max_tries:
         return RETRY_BACKOFF_S[min(job_try - 1, len(RETRY_BACKOFF_S) - 1)]
     return None
+
+
+def guarded_function(fn: JobFn, *, name: str, max_tries: int, **arq_options: Any) -> Function:
+    """``fn`` guarded (:func:`guarded`) as arq's job function ``name`` (``arq.worker.func``, with
+    its other options, ``timeout`` say)."""
+    return func(
+        guarded(fn, name=name, max_tries=max_tries), name=name, max_tries=max_tries, **arq_options
+    )
 
 
 def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
