@@ -74,3 +74,30 @@ def test_no_chunk_straddles_two_sections(sections):
     covered = "".join(c.text for c in chunks)
     for b in blocks:  # nothing lost
         assert b.text in covered
+
+
+def _para(page: int) -> str:
+    return " ".join(f"valve{page} seal{page} gasket{page}." for _ in range(25))  # ~500 chars
+
+
+def test_a_chunk_cites_the_one_page_its_text_is_on():
+    blocks = [Block(_para(p), p, ("Manual",)) for p in (1, 2, 3)]
+    doc = Document("m", *_text_layout(blocks))
+    (chunks,) = chunk_documents(CHUNKER.chunk_many, [doc])
+    pages = [doc.layout.page_range(c.start, c.end) for c in chunks]
+    assert sorted(set(pages)) == [(1, 1), (2, 2), (3, 3)], pages
+
+
+def test_a_short_page_joins_its_neighbour():
+    blocks = [Block(_para(1), 1), Block("Only a line.", 2), Block(_para(3), 3),
+              Block("The end.", 4)]  # fmt: skip
+    doc = Document("m", *_text_layout(blocks))
+    (chunks,) = chunk_documents(CHUNKER.chunk_many, [doc])
+    pages = [doc.layout.page_range(c.start, c.end) for c in chunks]
+    assert (1, 1) in pages and (2, 3) in pages and (3, 4) in pages, pages
+    assert not [p for p in pages if p in ((2, 2), (4, 4))]
+
+
+def _text_layout(blocks: list[Block]):
+    text, layout = text_and_layout(ParsedDocument("application/pdf", None, blocks), source="m")
+    return text, {}, layout

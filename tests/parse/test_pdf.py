@@ -120,6 +120,24 @@ def test_only_page_numbers_at_a_page_edge_are_chrome():
     ]
 
 
+def test_a_chapters_running_head_is_dropped():
+    """Texinfo-style: the head names the chapter and the page, so it changes with each chapter
+    and is on no more than half the pages; any line of a chapter's first page stays."""
+    chapters = ["Chapter 1: Getting started", "Chapter 2: Statistical models in R",
+                "Chapter 3: Graphics"]  # fmt: skip
+    pages = []
+    for c, head in enumerate(chapters):
+        for k in range(4):
+            n = 4 * c + k + 1
+            first = [head.split(": ")[1]] if k == 0 else [f"{head} {n}"]
+            pages.append([*first, "", *_body(n)])
+    texts = _texts(pdf_pages(pages))
+    assert not [t for t in texts if t.startswith("Chapter")], texts
+    assert [t for t in texts if t in ("Getting started", "Graphics")] == [
+        "Getting started", "Graphics"
+    ]  # fmt: skip
+
+
 def test_a_short_document_keeps_lines_that_repeat():
     pages = [["Shared first line", "", *_body(p)] for p in range(1, 4)]  # under 4 pages
     assert sum(t == "Shared first line" for t in _texts(pdf_pages(pages))) == 3

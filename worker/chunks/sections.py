@@ -7,6 +7,11 @@ document's text. A section that holds nothing but its heading (a chapter title f
 by its first subsection) joins the section after it when that one lies under it, so that no
 chunk is a bare heading; the merged chunk cites the deeper heading path. A document without a
 layout is chunked whole, as before.
+
+Pages are boundaries too: a chunk of a PDF or a PPTX cites the one page (or slide) its text is
+on, which is what a reader opens. A page with less text than :data:`SHORT_PAGE_CHARS` (a
+chapter's last lines, a sparse slide) joins the page after it in its section, so that no chunk
+is a scrap; such a chunk cites both pages.
 """
 
 from __future__ import annotations
@@ -21,10 +26,37 @@ from poolq.worker.chunks.chunking import Chunk
 
 # a section this short (characters, after stripping) that is only a heading joins the next one
 HEADING_ONLY_MAX_CHARS = 200
+# a page with less text than this in a section joins the next page of the section
+SHORT_PAGE_CHARS = 300
 
 
 def section_spans(text: str, layout: Layout | None) -> list[tuple[int, int]]:
-    """``[start, end)`` spans of ``text`` to chunk apart, in order, covering it."""
+    """``[start, end)`` spans of ``text`` to chunk apart, in order, covering it: sections, each
+    cut at its page boundaries (:func:`page_spans`)."""
+    out: list[tuple[int, int]] = []
+    for a, b in _sections(text, layout):
+        out += page_spans(text, layout, a, b)
+    return out
+
+
+def page_spans(text: str, layout: Layout | None, start: int, end: int) -> list[tuple[int, int]]:
+    """``[start, end)`` cut where a page begins; a short page joins the next one."""
+    if layout is None or len(layout.pages) < 2:
+        return [(start, end)]
+    cuts = [s for s, _ in layout.pages if start < s < end]
+    out: list[tuple[int, int]] = []
+    a = start
+    for b in [*cuts, end]:
+        if b < end and len(text[a:b].strip()) < SHORT_PAGE_CHARS:
+            continue  # a short page: it joins the next
+        out.append((a, b))
+        a = b
+    if len(out) > 1 and len(text[out[-1][0] : out[-1][1]].strip()) < SHORT_PAGE_CHARS:
+        out[-2:] = [(out[-2][0], out[-1][1])]  # a short last page joins the one before
+    return out
+
+
+def _sections(text: str, layout: Layout | None) -> list[tuple[int, int]]:
     if layout is None or len(layout.sections) < 2:
         return [(0, len(text))]
     bounds = [s for s, _ in layout.sections]

@@ -2,9 +2,14 @@
 
 Only the first and last two lines of a page are looked at (where chrome is). Such a line goes
 when it is only a page number ("7", "- 7 -", "(7)", "Page 7 of 9", "p. 7", "vii"), or, in a
-document of :data:`CHROME_MIN_PAGES` pages or more, when it is there on over
-:data:`CHROME_SHARE` of the pages, compared without case, spacing and numbers (so "Chapter 2 ·
-page 14" repeats as "chapter # · page #").
+document of :data:`CHROME_MIN_PAGES` pages or more, when it repeats, compared without case,
+spacing and numbers (so "Chapter 2 · page 14" repeats as "chapter # · page #"):
+
+- on over :data:`CHROME_SHARE` of the pages (a document-wide header or footer);
+- with a number, on :data:`CHAPTER_RUN` pages or more (a chapter's running head:
+  "Chapter 11: Statistical models in R 67" on every page of that chapter);
+- without one, on :data:`CHAPTER_RUN` pages or more and :data:`CHAPTER_SHARE` of the pages, in a
+  document of :data:`CHAPTER_MIN_PAGES` pages or more (a chapter's title as its running head).
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ Line = tuple[str, float, float]
 
 CHROME_SHARE = 0.5  # header/footer: on more than this share of the pages
 CHROME_MIN_PAGES = 4
+CHAPTER_RUN = 3  # a chapter's running head: on this many pages or more
+CHAPTER_SHARE = 0.1
+CHAPTER_MIN_PAGES = 20
 # lower-case Roman numerals only (front matter: i, ii, iv, ...): "I" or "V" may be a heading
 _ROMAN = r"(?-i:(?=[ivxlcdm])m{0,3}(?:cm|cd|d?c{0,3})(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3}))"
 _PAGE_NUMBER = re.compile(
@@ -34,6 +42,15 @@ def _chrome_key(text: str) -> str:
     return _DIGITS.sub("#", key) if _DIGITS.search(key) else key
 
 
+def _repeats(key: str, n: int, pages: int) -> bool:
+    """Whether a line seen at a page's edge on ``n`` of ``pages`` pages is chrome."""
+    if n > CHROME_SHARE * pages:
+        return True
+    if "#" in key and n >= CHAPTER_RUN:
+        return True
+    return pages >= CHAPTER_MIN_PAGES and n >= max(CHAPTER_RUN, CHAPTER_SHARE * pages)
+
+
 def drop_chrome(pages: list[list[Line]]) -> None:
     """Page numbers and repeated headers/footers out of ``pages`` (in place)."""
     edges = [sorted({0, 1, len(p) - 2, len(p) - 1} & set(range(len(p)))) for p in pages]
@@ -41,7 +58,7 @@ def drop_chrome(pages: list[list[Line]]) -> None:
     repeated: set[str] = set()
     if len(pages) >= CHROME_MIN_PAGES:
         seen = Counter(key for page_keys in keys for key in set(page_keys.values()) if key)
-        repeated = {k for k, n in seen.items() if n > CHROME_SHARE * len(pages)}
+        repeated = {k for k, n in seen.items() if _repeats(k, n, len(pages))}
     for p, idx, page_keys in zip(pages, edges, keys, strict=True):
         for i in reversed(idx):
             if page_keys[i] in repeated or _PAGE_NUMBER.fullmatch(p[i][0].strip()):
