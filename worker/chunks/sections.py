@@ -11,7 +11,7 @@ layout is chunked whole, as before.
 Pages are boundaries too: a chunk of a PDF or a PPTX cites the one page (or slide) its text is
 on, which is what a reader opens. A page with less text than :data:`SHORT_PAGE_CHARS` (a
 chapter's last lines, a sparse slide) joins the page after it in its section, so that no chunk
-is a scrap; such a chunk cites both pages.
+is a scrap; such a chunk cites both pages, and never more than two.
 """
 
 from __future__ import annotations
@@ -45,14 +45,18 @@ def page_spans(text: str, layout: Layout | None, start: int, end: int) -> list[t
         return [(start, end)]
     cuts = [s for s, _ in layout.pages if start < s < end]
     out: list[tuple[int, int]] = []
-    a = start
+    pages: list[int] = []  # pages in each piece of ``out``
+    a, n = start, 1
     for b in [*cuts, end]:
-        if b < end and len(text[a:b].strip()) < SHORT_PAGE_CHARS:
-            continue  # a short page: it joins the next
+        if b < end and n < 2 and len(text[a:b].strip()) < SHORT_PAGE_CHARS:
+            n += 1  # a short page: it joins the next (two pages at most)
+            continue
         out.append((a, b))
-        a = b
-    if len(out) > 1 and len(text[out[-1][0] : out[-1][1]].strip()) < SHORT_PAGE_CHARS:
-        out[-2:] = [(out[-2][0], out[-1][1])]  # a short last page joins the one before
+        pages.append(n)
+        a, n = b, 1
+    last = out[-1]
+    if len(out) > 1 and pages[-2] == 1 and len(text[last[0] : last[1]].strip()) < SHORT_PAGE_CHARS:
+        out[-2:] = [(out[-2][0], last[1])]  # a short last page joins the one before
     return out
 
 
