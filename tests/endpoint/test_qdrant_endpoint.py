@@ -52,6 +52,9 @@ def test_collections_are_kept_as_created(client, store, edge):
     assert {k: v.data_type for k, v in info.payload_schema.items()} == {
         "doc_id": models.PayloadSchemaType.KEYWORD,
         "chunk_index": models.PayloadSchemaType.INTEGER,
+        "source": models.PayloadSchemaType.KEYWORD,  # the citation filters
+        "mime": models.PayloadSchemaType.KEYWORD,
+        "page_start": models.PayloadSchemaType.INTEGER,
     }
     assert "c" in store.collections() and store.exists("c") and client.collection_exists("c")
     with pytest.raises(grpc.RpcError) as e:  # a server's 409
