@@ -107,6 +107,8 @@ def test_first_ingest_writes_everything_and_publishes_its_progress(env):
         "points": result.points,
         "errors": 0,
         "skipped": 0,
+        "parsed": 0,  # (a parse job's: files read, their pages)
+        "pages": 0,
     }
     assert final["chunks"] == result.points > N_DOCS  # some documents have several chunks
     assert 0 < ttl <= constants.JOB_PROGRESS_TTL_S
@@ -188,6 +190,7 @@ def test_the_heartbeat_reports_the_worker_limits(env):
         "max_documents_per_job": constants.MAX_DOCUMENTS_PER_JOB,
         "max_document_bytes": constants.MAX_DOCUMENT_BYTES,
         "max_job_bytes": constants.MAX_JOB_BYTES,
+        "max_file_bytes": constants.MAX_FILE_BYTES,
     }
 
 

@@ -208,7 +208,7 @@ def test_cli_table_and_json_lines(env):
     )
     assert out.returncode == 0, out.stderr
     rows = out.stdout.splitlines()
-    assert rows[0].split()[:4] == ["#", "score", "doc_id", "chunk"]
+    assert rows[0].split()[:4] == ["#", "score", "source", "chunk"]  # (cites; else the doc id)
     assert "target-whale" in rows[1]
     assert len(rows) == 1 + len(TARGETS)
     bad = subprocess.run(

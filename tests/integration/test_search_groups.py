@@ -111,23 +111,24 @@ def test_cli_chunks_is_the_chunk_list_and_the_default_is_per_document(url):
     expected = search(url, mode="dense", limit=4, group_by=None)
     assert [(x["id"], x["doc_id"]) for x in flat] == [(h.id, h.doc_id) for h in expected]
     assert all(
-        set(x) == {"rank", "id", "score", "doc_id", "chunk_index", "text", "metadata"} for x in flat
-    )  # fmt: skip  (the shape it always had)
+        set(x) == {"rank", "id", "score", "doc_id", "chunk_index", "text", "metadata", "citation"}
+        for x in flat
+    )  # fmt: skip  (the shape it always had, and the hit's citation)
 
     out = run("--json", "--group-size", "2")
     docs = [json.loads(x) for x in out.stdout.splitlines()]
     assert len({x["doc_id"] for x in docs}) == len(docs) == 4
     manual = next(x for x in docs if x["doc_id"] == "manual-kelud")
     assert len(manual["chunks"]) == 1
-    assert set(manual["chunks"][0]) == {"id", "score", "chunk_index", "text"}
+    assert set(manual["chunks"][0]) == {"id", "score", "chunk_index", "text", "citation"}
     assert "(documents)" in out.stderr
 
     table = run().stdout.splitlines()
-    assert table[0].split()[:5] == ["#", "score", "doc_id", "chunk", "also"]
+    assert table[0].split()[:5] == ["#", "score", "source", "chunk", "also"]
     row = next(r for r in table if "manual-kelud" in r)
     assert len(row.split()[4].split(",")) == 2  # two other chunks, by index
     assert run("--chunks").stdout.splitlines()[0].split()[:5] == [
-        "#", "score", "doc_id", "chunk", "text"
+        "#", "score", "source", "chunk", "text"
     ]  # fmt: skip
 
 
