@@ -23,14 +23,13 @@ import gzip
 import json
 import re
 import shutil
-import subprocess
-import sys
 import textwrap
 import unicodedata
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.parse_corpus import fetch  # (the same download cache, build/parse-cache)
 from tests.parse.made_files import docx_file, epub_file, html_page, pdf_pages, pptx_file
 
 # the same layout as benchmarks/parse_corpus.py's, so that the two share their downloads
@@ -139,25 +138,6 @@ def _pdf(spec: tuple[str, str, list[tuple[str, list[str]]]]) -> bytes:
         pages.append(lines + [""] * (50 - len(lines)) + [f"Page {number} of {len(sections)}"])
     outline = [(h, i, 0) for i, (h, _) in enumerate(sections, start=1)]
     return pdf_pages(pages, title=title, outline=outline if spec is CRANE else None)
-
-
-def fetch(pkg: str, cache: Path) -> tuple[Path, str]:
-    """The package unpacked under ``cache`` (``apt-get download`` once) and its version."""
-    debs = cache / "debs"
-    debs.mkdir(parents=True, exist_ok=True)
-    if not sorted(debs.glob(f"{pkg}_*.deb")):
-        r = subprocess.run(["apt-get", "download", pkg], cwd=debs, capture_output=True, text=True)
-        if r.returncode != 0:
-            sys.exit(f"apt-get download {pkg} failed (run apt-get update first?): {r.stderr}")
-    deb = sorted(debs.glob(f"{pkg}_*.deb"))[-1]
-    tree = cache / "root" / pkg
-    if not tree.is_dir():
-        part = tree.parent / f"{pkg}.part"
-        shutil.rmtree(part, ignore_errors=True)
-        part.mkdir(parents=True)
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(part)], check=True)
-        part.rename(tree)
-    return tree, deb.name.split("_")[1]
 
 
 def made_files() -> dict[str, bytes]:
