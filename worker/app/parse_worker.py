@@ -10,15 +10,14 @@ running jobs of a parse worker that died.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from dataclasses import replace
 from typing import Any
 
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
 from poolq.wire.serialization import REJECTED_JOB, job_deserializer, rejected_payload, serialize
 from poolq.worker.app.jobs.parse import parse
+from poolq.worker.app.shutdown_steps import cancel_tasks, close_board, final_heartbeat
 from poolq.worker.config.parse_settings import ParseSettings
 from poolq.worker.reliability.arq_overrides import PoolqWorker
 from poolq.worker.reliability.heartbeat import HeartbeatThread
@@ -53,20 +52,12 @@ async def startup(ctx: dict[str, Any]) -> None:
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
-    task = ctx.pop("reaper_task", None)
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-    board: ProgressBoard | None = ctx.pop("progress_board", None)
-    if board is not None:
-        await board.close()
+    await cancel_tasks(ctx, "reaper_task")
+    await close_board(ctx)
     rt: ParseRuntime | None = ctx.get("runtime")
     if rt is None:
         return
-    heartbeat: HeartbeatThread | None = ctx.pop("heartbeat", None)
-    if heartbeat is not None:
-        await asyncio.to_thread(heartbeat.stop, replace(rt.heartbeat(), stopped=True))
+    await final_heartbeat(ctx, rt)
     await rt.close()
 
 

@@ -10,11 +10,9 @@ stay thin. A heartbeat with engine statistics is written to Redis every few seco
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from typing import Any
 
 from poolq.sinks.folder_lock import hold_folder
@@ -30,6 +28,7 @@ from poolq.wire.serialization import (
 )
 from poolq.worker.app.jobs.ingest import ingest
 from poolq.worker.app.jobs.reindex import reindex
+from poolq.worker.app.shutdown_steps import cancel_tasks, close_board, final_heartbeat
 from poolq.worker.config.event_loop import event_loop_policy
 from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
@@ -101,24 +100,14 @@ async def startup(ctx: dict[str, Any]) -> None:
 
 async def shutdown(ctx: dict[str, Any]) -> None:
     metrics.stop(ctx)
-    for name in ("metrics_task", "reaper_task"):
-        task = ctx.pop(name, None)
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-    board: ProgressBoard | None = ctx.pop("progress_board", None)
-    if board is not None:
-        await board.close()
+    await cancel_tasks(ctx, "metrics_task", "reaper_task")
+    await close_board(ctx)
     rt: Runtime | None = ctx.get("runtime")
     if rt is None:
         return
     if rt.search_service is not None:
         await rt.search_service.stop()
-    heartbeat: HeartbeatThread | None = ctx.pop("heartbeat", None)
-    if heartbeat is not None:
-        final = replace(rt.heartbeat(), stopped=True)
-        await asyncio.to_thread(heartbeat.stop, final)
+    await final_heartbeat(ctx, rt)
     await rt.close()
 
 

@@ -5,10 +5,7 @@ counters, ``run_locks``, ``admission``), and no models, engine or store."""
 
 from __future__ import annotations
 
-import os
-import socket
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +13,7 @@ from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
 from poolq.worker.config.parse_settings import ParseSettings
 from poolq.worker.parse.limits import ParseLimits
 from poolq.worker.parse.sandbox import ParsePool
+from poolq.worker.runtime.worker_identity import heartbeat_of, new_worker_id
 
 
 def parse_limits(settings: ParseSettings) -> ParseLimits:
@@ -30,9 +28,7 @@ def parse_limits(settings: ParseSettings) -> ParseLimits:
 class ParseRuntime:
     settings: ParseSettings
     pool: ParsePool
-    worker_id: str = field(
-        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-parse-{uuid.uuid4().hex[:6]}"
-    )
+    worker_id: str = field(default_factory=lambda: new_worker_id("parse"))
     started_at: float = field(default_factory=time.time)
     jobs_done: int = 0
     jobs_failed: int = 0
@@ -47,15 +43,8 @@ class ParseRuntime:
         return cls(settings, ParsePool(settings.parse_workers, parse_limits(settings)))
 
     def heartbeat(self) -> Heartbeat:
-        return Heartbeat(
-            worker_id=self.worker_id,
-            pid=os.getpid(),
-            host=socket.gethostname(),
-            started_at=self.started_at,
-            seen_at=time.time(),
-            jobs_done=self.jobs_done,
-            jobs_failed=self.jobs_failed,
-            jobs_retried=self.jobs_retried,
+        return heartbeat_of(
+            self,
             limits=WorkerLimits(max_file_bytes=self.settings.max_file_bytes),
             role="parse",
             files_parsed=self.files_parsed,

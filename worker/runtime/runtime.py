@@ -4,10 +4,7 @@ and the single Qdrant writer. Built in arq's ``on_startup`` and closed in ``on_s
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +17,7 @@ from poolq.worker.runtime.admission import Admission, default_bound
 from poolq.worker.runtime.collection_fields import RecentFields
 from poolq.worker.runtime.query import QueryService
 from poolq.worker.runtime.vectorizer import Vectorizer
+from poolq.worker.runtime.worker_identity import heartbeat_of, new_worker_id
 
 if TYPE_CHECKING:
     from poolq.worker.runtime.search_service import SearchService
@@ -48,9 +46,7 @@ class Runtime:
     settings: Settings
     vectorizer: Vectorizer
     writer: QdrantWriter
-    worker_id: str = field(
-        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-    )
+    worker_id: str = field(default_factory=new_worker_id)
     started_at: float = field(default_factory=time.time)
     jobs_done: int = 0
     jobs_failed: int = 0  # failed for good (dead-lettered)
@@ -117,15 +113,8 @@ class Runtime:
         """What the heartbeat thread writes (``records/heartbeat.py``); models' precision and,
         for int8 models, the quality gate's figures at load."""
         models = {m: e.model for m, e in self.vectorizer.engines.items()}
-        return Heartbeat(
-            worker_id=self.worker_id,
-            pid=os.getpid(),
-            host=socket.gethostname(),
-            started_at=self.started_at,
-            seen_at=time.time(),
-            jobs_done=self.jobs_done,
-            jobs_failed=self.jobs_failed,
-            jobs_retried=self.jobs_retried,
+        return heartbeat_of(
+            self,
             points_written=self.writer.points_written,
             write_calls=self.writer.write_calls,
             sink_retries=self.writer.retries,
