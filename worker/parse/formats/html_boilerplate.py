@@ -29,6 +29,7 @@ element the reader reads (``<body class="has-sidebar">``).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
@@ -40,6 +41,7 @@ def word_set(words: str) -> frozenset[str]:
 
 NEVER_TEXT = "script, style, noscript, template, svg, iframe, object, embed, canvas, head"
 HIDDEN = "[hidden], [aria-hidden=true], [aria-hidden=TRUE]"
+_MAY_HIDE = '[style*="none" i], [style*="hidden" i]'  # then checked by _INVISIBLE_STYLE
 _INVISIBLE_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 
 AROUND = (
@@ -68,6 +70,7 @@ def words(token: str) -> list[str]:
     return _WORD.findall(_HUMP.sub(" ", token).lower())
 
 
+@lru_cache(maxsize=16384)
 def is_boilerplate_token(token: str) -> bool:
     """Whether one ``class`` token (or an ``id``) names boilerplate (see the module)."""
     if token.lower() in _HIDDEN_TOKENS:
@@ -85,13 +88,20 @@ def is_boilerplate_token(token: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=16384)
+def _boilerplate_class(classes: str) -> bool:
+    """Whether a ``class`` attribute's value names boilerplate (a page repeats a few values
+    hundreds of times: each is judged once)."""
+    return any(is_boilerplate_token(t) for t in classes.split())
+
+
 def _named_boilerplate(node: LexborNode) -> bool:
     attrs = node.attributes
     ident = attrs.get("id")
     if ident and is_boilerplate_token(ident):
         return True
-    classes = attrs.get("class") or ""
-    return any(is_boilerplate_token(t) for t in classes.split())
+    classes = attrs.get("class")
+    return bool(classes) and _boilerplate_class(classes)
 
 
 def _holds_content(node: LexborNode) -> bool:
@@ -104,7 +114,7 @@ def strip_never_text(tree: LexborHTMLParser | LexborNode) -> None:
         node.decompose()
     for node in tree.css(HIDDEN):
         node.decompose()
-    for node in tree.css("[style]"):
+    for node in tree.css(_MAY_HIDE):
         style = node.attributes.get("style") or ""
         if _INVISIBLE_STYLE.search(style):
             node.decompose()
