@@ -55,10 +55,10 @@ from benchmarks.host_path_server import rest_bodies_s, upserts_cpu_s
 from benchmarks.host_path_stages import HOST_STAGES, Stages, grpc_requests_s, measure
 from poolq.sinks.schema import CollectionSchema
 from poolq.worker.config.profile import Profile
-from poolq.worker.dev.endpoint_process import EndpointProcess
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from poolq.worker.runtime.vectorizer import Vectorizer
+from tests.support.endpoint_process import EndpointProcess
 
 
 async def stages_round(

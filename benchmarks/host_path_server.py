@@ -1,5 +1,5 @@
 """The server path of ``bench_host_path.py --server``: a worker writing over gRPC to the Qdrant
-endpoint (``worker/dev/qdrant_endpoint``, started here), beside a worker on the embedded store,
+endpoint (``tests/support/qdrant_endpoint``, started here), beside a worker on the embedded store,
 and what each process, and each role of thread inside the worker, spends per chunk.
 
 Thread roles are read from ``/proc/<pid>/task/*`` by the names the worker gives its threads

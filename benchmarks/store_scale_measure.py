@@ -21,10 +21,10 @@ import numpy as np
 
 from benchmarks.scale_corpus import SCHEMA, Corpus
 from poolq.sinks.collection_settings import CollectionSettings
-from poolq.sinks.maxsim import maxsim_many
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.writer import QdrantWriter
 from poolq.wire.search_types import SearchRequest
+from tests.support.maxsim import maxsim_many
 
 WRITE_POINTS = 384  # points per writer.write call (a job's worth)
 MODES = ("dense", "hybrid", "rerank")

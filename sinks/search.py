@@ -1,6 +1,6 @@
 """Searching a collection poolq wrote: one Query API request (``sinks/query.py``) run by the
 store, whichever backend it is, and its points as hits. Fusion and the MaxSim rerank run inside
-Qdrant (Edge or a server); ``sinks/maxsim.py`` is the reference the tests check them against.
+Qdrant (Edge or a server); the tests check them against a reference (``tests/support/maxsim.py``).
 
 A grouped request (``group_by``) runs as ``query_points_groups`` (the store's
 :meth:`~poolq.sinks.store.base.Store.query_groups`): each hit is a document's best chunk, with
@@ -17,7 +17,6 @@ from dataclasses import replace
 
 from qdrant_client import models
 
-from poolq.sinks.maxsim import maxsim, maxsim_many
 from poolq.sinks.points import VectorValue
 from poolq.sinks.qdrant_filters import parse_filters
 from poolq.sinks.query import build_group_query, build_query, resolve_mode, vectors_needed
@@ -53,8 +52,6 @@ __all__ = [
     "build_query",
     "hit_from_group",
     "hit_from_point",
-    "maxsim",
-    "maxsim_many",
     "parse_filters",
     "resolve_mode",
     "search_points",

@@ -7,9 +7,6 @@ Requests arrive as qdrant-client models and are translated (``edge_convert.py``)
 Durability: the WAL is on, and ``update`` returns once the operation is in it, so an acknowledged
 write survives a crash of the process (``flush()`` only makes reopening faster).
 
-``server_semantics``: uint8 vectors as a Qdrant server keeps them, no code map (``uint8_codec``):
-Edge casts the floats given (``x as u8``) and reads return the codes as floats; the Qdrant
-endpoint (``worker/dev/qdrant_endpoint``) serves a folder so. The rest it needs: ``edge_server``.
 """
 
 from __future__ import annotations
@@ -43,11 +40,8 @@ class EdgeStore(EdgeShards, Store):
     accepts_arrays = True
     concurrent_reads = True
 
-    def __init__(
-        self, path: str | Path, *, optimize_every: int = 8192, server_semantics: bool = False
-    ) -> None:
+    def __init__(self, path: str | Path, *, optimize_every: int = 8192) -> None:
         super().__init__(path, optimize_every=optimize_every)
-        self.server_semantics = server_semantics  # uint8: no code map (the module docstring)
         self._uint8: dict[Path, frozenset[str]] = {}  # shard folder -> its uint8 vectors
 
     def __repr__(self) -> str:
@@ -232,10 +226,7 @@ class EdgeStore(EdgeShards, Store):
         return scored
 
     def _uint8_of(self, name: str) -> frozenset[str]:
-        """The vectors of ``name`` stored as uint8 (``uint8_codec.py``), read once a shard;
-        none with ``server_semantics`` (Edge casts, as a server does)."""
-        if self.server_semantics:
-            return frozenset()
+        """The vectors of ``name`` stored as uint8 (``uint8_codec.py``), read once a shard."""
         folder = self._shard(name).folder
         names = self._uint8.get(folder)
         if names is None:

@@ -1,4 +1,4 @@
-"""The Qdrant endpoint (``worker/dev/qdrant_endpoint``) for the tests: as a child process
+"""The Qdrant endpoint (``tests/support/qdrant_endpoint``) for the tests: as a child process
 (``EndpointProcess``, slow) or in this process (``server.start``), with qdrant-client and
 poolq's ``ClientStore`` connected over gRPC; and the points the tests write."""
 
@@ -11,7 +11,7 @@ from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_str
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.store.client import ClientStore
 from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
-from poolq.worker.dev.endpoint_process import EndpointProcess
+from tests.support.endpoint_process import EndpointProcess
 
 DIM = 8
 

@@ -12,8 +12,8 @@ import pytest
 from qdrant_client import models
 
 from poolq.sinks.store.edge import EdgeStore
-from poolq.worker.dev.qdrant_endpoint.server import start
 from tests.endpoint.conftest import connect, points, schema
+from tests.support.qdrant_endpoint.server import start
 
 
 @pytest.fixture

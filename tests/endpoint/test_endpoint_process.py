@@ -16,8 +16,8 @@ import pytest
 
 from poolq.sinks.collections import ensure_collection
 from poolq.sinks.store.edge import EdgeStore
-from poolq.worker.dev.endpoint_process import EndpointProcess
 from tests.endpoint.conftest import client_store, connect, points, schema
+from tests.support.endpoint_process import EndpointProcess, endpoint_env
 
 pytestmark = pytest.mark.slow
 
@@ -38,8 +38,10 @@ def listening_addresses(port: int) -> list[str]:
 
 def test_one_line_local_only_and_a_clean_stop(tmp_path):
     folder = tmp_path / "data"
-    cmd = [sys.executable, "-m", "poolq.worker.dev.qdrant_endpoint", "--path", str(folder)]
-    proc = subprocess.Popen([*cmd, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cmd = [sys.executable, "-m", "tests.support.qdrant_endpoint", "--path", str(folder)]
+    proc = subprocess.Popen(
+        [*cmd, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=endpoint_env()
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline().decode()
@@ -61,7 +63,10 @@ def test_one_line_local_only_and_a_clean_stop(tmp_path):
             (tmp_path / "other", str(port), b"cannot listen"),
         ):
             second = subprocess.run(
-                [*cmd[:-1], str(path), "--port", other_port], capture_output=True, timeout=60
+                [*cmd[:-1], str(path), "--port", other_port],
+                capture_output=True,
+                timeout=60,
+                env=endpoint_env(),
             )
             assert second.returncode == 1 and second.stdout == b"" and why in second.stderr
         proc.send_signal(signal.SIGINT)

@@ -13,13 +13,13 @@ import pytest
 
 from poolq.ingest.client import PoolqClient, SyncPoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks.maxsim import maxsim
 from poolq.sinks.store.edge import EdgeStore
 from poolq.wire.constants import SEARCH_QUEUE
 from poolq.wire.search_types import SearchError
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.models import minilm_path
+from tests.support.maxsim import maxsim
 
 pytestmark = pytest.mark.slow
 COLLECTION = "kb"

@@ -6,9 +6,9 @@ import json
 import numpy as np
 
 from poolq.sinks.collection_settings import CollectionSettings
-from poolq.sinks.maxsim import maxsim
 from poolq.sinks.points import PointRecord, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
+from tests.support.maxsim import maxsim
 
 SCHEMA = CollectionSchema(
     "c",

@@ -32,7 +32,7 @@ def test_the_map_is_qdrant_clients(pairs):
 
 @pytest.fixture
 def endpoint(tmp_path):
-    from poolq.worker.dev.qdrant_endpoint.server import start
+    from tests.support.qdrant_endpoint.server import start
 
     served = start(tmp_path / "data", port=0, api_key="k")
     yield served

@@ -66,7 +66,7 @@ def test_the_records_are_qdrant_clients(found):
 
 @pytest.fixture
 def endpoint(tmp_path):
-    from poolq.worker.dev.qdrant_endpoint.server import start
+    from tests.support.qdrant_endpoint.server import start
 
     served = start(tmp_path / "data", port=0)
     yield served

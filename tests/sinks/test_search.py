@@ -16,8 +16,6 @@ from poolq.sinks.search import (
     SearchError,
     SearchRequest,
     build_query,
-    maxsim,
-    maxsim_many,
     parse_filters,
     resolve_mode,
     search_points,
@@ -25,6 +23,7 @@ from poolq.sinks.search import (
 from poolq.sinks.store.edge import EdgeStore
 from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from tests.sinks.conftest import local_oracle
+from tests.support.maxsim import maxsim, maxsim_many
 
 DIM, N = 8, 60
 SCHEMA = CollectionSchema(

@@ -11,7 +11,6 @@ import pytest
 from qdrant_client import models
 
 from poolq.sinks.collections import ensure_collection
-from poolq.sinks.maxsim import maxsim
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.query import build_group_query, build_query
 from poolq.sinks.schema import CollectionSchema, VectorSpec
@@ -20,6 +19,7 @@ from poolq.sinks.store import edge_groups
 from poolq.sinks.store.edge import EdgeStore
 from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
 from tests.sinks.conftest import local_oracle
+from tests.support.maxsim import maxsim
 
 DIM = 8
 LONG_CHUNKS = 30  # chunks of the long document, all near the query

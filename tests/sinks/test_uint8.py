@@ -1,7 +1,7 @@
 """``multivector_datatype = "uint8"``: the store gives Qdrant offset codes (a float would be cast
 with Rust's ``as u8``: truncated, negatives to 0), compares them by Euclid distance so that
 MaxSim's ranking survives, codes the query the same way and reports scores on the cosine scale.
-Checked against MaxSim computed in float64 from the float32 originals (``sinks/maxsim.py``), on
+Checked against MaxSim computed in float64 from the float32 originals (``tests/support/maxsim.py``), on
 Qdrant Edge and on qdrant-client's local mode (the server backend's code path; no Qdrant server
 runs here)."""
 
@@ -13,13 +13,13 @@ from qdrant_client import models
 
 from poolq.sinks.collection_settings import CollectionSettings
 from poolq.sinks.collections import check_collection
-from poolq.sinks.maxsim import maxsim
 from poolq.sinks.points import PointRecord, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, SchemaMismatchError, VectorSpec
 from poolq.sinks.store import uint8_codec
 from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.transfer import export_points, import_points
 from tests.sinks.conftest import local_oracle
+from tests.support.maxsim import maxsim
 
 DIM = 128
 

@@ -1,4 +1,4 @@
-"""The server path's fixtures: one Qdrant endpoint (``worker/dev/qdrant_endpoint``, a
+"""The server path's fixtures: one Qdrant endpoint (``tests/support/qdrant_endpoint``, a
 Qdrant-protocol gRPC server over a Qdrant Edge folder), one Redis and one ``poolq worker`` on
 the endpoint's ``grpc://`` URL, shared by the package's modules (each writes collections of its
 own names); and the search corpus ingested once through that worker. A module that kills the
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from poolq.worker.dev.endpoint_process import EndpointProcess
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.integration.server.helpers import ingest, search_corpus
+from tests.support.endpoint_process import EndpointProcess
 
 SEARCH_COLLECTION = "kb"
 

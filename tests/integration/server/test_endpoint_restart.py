@@ -13,12 +13,12 @@ import pytest
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.worker.dev.endpoint_process import EndpointProcess
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.audit import audit_collection
 from tests.integration.server.helpers import connect
 from tests.integration.test_reliability import MANY_RUNNING
+from tests.support.endpoint_process import EndpointProcess
 
 pytestmark = pytest.mark.slow
 COLLECTION = "docs"

@@ -16,10 +16,10 @@ from qdrant_client.grpc.collections_service_pb2_grpc import CollectionsServicer
 
 from poolq.sinks.store.edge import CollectionNotFoundError
 from poolq.sinks.store.edge_params import INDEX_THREADS
-from poolq.sinks.store.edge_server import EdgeServerStore
-from poolq.worker.dev.qdrant_endpoint import convert as cv
-from poolq.worker.dev.qdrant_endpoint.builds import IndexBuilds
-from poolq.worker.dev.qdrant_endpoint.status import (
+from tests.support.edge_server import EdgeServerStore
+from tests.support.qdrant_endpoint import convert as cv
+from tests.support.qdrant_endpoint.builds import IndexBuilds
+from tests.support.qdrant_endpoint.status import (
     already_exists,
     invalid,
     missing_collection,

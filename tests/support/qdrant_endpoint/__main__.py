@@ -1,4 +1,4 @@
-"""``python -m poolq.worker.dev.qdrant_endpoint --path DIR --port PORT``: serve the folder
+"""``python -m tests.support.qdrant_endpoint --path DIR --port PORT``: serve the folder
 until SIGTERM or SIGINT, then stop cleanly (exit 0).
 
 Once it listens it prints exactly one line to stdout, ``qdrant endpoint listening on
@@ -15,14 +15,14 @@ import threading
 from pathlib import Path
 
 from poolq.sinks.store.errors import NotAStoreError, StoreLockedError
-from poolq.worker.dev.qdrant_endpoint.server import DEFAULT_WORKERS, start
+from tests.support.qdrant_endpoint.server import DEFAULT_WORKERS, start
 
-log = logging.getLogger("poolq.worker.dev.qdrant_endpoint")
+log = logging.getLogger("tests.support.qdrant_endpoint")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m poolq.worker.dev.qdrant_endpoint",
+        prog="python -m tests.support.qdrant_endpoint",
         description="A Qdrant-protocol gRPC endpoint over a Qdrant Edge folder.",
     )
     p.add_argument(

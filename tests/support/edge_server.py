@@ -1,8 +1,10 @@
 """A Qdrant Edge folder as a Qdrant server keeps it: what the Qdrant endpoint
-(``worker/dev/qdrant_endpoint``) needs on top of the :class:`~poolq.sinks.store.base.Store`
+(``tests/support/qdrant_endpoint``) needs on top of the :class:`~poolq.sinks.store.base.Store`
 interface.
 
-* vectors stored as uint8 without poolq's code map (``EdgeStore(server_semantics=True)``);
+* vectors stored as uint8 as a Qdrant server keeps them, without poolq's code map
+  (``uint8_codec``): Edge casts the floats given (``x as u8``) and reads return the codes as
+  floats (:meth:`EdgeServerStore._uint8_of` names no vector);
 * alias changes applied together, in one atomic step (a server's ``UpdateAliases``);
 * payload indexes of any simple type on any field, and the shard's statistics;
 * index building turned off and on again on an existing collection (a server's
@@ -12,7 +14,6 @@ interface.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import qdrant_edge as qe
@@ -39,8 +40,9 @@ _INDEX_NAMES = {str(edge): rest for rest, edge in _INDEX_TYPES.items()} | {
 class EdgeServerStore(EdgeStore):
     """An :class:`EdgeStore` with server semantics and the operations a server has."""
 
-    def __init__(self, path: str | Path, **kwargs: Any) -> None:
-        super().__init__(path, server_semantics=True, **kwargs)
+    def _uint8_of(self, name: str) -> frozenset[str]:
+        """No vector goes through the uint8 code map: Edge casts, as a server does."""
+        return frozenset()
 
     def edit_aliases(self, edit: Callable[[dict[str, str]], None]) -> None:
         """Change the aliases in one step: ``edit`` changes a copy of the map (alias ->

@@ -1,9 +1,9 @@
 """A Qdrant-protocol gRPC endpoint over a Qdrant Edge folder: a stand-in Qdrant server for the
 tests and benchmarks of the server path (``sinks/store/client.py``), where no Qdrant server
-binary can run. ``python -m poolq.worker.dev.qdrant_endpoint --path DIR --port PORT``; a client
+binary can run. ``python -m tests.support.qdrant_endpoint --path DIR --port PORT``; a client
 connects with ``QdrantClient(host=..., grpc_port=PORT, prefer_grpc=True,
 check_compatibility=False)``. Points are kept by poolq's own store code
-(``sinks/store/edge_server.py``, an ``EdgeStore``), so a restart on the same folder finds every
+(``tests/support/edge_server.py``, an ``EdgeStore``), so a restart on the same folder finds every
 acknowledged write (Edge's WAL).
 
 Served (what qdrant-client sends for them): Collections ``Create``, ``Get``, ``List``,

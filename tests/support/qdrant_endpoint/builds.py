@@ -15,7 +15,7 @@ import threading
 
 from qdrant_client import models
 
-from poolq.sinks.store.edge_server import EdgeServerStore
+from tests.support.edge_server import EdgeServerStore
 
 log = logging.getLogger(__name__)
 DEFAULT_INDEXING_THRESHOLD_KB = 10_000  # Qdrant's

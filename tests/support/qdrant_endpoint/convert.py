@@ -26,7 +26,7 @@ from qdrant_client.conversions.conversion import GrpcToRest as G
 from qdrant_client.conversions.conversion import RestToGrpc as R
 
 from poolq.sinks.store import edge_convert as cv
-from poolq.worker.dev.qdrant_endpoint.status import unsupported
+from tests.support.qdrant_endpoint.status import unsupported
 
 UNNAMED = ""  # Edge's name for the vector of a collection created with one unnamed vector
 DEFAULT_LIMIT = 10  # Qdrant's, for query, scroll and groups

@@ -17,9 +17,9 @@ from qdrant_client.grpc.collections_service_pb2_grpc import add_CollectionsServi
 from qdrant_client.grpc.points_service_pb2_grpc import add_PointsServicer_to_server
 from qdrant_client.grpc.qdrant_pb2_grpc import QdrantServicer, add_QdrantServicer_to_server
 
-from poolq.sinks.store.edge_server import EdgeServerStore
-from poolq.worker.dev.qdrant_endpoint.collections import CollectionsService
-from poolq.worker.dev.qdrant_endpoint.points import PointsService
+from tests.support.edge_server import EdgeServerStore
+from tests.support.qdrant_endpoint.collections import CollectionsService
+from tests.support.qdrant_endpoint.points import PointsService
 
 DEFAULT_WORKERS = 8
 STOP_GRACE_S = 10.0  # calls in flight get this long to finish when the endpoint stops

@@ -16,9 +16,9 @@ from qdrant_client import grpc, models
 from qdrant_client.conversions.conversion import GrpcToRest as G
 from qdrant_client.grpc.points_service_pb2_grpc import PointsServicer
 
-from poolq.sinks.store.edge_server import EdgeServerStore
-from poolq.worker.dev.qdrant_endpoint import convert as cv
-from poolq.worker.dev.qdrant_endpoint.status import invalid, refuse, rpc
+from tests.support.edge_server import EdgeServerStore
+from tests.support.qdrant_endpoint import convert as cv
+from tests.support.qdrant_endpoint.status import invalid, refuse, rpc
 
 _FIELD_TYPES = {
     grpc.FieldType.FieldTypeKeyword: models.PayloadSchemaType.KEYWORD,

@@ -1,9 +1,10 @@
-"""The Qdrant endpoint (``worker/dev/qdrant_endpoint``) as a child process, for the tests and
+"""The Qdrant endpoint (``tests/support/qdrant_endpoint``) as a child process, for the tests and
 benchmarks of the server path: ready once it printed the line that names its port."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import select
 import signal
@@ -14,11 +15,19 @@ from pathlib import Path
 
 from poolq.worker.dev.ending import end_process
 
+ROOT = Path(__file__).resolve().parents[2]  # the repository: ``tests.support`` imports from it
 _READY = re.compile(r"^qdrant endpoint listening on (\S+):(\d+) \(path (.*)\)$")
 
 
+def endpoint_env() -> dict[str, str]:
+    """This process's environment with the repository first on ``PYTHONPATH``: the endpoint
+    (``python -m tests.support.qdrant_endpoint``) is no part of the installed package."""
+    paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    return os.environ | {"PYTHONPATH": os.pathsep.join(paths)}
+
+
 class EndpointProcess:
-    """``python -m poolq.worker.dev.qdrant_endpoint`` on 127.0.0.1 over the folder ``path``;
+    """``python -m tests.support.qdrant_endpoint`` on 127.0.0.1 over the folder ``path``;
     ``port`` 0 takes a free one at the first start and keeps it for :meth:`restart`. Its
     stderr goes to ``log`` (by default a file beside the folder)."""
 
@@ -42,13 +51,15 @@ class EndpointProcess:
 
     def start(self, timeout_s: float = 60.0) -> EndpointProcess:
         cmd = [
-            sys.executable, "-m", "poolq.worker.dev.qdrant_endpoint",
+            sys.executable, "-m", "tests.support.qdrant_endpoint",
             "--path", str(self.path), "--port", str(self.port),
         ]  # fmt: skip
         if self.api_key:
             cmd += ["--api-key", self.api_key]
         with self.log.open("ab") as err:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err)
+            self.proc = subprocess.Popen(
+                cmd, stdout=subprocess.PIPE, stderr=err, env=endpoint_env()
+            )
         try:
             self.port = self._wait_ready(timeout_s)
         except BaseException:
