@@ -10,7 +10,7 @@ TYPECHECK := build/typecheck
 # runs it in a subprocess with this folder first on PYTHONPATH (torch etc. from the venv).
 PYLATE_REF := build/pylate-ref
 
-.PHONY: install test test-fast lint typecheck demo bench profile clean
+.PHONY: install test test-fast lint typecheck docs demo bench profile clean
 
 install: $(STAMP)
 
@@ -48,6 +48,10 @@ typecheck: install
 	ln -s ../../../poolq/__init__.py $(TYPECHECK)/poolq/__init__.py
 	for d in worker ingest sinks wire; do ln -s ../../../$$d $(TYPECHECK)/poolq/$$d; done
 	MYPYPATH=$(TYPECHECK) $(BIN)/mypy
+
+# the documentation site (mkdocs.yml, docs/): strict, so a broken link or a warning fails it
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 demo: install
 	$(BIN)/poolq demo
