@@ -20,6 +20,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# the one place the version is written: pyproject.toml reads it ([tool.setuptools.dynamic]),
+# `poolq --version` prints it
+__version__ = "0.1.0"
+
 if TYPE_CHECKING:
     from poolq.ingest.client import JobOutcome, PoolqClient, SyncPoolqClient
     from poolq.wire.records.codes import ErrorCode

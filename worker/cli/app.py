@@ -4,8 +4,6 @@ commands (enqueue, status, search, dlq, reindex) start without torch or qdrant_c
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 import typer
 
 app = typer.Typer(
@@ -18,10 +16,9 @@ app = typer.Typer(
 
 
 def _version() -> str:
-    try:
-        return version("poolq")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "0+unknown"
+    from poolq import __version__  # the one source (pyproject.toml reads it too)
+
+    return __version__
 
 
 def _print_version(value: bool) -> None:
