@@ -1,10 +1,10 @@
 """One namespace: the installed distribution holds ``poolq`` and nothing else at the top of
 site-packages, so an application's own ``worker``, ``ingest`` or ``sinks`` package is never
-shadowed. Checked on a wheel built from this tree, installed into a folder of its own."""
+shadowed. Checked on a wheel built from this tree (``dists`` in conftest.py), installed into a
+folder of its own."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -22,23 +22,6 @@ FOLDERS = {
     "sinks": "poolq/sinks",
     "wire": "poolq/wire",
 }
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    """Built from a copy of the tree (setuptools writes build/ beside the sources)."""
-    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheel")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    for folder in FOLDERS:
-        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(src)],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    (whl,) = out.glob("poolq-*.whl")
-    return whl
 
 
 def expected_files() -> set[str]:
