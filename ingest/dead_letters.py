@@ -10,6 +10,7 @@ it ended.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,7 @@ from redis.asyncio import Redis
 
 from poolq.wire import constants
 from poolq.wire.dead_letters import entries
+from poolq.wire.placement import queue_placement
 from poolq.wire.records.dead_letter import DeadLetter
 
 
@@ -42,13 +44,18 @@ async def _select(redis: Redis, job_ids: Sequence[str] | None) -> list[DeadLette
 
 async def retry(redis: Any, job_ids: Sequence[str] | None = None) -> dict[str, str]:
     """Enqueue the selected jobs again (same function and arguments, new job ids) and remove
-    them from the list. ``redis`` is an ``ArqRedis`` (it enqueues). Returns old id -> new id."""
+    them from the list, each placed in the queue by its ``priority`` as a first enqueue is
+    (``wire/placement.py``: an interactive job goes ahead of every bulk job). ``redis`` is an
+    ``ArqRedis`` (it enqueues). Returns old id -> new id."""
     out: dict[str, str] = {}
     for e in await _select(redis, job_ids):
         new_id = f"{e.job_id.split('~retry-')[0]}~retry-{uuid.uuid4().hex[:8]}"
         queue = constants.FUNCTION_QUEUES.get(e.function, constants.INGEST_QUEUE)
+        placement = queue_placement(
+            str(e.kwargs.get("priority", "bulk")), time.time(), redis.expires_extra_ms
+        )
         job = await redis.enqueue_job(
-            e.function, *e.args, _job_id=new_id, _queue_name=queue, **e.kwargs
+            e.function, *e.args, _job_id=new_id, _queue_name=queue, **placement, **e.kwargs
         )
         if job is None:  # pragma: no cover - only if the new id exists already
             raise RuntimeError(f"could not enqueue {new_id}")

@@ -1,7 +1,7 @@
-"""arq is in maintenance mode and poolq overrides three of its private methods, in one module
-(``worker/reliability/arq_overrides.py``). These tests fail when the arq internals that the
-overrides rely on change, and check that ``arq poolq.worker.app.WorkerSettings`` and
-``poolq worker`` build the same worker."""
+"""arq is in maintenance mode and poolq subclasses its ``Worker`` once
+(``worker/reliability/arq_overrides.py``). These tests pin arq's signature and behaviour under
+each override (and fail when they change), check that ``WorkerSettings`` holds the arguments
+``poolq worker`` gives its worker, and that arq's own CLI worker is refused at start-up."""
 
 from __future__ import annotations
 
@@ -23,8 +23,13 @@ from arq.worker import Worker, create_worker, func, get_kwargs
 
 from poolq.wire.connection import redis_settings
 from poolq.wire.serialization import REJECTED_JOB
-from poolq.worker.reliability import arq_overrides
-from poolq.worker.reliability.arq_overrides import ARQ_TESTED, OVERRIDDEN, PoolqWorker
+from poolq.worker.reliability.arq_overrides import (
+    ARQ_TESTED,
+    OVERRIDDEN,
+    NotAPoolqWorkerError,
+    PoolqWorker,
+    poolq_worker,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,33 +64,39 @@ def test_each_overridden_method_still_exists_with_the_same_signature(name):
 
 def test_what_the_overrides_call_is_still_there():
     src = inspect.getsource(Worker)
-    # _poll_iteration is awaited by main's poll loop; run_job is started per job id
+    # _poll_iteration is awaited by main's poll loop (an exception there ends main); it hands
+    # the due ids it read, in score order, to start_jobs; run_job is started per job id
     assert "await self._poll_iteration()" in inspect.getsource(Worker.main)
+    poll = inspect.getsource(Worker._poll_iteration)
+    assert "zrangebyscore(" in poll and "await self.start_jobs(job_ids)" in poll
     assert "self.run_job(" in inspect.getsource(Worker.start_jobs)
     # finish_failed_job: jobs failed without running (expired / max tries / unknown function)
     assert src.count("self.finish_failed_job(job_id, ") >= 2
-    # running_worker(): arq awaits on_startup(ctx) inside the main() task
+    # on_startup gets the worker's ctx, where PoolqWorker puts itself
     assert "await self.on_startup(self.ctx)" in inspect.getsource(Worker.main)
-    assert "self.loop.create_task(self.main())" in inspect.getsource(Worker.run)
-    assert "self.loop.create_task(self.main())" in inspect.getsource(Worker.async_run)
-    # the reaper reads these public attributes
+    params = inspect.signature(Worker.__init__).parameters
+    assert params["job_completion_wait"].kind is inspect.Parameter.KEYWORD_ONLY
+    # public attributes the overrides and the reaper read
     w = Worker(functions=[func(_noop, name="noop")], redis_settings=redis_settings("redis://x"))
-    for attr in ("queue_name", "in_progress_timeout_s", "functions", "jobs_complete"):
+    for attr in (
+        "queue_name", "in_progress_timeout_s", "functions", "jobs_complete", "tasks",
+        "job_counter", "max_jobs", "job_deserializer", "ctx", "after_job_end", "on_job_end",
+    ):  # fmt: skip
         assert hasattr(w, attr), attr
 
 
-async def _noop(ctx):
-    return None
+def test_poolq_worker_puts_itself_in_ctx():
+    w = PoolqWorker(
+        functions=[func(_noop, name="noop")], redis_settings=redis_settings("redis://x")
+    )
+    assert w.ctx["arq_worker"] is w and poolq_worker(w.ctx) is w
 
 
-async def test_arqs_own_worker_becomes_a_poolq_worker_in_on_startup(redis_server):
+async def test_arqs_own_worker_is_refused_at_start_up_naming_poolq_worker(redis_server):
     """As ``arq poolq.worker.app.WorkerSettings`` runs it: arq constructs its own Worker from a
-    settings class; on_startup adopts it (class, listeners) and puts it in ctx."""
-    seen: dict = {}
-
-    async def on_startup(ctx):
-        seen["adopted"] = arq_overrides.adopt_running(ctx)
-        seen["ctx_worker"] = ctx.get("arq_worker")
+    settings class; the worker's start-up (here the job index's part of it) stops it with one
+    line naming ``poolq worker``."""
+    from poolq.worker.reliability.job_index_hooks import install_job_index
 
     settings_cls = type(
         "S",
@@ -93,30 +104,23 @@ async def test_arqs_own_worker_becomes_a_poolq_worker_in_on_startup(redis_server
         {
             "functions": [func(_noop, name="noop")],
             "redis_settings": redis_settings(redis_server.url),
-            "on_startup": on_startup,
+            "on_startup": install_job_index,
             "burst": True,
             "poll_delay": 0.01,
         },
     )
     worker = create_worker(settings_cls)
     assert type(worker) is Worker
-    await worker.async_run()
-    await worker.close()
-    assert seen["adopted"] is worker and seen["ctx_worker"] is worker
-    assert type(worker) is PoolqWorker and worker.failed_unrun == []
+    try:
+        with pytest.raises(NotAPoolqWorkerError, match="poolq worker") as e:
+            await worker.async_run()
+        assert "\n" not in str(e.value)
+    finally:
+        await worker.close()
 
 
-def test_adopt_refuses_a_foreign_worker_subclass():
-    class Other(Worker):
-        pass
-
-    w = Other(functions=[func(_noop, name="noop")], redis_settings=redis_settings("redis://x"))
-    with pytest.raises(TypeError, match="expected arq's Worker"):
-        arq_overrides.adopt(w)
-
-
-async def test_running_worker_is_none_outside_arq():
-    assert arq_overrides.running_worker() is None
+async def _noop(ctx):
+    return None
 
 
 @pytest.mark.slow  # a fresh interpreter
@@ -225,54 +229,20 @@ async def test_start_jobs_takes_by_capacity_and_never_runs_a_job_twice_here(redi
         await pool.aclose()
 
 
-def test_poolq_worker_puts_itself_in_ctx_with_no_stack_lookup(monkeypatch):
-    """``poolq worker`` builds a PoolqWorker: on_startup finds it in ctx; the frame lookup (only
-    for arq's own CLI) is never used."""
-
-    def no_lookup():
-        raise AssertionError("running_worker() called for a PoolqWorker")
-
-    monkeypatch.setattr(arq_overrides, "running_worker", no_lookup)
-    w = PoolqWorker(
-        functions=[func(_noop, name="noop")], redis_settings=redis_settings("redis://x")
-    )
-    assert w.ctx["arq_worker"] is w
-    assert arq_overrides.adopt_running(w.ctx) is w and type(w) is PoolqWorker
-
-
-# arq's start_jobs, whose claim PoolqWorker._start_one does in one script: when this changes,
-# re-check _start_one (semaphore, job_counter, the checks of the transaction, tasks, callback)
-START_JOBS_SHA256 = {
-    "5aedb54406884838041c6cdf44b00aba072fc79b22ffd2a71f93f0459c3c7b0d",  # 0.26.x (List[bytes])
-    "8584f5950a396dcb244911a35b40d63f6985fbd0523ea358ee49e7028b12e316",  # 0.27.0, 0.28.0
-}
-
-
-def _start_jobs_digest() -> str:
-    import hashlib
-
-    src = inspect.getsource(Worker.start_jobs)
-    body = "\n".join(line.strip() for line in src.splitlines() if line.strip())
-    return hashlib.sha256(body.encode()).hexdigest()
-
-
-def test_arqs_start_jobs_is_the_one_start_one_reproduces():
-    assert _start_jobs_digest() in START_JOBS_SHA256, (
-        "arq's Worker.start_jobs changed: re-check PoolqWorker._start_one (arq_overrides.py)"
-    )
-
-
-async def test_a_job_starts_in_one_round_trip_only_when_due_queued_and_not_running(redis_server):
-    """``_start_one``: a due, queued job not running anywhere is marked in progress (with arq's
-    TTL) and started, in one command; one whose mark is set, one gone from the queue and one
-    deferred are left alone, with arq's counter and semaphore as they were."""
+async def test_arqs_start_jobs_starts_one_id_only_when_due_queued_and_not_running(redis_server):
+    """What ``PoolqWorker.start_jobs`` relies on when it hands arq's ``start_jobs`` one admitted
+    id: a due, queued job not running anywhere is marked in progress (with arq's TTL) and its
+    task is in ``tasks``; one whose mark is set, one gone from the queue and one deferred are
+    left out of ``tasks``, arq's counter as it was; none starts while ``max_jobs`` run."""
     from arq.connections import create_pool
     from arq.constants import in_progress_key_prefix
 
     pool = await create_pool(redis_settings(redis_server.url))
-    w = PoolqWorker(functions=[func(_wait_forever, name="wait")], redis_pool=pool, queue_name="q")
+    w = PoolqWorker(
+        functions=[func(_wait_forever, name="wait")], redis_pool=pool, queue_name="q", max_jobs=2
+    )
     try:
-        for job_id in ("ready", "marked", "gone"):
+        for job_id in ("ready", "marked", "gone", "second", "third"):
             await pool.enqueue_job("wait", _job_id=job_id, _queue_name="q")
         await pool.enqueue_job(
             "wait",
@@ -282,18 +252,16 @@ async def test_a_job_starts_in_one_round_trip_only_when_due_queued_and_not_runni
         )
         await pool.set(in_progress_key_prefix + "marked", b"1")
         await pool.zrem("q", "gone")
-        before = await _calls(pool)
-        assert isinstance(await w._start_one("ready"), int)
-        after = await _calls(pool)
-        sent = {k: after.get(k, 0) - before.get(k, 0) for k in ("eval", "watch", "multi", "exec")}
-        assert sent == {"eval": 1, "watch": 0, "multi": 0, "exec": 0}  # one round trip
-        for job_id in ("marked", "gone", "later"):
-            assert await w._start_one(job_id) is None, job_id
-        assert sorted(w.tasks) == ["ready"]
-        assert w.job_counter == 1 and w.sem._value == w.max_jobs  # arq: max_jobs + 1 permits
+        await Worker.start_jobs(w, [b"ready"])
+        assert sorted(w.tasks) == ["ready"] and w.job_counter == 1
         ttl_ms = await pool.pttl(in_progress_key_prefix + "ready")
         assert 0.9 * w.in_progress_timeout_s * 1000 < ttl_ms <= w.in_progress_timeout_s * 1000
-        assert await w._start_one("ready") is None  # its mark is set now
+        for job_id in (b"marked", b"gone", b"later", b"ready"):
+            await Worker.start_jobs(w, [job_id])
+            assert sorted(w.tasks) == ["ready"] and w.job_counter == 1, job_id
+        await Worker.start_jobs(w, [b"second"])
+        await Worker.start_jobs(w, [b"third"])  # max_jobs running: left queued
+        assert sorted(w.tasks) == ["ready", "second"] and w.job_counter == 2
     finally:
         for t in w.tasks.values():
             t.cancel()
@@ -301,15 +269,9 @@ async def test_a_job_starts_in_one_round_trip_only_when_due_queued_and_not_runni
         await pool.aclose()
 
 
-async def _calls(pool) -> dict[str, int]:
-    stats = await pool.info("commandstats")
-    return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
-
-
-async def test_a_start_redis_refuses_leaves_the_job_queued_as_arq_does(redis_server):
-    """arq treats a refused transaction (``ResponseError``: out of memory, a read-only replica)
-    as a job started elsewhere; the one-script start does the same, its counter and semaphore
-    as they were, the poll going on."""
+async def test_a_start_redis_refuses_leaves_the_job_queued(redis_server):
+    """arq treats a refused claim (``ResponseError``: out of memory, a read-only replica) as a
+    job started elsewhere: nothing started, its counter as it was, the job still queued."""
     from arq.connections import create_pool
 
     pool = await create_pool(redis_settings(redis_server.url))
@@ -318,10 +280,62 @@ async def test_a_start_redis_refuses_leaves_the_job_queued_as_arq_does(redis_ser
         await pool.enqueue_job("wait", _job_id="oom", _queue_name="q")
         await pool.config_set("maxmemory", "1")  # every write refused: OOM
         try:
-            assert await w._start_one("oom") is None
+            await w.start_jobs([b"oom"])
         finally:
             await pool.config_set("maxmemory", "0")
-        assert w.tasks == {} and w.job_counter == 0 and w.sem._value == w.max_jobs + 1
+        assert w.tasks == {} and w.job_counter == 0
         assert await pool.zscore("q", "oom") is not None  # still queued
     finally:
         await pool.aclose()
+
+
+async def test_a_retried_interactive_job_waits_out_its_backoff_though_scored_first(redis_server):
+    """A retried interactive job is scored ahead of every bulk job (``wire/placement.py``) but
+    is not due before its backoff passed: the bulk job behind it starts, it rests."""
+    from arq.connections import create_pool
+
+    from poolq.wire.placement import score_ms
+
+    pool = await create_pool(redis_settings(redis_server.url))
+    w = PoolqWorker(functions=[func(_wait_forever, name="wait")], redis_pool=pool, queue_name="q")
+    try:
+        for job_id, priority in (("inter", "interactive"), ("bulk", "bulk")):
+            await pool.enqueue_job("wait", priority=priority, _job_id=job_id, _queue_name="q")
+        now_ms = round(time.time() * 1000)
+        await pool.zadd("q", {"inter": score_ms("interactive", now_ms, delay_ms=60_000)})
+        ids = await pool.zrangebyscore("q", "-inf", now_ms)
+        assert ids == [b"inter", b"bulk"]  # what a poll reads: ahead of the bulk job
+        await w.start_jobs(ids)
+        assert sorted(w.tasks) == ["bulk"]
+        await w.start_jobs(ids)  # its due time is remembered: not read again
+        assert sorted(w.tasks) == ["bulk"] and "inter" in w.resting
+        await pool.zadd("q", {"inter": score_ms("interactive", now_ms, delay_ms=-1)})
+        w.resting.clear()  # (as when its due time has come)
+        await w.start_jobs([b"inter"])
+        assert sorted(w.tasks) == ["bulk", "inter"]
+    finally:
+        for t in w.tasks.values():
+            t.cancel()
+        await asyncio.gather(*w.tasks.values(), return_exceptions=True)
+        await pool.aclose()
+
+
+@pytest.mark.slow  # a fresh interpreter that imports the worker
+def test_arqs_cli_stops_with_one_line_naming_poolq_worker(redis_server, tmp_path):
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "POOLQ_REDIS_URL": redis_server.url,
+        "POOLQ_QDRANT_PATH": str(tmp_path / "qdrant"),
+    }
+    arq_cli = Path(sys.executable).parent / "arq"
+    out = subprocess.run(
+        [str(arq_cli), "poolq.worker.app.WorkerSettings"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+    )
+    assert out.returncode == 1, out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "`poolq worker`" in last, out.stderr
+    assert "Traceback" not in out.stderr

@@ -1,6 +1,23 @@
-"""Where a job goes in arq's queue by its priority: the one placement every enqueue uses (the
-client's, and a parse job handing its documents on as ingest jobs). See
-:mod:`poolq.ingest.priority` for the policy."""
+"""Where a job goes in arq's queue by its priority: the one score arithmetic of every entry into
+the queue (see :mod:`poolq.ingest.priority` for the policy).
+
+arq starts due jobs (score <= now, in ms) in score order. Every entry goes through
+:func:`score_ms`:
+
+* first enqueue (the client, a parse job handing documents on) and a dead-letter retry:
+  :func:`queue_placement`, arq ``enqueue_job`` keyword arguments;
+* a retry after a transient failure (``worker/reliability/job_guard.py``): :func:`retry_defer_ms`,
+  the ``defer`` of arq's ``Retry`` (arq re-scores the job to its now + defer);
+* the reaper hands a dead worker's job back by dropping its in-progress mark: the job keeps the
+  score it was placed with;
+* a scheduled reindex is enqueued by arq's cron at its due time: the bulk score (reindex jobs
+  have no priority and are bulk).
+
+An interactive job scores :data:`~poolq.wire.constants.INTERACTIVE_HEAD_START_MS` before its
+due time, so it is ahead of every bulk job. That score alone would make it due at once, so a
+retried interactive job also waits out its backoff: :func:`due_ms` gives the time it may start,
+which the worker checks before starting it (``arq_overrides.py``).
+"""
 
 from __future__ import annotations
 
@@ -11,18 +28,42 @@ from poolq.wire import constants
 
 # arq's default ArqRedis.expires_extra_ms: a job not started within a day expires
 ARQ_EXPIRES_EXTRA_MS = 86_400_000
+HEAD_START_MS = constants.INTERACTIVE_HEAD_START_MS
+
+
+def score_ms(priority: object, now_ms: int, delay_ms: int = 0) -> int:
+    """The queue score of a job of ``priority`` due ``delay_ms`` after ``now_ms``: its due time
+    for bulk (anything but "interactive"), the due time less the head start for interactive."""
+    due = now_ms + delay_ms
+    return due - HEAD_START_MS if priority == "interactive" else due
+
+
+def due_ms(score: float, now_ms: int) -> int:
+    """When a job scored ``score`` may start: its score, or for an interactive one (scored
+    more than half a head start in the past) its score plus the head start."""
+    score = int(score)
+    return score + HEAD_START_MS if score < now_ms - HEAD_START_MS // 2 else score
+
+
+def retry_defer_ms(priority: object, delay_ms: int, now_ms: int) -> int:
+    """The ``defer`` (ms) of arq's ``Retry`` that re-scores a job of ``priority`` to
+    :func:`score_ms` with ``delay_ms``: arq sets the score to its now + defer (``run_job`` adds
+    ``defer + now - score`` to the score), negative for an interactive job. Never 0 (arq keeps
+    the old score for a defer of 0)."""
+    return score_ms(priority, now_ms, delay_ms) - now_ms or 1
 
 
 def queue_placement(
     priority: str, now_s: float, expires_extra_ms: int = ARQ_EXPIRES_EXTRA_MS
 ) -> dict[str, Any]:
-    """The arq ``enqueue_job`` keyword arguments that place a job of ``priority`` in the queue:
-    none for bulk (scored by its enqueue time); for interactive a ``_defer_until`` of ``now_s``
-    less the head start, and an explicit ``_expires`` (see the module docstring)."""
+    """The arq ``enqueue_job`` keyword arguments that place a job of ``priority`` in the queue
+    at :func:`score_ms`: none for bulk (arq scores a job by its enqueue time, the bulk score);
+    for interactive a ``_defer_until`` of that score and an explicit ``_expires`` (arq derives
+    the expiry from the deferral, which a score years in the past would make negative)."""
     if priority != "interactive":
         return {}
-    head_start_s = constants.INTERACTIVE_HEAD_START_MS / 1000
+    score = score_ms(priority, round(now_s * 1000))
     return {
-        "_defer_until": datetime.fromtimestamp(now_s - head_start_s, UTC),
+        "_defer_until": datetime.fromtimestamp(score / 1000, UTC),
         "_expires": timedelta(milliseconds=expires_extra_ms),
     }

@@ -57,7 +57,11 @@ async def _job(ctx, outcome="done", gate=None):
 def _worker() -> PoolqWorker:
     """A PoolqWorker as ``poolq worker`` builds one (constructing it opens no connection)."""
     return PoolqWorker(
-        functions=[func(_job, name=n) for n in ("ingest", "other", "reindex:docs:0")],
+        # labelled where each func is built, as job_guard.guarded_function does
+        functions=[
+            func(named(_job, n.split(":")[0]), name=n)
+            for n in ("ingest", "other", "reindex:docs:0")
+        ],
         queue_name="poolq:test",
         handle_signals=False,
         job_serializer=serialize,
@@ -66,8 +70,9 @@ def _worker() -> PoolqWorker:
 
 
 async def _run(worker: PoolqWorker, name: str, outcome: str = "done", gate=None) -> None:
-    """What ``Worker.run_job`` does around a job that runs: the job's coroutine (as wrapped by
-    ``hook_arq``), one of arq's counters bumped by arq's rules, then ``on_job_end``."""
+    """What ``Worker.run_job`` does around a job that runs: the job's coroutine (labelled
+    where its ``func`` was built), one of arq's counters bumped by arq's rules, then
+    ``on_job_end``."""
     ctx = {"job_id": name, "job_try": 1}
     try:
         assert await worker.functions[name].coroutine(ctx, outcome, gate) == name.split(":")[0]

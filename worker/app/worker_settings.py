@@ -1,7 +1,9 @@
-"""The arq application: ``WorkerSettings`` (for ``arq poolq.worker.app.WorkerSettings``) and
-:func:`run_worker` (for ``poolq worker``), both from one :func:`worker_kwargs` of :class:`Settings`
-(config file, ``POOLQ_*`` variables, flags): the same jobs, cron entries, max tries, metrics,
-reaper and Redis-error-tolerant worker class.
+"""The arq application: :func:`run_worker` (``poolq worker``) runs a
+:class:`~poolq.worker.reliability.arq_overrides.PoolqWorker` with :func:`worker_kwargs` of
+:class:`Settings` (config file, ``POOLQ_*`` variables, flags): the jobs, cron entries, max tries,
+metrics and reaper. ``WorkerSettings`` (:func:`build_worker_settings`) holds the same arguments
+for arq's tools, but ``arq poolq.worker.app.WorkerSettings`` builds arq's own ``Worker``, which
+start-up refuses with a one-line error naming ``poolq worker`` (``arq_overrides.py``).
 
 Models, engines and the Qdrant writer open in ``on_startup`` and close in ``on_shutdown``; jobs
 stay thin. A heartbeat with engine statistics is written to Redis every few seconds.
@@ -19,7 +21,6 @@ from poolq.sinks.folder_lock import hold_folder
 from poolq.sinks.store.heap import keep_freed_memory
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
-from poolq.wire.redis_packing import pack_with_hiredis
 from poolq.wire.serialization import (
     REJECTED_JOB,
     job_deserializer,
@@ -34,7 +35,12 @@ from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
 from poolq.worker.engine.thread_names import named
 from poolq.worker.observability import metrics
-from poolq.worker.reliability.arq_overrides import PoolqWorker, adopt_running
+from poolq.worker.observability.job_outcomes import named as labelled
+from poolq.worker.reliability.arq_overrides import (
+    NotAPoolqWorkerError,
+    PoolqWorker,
+    poolq_worker,
+)
 from poolq.worker.reliability.heartbeat import HeartbeatThread
 from poolq.worker.reliability.job_guard import guarded_function
 from poolq.worker.reliability.job_index_hooks import install_job_index
@@ -59,9 +65,12 @@ async def _metrics_loop(ctx: dict[str, Any]) -> None:
 
 
 async def startup(ctx: dict[str, Any]) -> None:
+    try:
+        arq_worker = poolq_worker(ctx)
+    except NotAPoolqWorkerError as e:  # arq's own CLI built arq's Worker: one line, no traceback
+        raise SystemExit(f"error: {e}") from None
     settings: Settings = ctx.get("settings") or load_settings()
     ctx["settings"] = settings
-    adopt_running(ctx)  # under `arq ...WorkerSettings` too: the Redis-tolerant worker class
     keep_freed_memory()  # upsert buffers reuse their pages (sinks/store/heap.py)
     # asyncio.to_thread's threads (chunking, ...) named for the OS, as the others are
     asyncio.get_running_loop().set_default_executor(
@@ -73,7 +82,6 @@ async def startup(ctx: dict[str, Any]) -> None:
         hold_folder(settings.qdrant_path)
     rt = await Runtime.open(settings, writer=ctx.pop("writer", None))
     rt.redis = ctx.get("redis")
-    pack_with_hiredis(rt.redis)  # arq's pool: commands packed in C (wire/redis_packing.py)
     # running jobs' progress between milestones, all in one pipeline a tick (job_progress.py)
     ctx["progress_board"] = ProgressBoard(rt.redis)
     ctx["runtime"] = rt
@@ -83,8 +91,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["heartbeat"] = HeartbeatThread(
         settings.redis_url, rt.worker_id, rt.heartbeat, rt.run_locks
     ).start()
-    if (arq_worker := ctx.get("arq_worker")) is not None:
-        arq_worker.admission = rt.admission  # jobs are taken by capacity (admission.py)
+    arq_worker.admission = rt.admission  # jobs are taken by capacity (admission.py)
     ctx["metrics_task"] = asyncio.create_task(_metrics_loop(ctx))
     ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
     rt.search_service = SearchService(settings.redis_url, rt.queries)
@@ -123,8 +130,12 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
             ),
             guarded_function(rejected_payload, name=REJECTED_JOB, max_tries=1),
         ],
+        # (guarded functions carry their name for metrics already: job_guard.py)
         "cron_jobs": cron_jobs(
-            settings.reindex, reindex, settings.reindex_timeout_s, settings.keep_result_s
+            settings.reindex,
+            labelled(reindex, constants.REINDEX_JOB),
+            settings.reindex_timeout_s,
+            settings.keep_result_s,
         ),
         "queue_name": constants.INGEST_QUEUE,
         "redis_settings": redis_settings(settings.redis_url),
@@ -157,8 +168,7 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
 
 
 def run_worker(settings: Settings, *, burst: bool = False) -> None:
-    """``poolq worker``: the same arguments as ``arq poolq.worker.app.WorkerSettings``, on the
-    event loop ``settings.event_loop`` chooses (``config/event_loop.py``)."""
+    """``poolq worker``: a :class:`PoolqWorker` with :func:`worker_kwargs`, on the event loop ``settings.event_loop`` chooses (``config/event_loop.py``)."""
     with event_loop_policy(settings.event_loop) as loop:
         log.info("event loop: %s", loop)
         PoolqWorker(burst=burst, **worker_kwargs(settings)).run()
@@ -166,7 +176,7 @@ def run_worker(settings: Settings, *, burst: bool = False) -> None:
 
 def build_worker_settings(settings: Settings | None = None) -> type:
     """A plain arq ``WorkerSettings`` class with every argument of :func:`worker_kwargs` (settings
-    from ``POOLQ_CONFIG`` and ``POOLQ_*`` variables by default): what
-    ``arq poolq.worker.app.WorkerSettings`` runs."""
+    from ``POOLQ_CONFIG`` and ``POOLQ_*`` variables by default), for arq's tools; its
+    ``on_startup`` refuses arq's own ``Worker`` (run ``poolq worker``)."""
     kwargs = worker_kwargs(settings or load_settings())
     return type("WorkerSettings", (), {"__doc__": build_worker_settings.__doc__, **kwargs})

@@ -3,8 +3,10 @@
 arq bumps exactly one of its ``jobs_complete/jobs_failed/jobs_retried`` counters for a job that
 ran, then awaits its public ``on_job_end`` hook with no await in between: the hook reads which
 of ``jobs_complete``/``jobs_retried`` moved since the last job end (neither: failed). The
-function name comes from a thin wrapper around each job coroutine, which records it in the job's
-ctx (cron reindex entries ``reindex:COLL:I`` count as ``reindex``). Jobs arq fails without
+function name comes from a thin wrapper (:func:`named`) put around each job coroutine where its
+``arq.worker.func`` / ``cron`` is built, before the worker is (``job_guard.guarded_function``;
+the cron reindex entries ``reindex:COLL:I``, labelled ``reindex``, in ``worker_settings.py``):
+it records the name in the job's ctx. arq's ``Function`` objects are never changed afterwards. Jobs arq fails without
 running them (expired, max tries exceeded, unknown function) never reach ``on_job_end``: they
 arrive through :attr:`PoolqWorker.failed_unrun` (``worker/reliability/arq_overrides.py``, the one
 module that overrides arq's private methods), with arq's serialized result naming the function.
@@ -61,9 +63,8 @@ class JobOutcomes:
 
     def hook_arq(self, worker: PoolqWorker) -> None:
         """Count ``worker``'s job outcomes per function, through its public ``on_job_end`` hook
-        (chained with any hook already set) and its ``failed_unrun`` listeners."""
-        for name, fn in worker.functions.items():
-            fn.coroutine = named(fn.coroutine, name.split(":", 1)[0])
+        (chained with any hook already set) and its ``failed_unrun`` listeners. Jobs whose
+        coroutine was not :func:`named` count as ``unknown``."""
         self._arq_seen = (worker.jobs_complete, worker.jobs_retried)
         prev_end = worker.on_job_end
 
@@ -82,7 +83,8 @@ class JobOutcomes:
 
 
 def named(coroutine: WorkerCoroutine, label: str) -> WorkerCoroutine:
-    """``coroutine``, recording ``label`` in the job's ctx before it runs."""
+    """``coroutine``, recording ``label`` in the job's ctx before it runs: wrap a job
+    coroutine with it before passing it to ``arq.worker.func`` or ``arq.cron.cron``."""
 
     @functools.wraps(coroutine)
     async def run(ctx: dict[str, Any], *args: Any, **kwargs: Any) -> Any:

@@ -18,13 +18,16 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from arq.utils import timestamp_ms
 from arq.worker import Function, Retry, func
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.wire import constants
+from poolq.wire.placement import retry_defer_ms
 from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
+from poolq.worker.observability.job_outcomes import named
 from poolq.worker.reliability import dead_letter, job_records
 from poolq.worker.reliability.deadlines import JobClock, JobDeadlineError, run_with_deadlines
 from poolq.worker.reliability.run_lock import RunLocks
@@ -52,12 +55,20 @@ def retry_delay(e: BaseException, job_try: int, max_tries: int) -> float | None:
     return None
 
 
+def retry_in_place(priority: object, delay_s: float) -> Retry:
+    """arq's ``Retry`` for a job of ``priority`` due again in ``delay_s``, placed where
+    ``wire/placement.py`` places every job: an interactive one stays ahead of every bulk job
+    (the worker holds it until ``delay_s`` passed, ``arq_overrides.py``)."""
+    defer_ms = retry_defer_ms(priority, round(delay_s * 1000), timestamp_ms())
+    return Retry(defer=defer_ms / 1000)
+
+
 def guarded_function(fn: JobFn, *, name: str, max_tries: int, **arq_options: Any) -> Function:
     """``fn`` guarded (:func:`guarded`) as arq's job function ``name`` (``arq.worker.func``, with
-    its other options, ``timeout`` say)."""
-    return func(
-        guarded(fn, name=name, max_tries=max_tries), name=name, max_tries=max_tries, **arq_options
-    )
+    its other options, ``timeout`` say), labelled ``name`` for the job outcome metrics
+    (``job_outcomes.named``)."""
+    run = named(guarded(fn, name=name, max_tries=max_tries), name)
+    return func(run, name=name, max_tries=max_tries, **arq_options)
 
 
 def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
@@ -125,7 +136,7 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
                 )  # fmt: skip
                 if rt is not None:
                     rt.jobs_retried += 1
-                raise Retry(defer=delay) from e
+                raise retry_in_place(kwargs.get("priority"), delay) from e
             log.error(
                 "job %s %s failed for good after %d tries (%.2fs), dead-lettered: %s",
                 job_id, name, job_try, seconds, e, extra=fields,

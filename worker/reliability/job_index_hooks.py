@@ -18,7 +18,7 @@ from poolq.wire.records.errors import failure_of
 from poolq.wire.records.outcome import outcome_key
 from poolq.wire.serialization import deserialize
 from poolq.worker.reliability import job_records
-from poolq.worker.reliability.arq_overrides import adopt_running
+from poolq.worker.reliability.arq_overrides import poolq_worker
 
 log = logging.getLogger("poolq.jobs")
 
@@ -63,7 +63,7 @@ async def install_job_index(ctx: dict[str, Any]) -> None:
     see reaper.py) and the collections of its scheduled reindexes are listed for ``poolq
     status``."""
     redis, ttl_s = ctx["redis"], job_records.result_ttl_s(ctx)
-    worker = ctx.get("arq_worker") or adopt_running(ctx)
+    worker = poolq_worker(ctx)  # (arq's own Worker, under arq's CLI: refused, one line)
 
     def failed_unrun(result_data: bytes | None) -> None:
         failure = unrun_failure(result_data)
@@ -79,18 +79,17 @@ async def install_job_index(ctx: dict[str, Any]) -> None:
         _PENDING.add(task)
         task.add_done_callback(_PENDING.discard)
 
-    if worker is not None:
-        worker.failed_unrun.append(failed_unrun)
-        previous = worker.after_job_end
+    worker.failed_unrun.append(failed_unrun)
+    previous = worker.after_job_end
 
-        async def after_job_end(job_ctx: dict[str, Any]) -> None:
-            with contextlib.suppress(Exception):  # best effort, as the guard's own record
-                if not job_ctx.get(job_records.OUTCOME_RECORDED):
-                    await record_unguarded(redis, str(job_ctx["job_id"]), ttl_s)
-            if previous is not None:
-                await previous(job_ctx)
+    async def after_job_end(ctx: dict[Any, Any]) -> None:  # (arq's hook type names it ctx)
+        with contextlib.suppress(Exception):  # best effort, as the guard's own record
+            if not ctx.get(job_records.OUTCOME_RECORDED):
+                await record_unguarded(redis, str(ctx["job_id"]), ttl_s)
+        if previous is not None:
+            await previous(ctx)
 
-        worker.after_job_end = after_job_end
+    worker.after_job_end = after_job_end
     rt = ctx.get("runtime")
     with contextlib.suppress(Exception):  # Redis restarting: the reaper's next pass will do
         if rt is not None:
