@@ -2,7 +2,8 @@ import pickle
 
 import pytest
 
-from poolq.wire.serialization import deserialize, error_info, serialize
+from poolq.wire.records.errors import failure_of
+from poolq.wire.serialization import deserialize, serialize
 from poolq.worker.config.profile import DEFAULT_PROFILE, Profile
 from poolq.worker.config.settings import load_settings
 
@@ -71,7 +72,7 @@ def test_msgpack_round_trip_and_pickle_refused():
     }
     assert deserialize(serialize(job)) == job
     err = deserialize(serialize({"r": ValueError("bad input")}))["r"]
-    assert error_info(err) == "ValueError: bad input"
+    assert failure_of(err).text() == "ValueError: bad input"
     with pytest.raises(Exception):  # noqa: B017 - any decoding error; never an unpickle
         deserialize(pickle.dumps(job))
 

@@ -84,12 +84,3 @@ def error_message(e: BaseException) -> str:
     if isinstance(e, TimeoutError):
         return "timed out (the exception carried no message)"
     return f"{type(e).__name__} raised without a message"
-
-
-def error_info(result: Any) -> str | None:
-    """``Type: message`` of a failed job's result, if it is a serialized exception (an
-    ``ErrorRecord``; a map with a ``code`` that is no such record raises ``WireError``)."""
-    from poolq.wire.records.errors import ErrorRecord
-
-    record = ErrorRecord.from_result(result)
-    return record.text() if record is not None else None

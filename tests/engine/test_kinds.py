@@ -19,6 +19,7 @@ from torch.testing import assert_close
 from poolq.worker.engine.checkpoint import DenseModule, SentenceTransformersInfo
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.kinds import KINDS, Checkpoint, CheckpointKind, PoolerInputs, recognize
+from poolq.worker.engine.kinds.registry import KindRegistry
 from poolq.worker.engine.kinds.special_tokens import boundary_token_ids
 from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.engine.models.recognize import is_causal, recognize_kind
@@ -231,12 +232,13 @@ TOY = CheckpointKind(
 
 
 @pytest.fixture
-def toy_kind():
-    KINDS.register(TOY, before="encoder")
-    try:
-        yield TOY
-    finally:
-        KINDS.unregister("toy")
+def toy_kind(monkeypatch):
+    """TOY in the registry, just ahead of the catch-all ``encoder``, for one test (a real kind
+    is one line in ``kinds/__init__.py``)."""
+    at = KINDS.names.index("encoder")
+    kinds = KindRegistry([*KINDS.kinds[:at], TOY, *KINDS.kinds[at:]]).kinds
+    monkeypatch.setattr(KINDS, "_kinds", kinds)
+    return TOY
 
 
 @pytest.fixture
@@ -288,11 +290,8 @@ def test_without_registration_the_same_folder_is_an_encoder(toy_folder):
     assert "toy" not in KINDS.names
 
 
-def test_registry_refuses_duplicates_and_unknown_names(toy_kind):
+def test_registry_refuses_duplicates_and_unknown_names():
     with pytest.raises(ValueError, match="'toy' is already registered"):
-        KINDS.register(TOY, before="encoder")
+        KindRegistry([TOY, TOY])
     with pytest.raises(ValueError, match=r"no checkpoint kind 'nope'; kinds: \['bge_m3'"):
-        KINDS.register(
-            CheckpointKind("other", TOY.recognize, TOY.tasks, _toy_poolers), before="nope"
-        )
-    assert "other" not in KINDS.names
+        KINDS.named("nope")

@@ -10,17 +10,12 @@ from hypothesis import strategies as st
 from poolq.worker.parse.clean import (
     clean_code,
     clean_text,
-    join_hyphenated,
-    normalize_ligatures,
     one_line,
 )
 
 
 def test_ligatures_become_letters_and_nothing_else_is_normalised():
-    assert (
-        normalize_ligatures("ﬁnd ﬂow oﬀer eﬃcient baﬄe ﬅ ﬆ")
-        == "find flow offer efficient baffle st st"
-    )
+    assert clean_text("ﬁnd ﬂow oﬀer eﬃcient baﬄe ﬅ ﬆ") == "find flow offer efficient baffle st st"
     # NFKC of the whole text would turn these into "2", "1/2", "A" and "fi"
     assert clean_text("x² ½ Ａ ﬁ") == "x² ½ Ａ fi"
 
@@ -94,4 +89,4 @@ def test_no_control_character_ligature_or_stray_space_survives(text: str, join: 
 def test_a_hyphenated_lower_case_word_is_whole_again(word: str):
     head, tail = "infor", word.lower()
     if tail[:1].islower() and not tail[:1].isupper():
-        assert join_hyphenated(f"{head}-\n{tail}") == head + tail
+        assert clean_text(f"{head}-\n{tail}") == clean_text(head + tail)

@@ -6,7 +6,7 @@ from poolq.worker.pooling import PoolingCursor, PoolingMetadata, PoolingParams
 
 def test_prefix_sums_give_first_and_last_rows():
     c = PoolingCursor.build([3, 1, 4])
-    assert c.first_token_indices_cpu.tolist() == [0, 3, 4]
+    assert c.token_starts_cpu.tolist() == [0, 3, 4]
     assert c.last_token_indices_cpu.tolist() == [2, 3, 7]
     assert c.num_tokens == 8
     assert c.is_tiled
@@ -17,21 +17,21 @@ def test_select_keeps_absolute_rows_and_never_mutates():
     c = PoolingCursor.build([4, 4, 2])
     sub = c.select([1, 2])
     assert sub.num_scheduled_tokens_cpu.tolist() == [4, 2]
-    assert sub.first_token_indices_cpu.tolist() == [4, 8]  # absolute until re-offset
+    assert sub.token_starts_cpu.tolist() == [4, 8]  # absolute until re-offset
     assert not sub.is_tiled
     shifted = sub.shifted(4)
-    assert shifted.first_token_indices_cpu.tolist() == [0, 4]
+    assert shifted.token_starts_cpu.tolist() == [0, 4]
     assert shifted.last_token_indices_cpu.tolist() == [3, 5]
     assert shifted.is_tiled
     # the originals are untouched
-    assert c.first_token_indices_cpu.tolist() == [0, 4, 8]
-    assert sub.first_token_indices_cpu.tolist() == [4, 8]
+    assert c.token_starts_cpu.tolist() == [0, 4, 8]
+    assert sub.token_starts_cpu.tolist() == [4, 8]
     assert c.select(slice(0, 1)).num_scheduled_tokens_cpu.tolist() == [4]
 
 
 def test_per_request_shift():
     c = PoolingCursor.build([2, 3], token_starts=[5, 1])
-    assert c.shifted(torch.tensor([5, -1])).first_token_indices_cpu.tolist() == [0, 2]
+    assert c.shifted(torch.tensor([5, -1])).token_starts_cpu.tolist() == [0, 2]
 
 
 def test_empty_cursor():
@@ -63,7 +63,6 @@ def test_metadata_select_and_token_ids():
     sub = md.select([1])
     assert sub.request_ids == ("b",)
     assert sub.pooling_params[0].task == "sparse"
-    assert sub.request_name(0) == "'b'"
     assert [t.tolist() for t in sub.token_ids_cpu()] == [[100, 101, 102, 103]]
     with pytest.raises(ValueError, match="request_ids: expected 2 entries"):
         PoolingMetadata(md.pooling_params, md.cursor, request_ids=("x",))

@@ -14,11 +14,11 @@ from arq.jobs import deserialize_job_raw, deserialize_result, serialize_job, ser
 from hypothesis import given
 from hypothesis import strategies as st
 
+from poolq.wire.records.errors import ErrorRecord, failure_of
 from poolq.wire.serialization import (
     REJECTED_JOB,
     PayloadRejectedError,
     deserialize,
-    error_info,
     job_deserializer,
     rejected_payload,
     serialize,
@@ -170,18 +170,18 @@ async def test_the_rejected_job_fails_for_good_with_its_message() -> None:
 # ---------------------------------------------------------------- results
 
 
-def test_error_info_reads_a_failed_jobs_stored_result() -> None:
+def test_a_failed_jobs_stored_result_reads_back_as_its_error() -> None:
     raw = serialize_result(
         "ingest", (), {}, 1, 0, False, ValueError("bad doc"), 0, 1, "r", "q", "j",
         serializer=serialize,
     )  # fmt: skip
     result = deserialize_result(raw, deserializer=deserialize)
-    assert error_info(result.result) == "ValueError: bad doc"
+    assert failure_of(result.result).text() == "ValueError: bad doc"
     # an empty message never reaches a user (issue 19: "TimeoutError: " and nothing else)
     empty = {"code": "internal", "type": "KeyError", "message": ""}
-    assert error_info(empty) == "KeyError: raised without a message"
+    assert failure_of(empty).text() == "KeyError: raised without a message"
     stored = deserialize(serialize(TimeoutError()))
-    assert error_info(stored) == "TimeoutError: timed out (the exception carried no message)"
+    assert failure_of(stored).text() == "TimeoutError: timed out (the exception carried no message)"
 
 
 @pytest.mark.parametrize(
@@ -194,5 +194,5 @@ def test_error_info_reads_a_failed_jobs_stored_result() -> None:
         {"type": "ValueError", "message": "x"},
     ],
 )
-def test_error_info_is_none_for_anything_but_a_serialized_exception(result: Any) -> None:
-    assert error_info(result) is None
+def test_no_error_record_in_anything_but_a_serialized_exception(result: Any) -> None:
+    assert ErrorRecord.from_result(result) is None

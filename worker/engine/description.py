@@ -91,11 +91,6 @@ class ModelDescription:
     # ColBERT query/document forms (marker, lengths, expansion, skiplist); None: one form only
     input_forms: InputForms | None = None
 
-    @property
-    def has_query_form(self) -> bool:
-        """Whether ``encode(..., input_form="query")`` differs from the document form."""
-        return self.input_forms is not None
-
     def output_dim(self, task: PoolingTask) -> int:
         dims = dict(self.output_dims)
         if task not in dims:

@@ -169,7 +169,7 @@ class AsyncEngine:
 
         ``input_form``: write the texts as documents (what ingestion sends) or as queries, for
         models with such forms (ColBERT: marker token, query expansion, punctuation skipping;
-        ``description.has_query_form``). Other models ignore it, so callers may always pass it.
+        ``description.input_forms`` is set). Other models ignore it, so callers may always pass it.
 
         A bad request (wrong type, unsupported task, over-long with ``truncate=False``) raises an
         error naming it, and nothing is queued; with ``return_exceptions=True`` its place in the

@@ -73,19 +73,9 @@ def _basic(text: str) -> str:
     return text.translate(_TABLE)
 
 
-def normalize_ligatures(text: str) -> str:
-    """Ligature characters as the letters they stand for (``"ﬁnd"`` -> ``"find"``)."""
-    return text.translate(_LIGATURES)
-
-
 def _join_hyphen(m: re.Match[str]) -> str:
     nxt = m.string[m.end()]
     return "-" if nxt.isupper() or nxt.isdigit() else ""
-
-
-def join_hyphenated(text: str) -> str:
-    """Words broken at a line end joined again (see the module's rule 6)."""
-    return _HYPHEN_BREAK.sub(_join_hyphen, text)
 
 
 def collapse_spaces(text: str) -> str:

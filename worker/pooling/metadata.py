@@ -73,10 +73,6 @@ class PoolingCursor:
         return int(self.num_scheduled_tokens_cpu.numel())
 
     # Host views -------------------------------------------------------------------------------
-    @property
-    def first_token_indices_cpu(self) -> torch.Tensor:
-        return self.token_starts_cpu
-
     @cached_property
     def last_token_indices_cpu(self) -> torch.Tensor:
         return self.token_starts_cpu + self.num_scheduled_tokens_cpu - 1
@@ -197,9 +193,6 @@ class PoolingMetadata:
 
     def __len__(self) -> int:
         return len(self.cursor)
-
-    def request_name(self, i: int) -> str:
-        return repr(self.request_ids[i]) if self.request_ids is not None else f"#{i}"
 
     def select(self, indices: Sequence[int]) -> PoolingMetadata:
         """The metadata of a subset of requests, in the given order."""

@@ -76,14 +76,6 @@ class KindRegistry:
                 return kind
         raise ValueError(f"no checkpoint kind {name!r}; kinds: {list(self.names)}")
 
-    def register(self, kind: CheckpointKind, *, before: str) -> None:
-        """Add ``kind`` just ahead of the kind named ``before`` in the precedence order."""
-        self._add(kind, self.names.index(self.named(before).name))
-
-    def unregister(self, name: str) -> None:
-        kind = self.named(name)
-        self._kinds = tuple(k for k in self._kinds if k is not kind)
-
     def _add(self, kind: CheckpointKind, at: int) -> None:
         if kind.name in self.names:
             raise ValueError(f"checkpoint kind {kind.name!r} is already registered")

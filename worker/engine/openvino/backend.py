@@ -47,16 +47,6 @@ def backend_setting(environ: Mapping[str, str] | None = None) -> str:
     return value
 
 
-def check_backend(value: str | None) -> str | None:
-    """A ``--backend`` / ``[engine] backend`` value, checked (None: unset)."""
-    if value is None:
-        return None
-    v = value.strip().lower()
-    if v not in BACKENDS:
-        raise ValueError(f"backend: expected one of {', '.join(BACKENDS)}, got {value!r}")
-    return v
-
-
 def why_not(desc: ModelDescription, device: torch.device, precision: str) -> str | None:
     """Why OpenVINO cannot run this model (None: it can)."""
     from poolq.worker.engine.models import architecture_for
