@@ -152,16 +152,16 @@ async def run(url: str, n: int) -> dict[str, object]:
         "after_s": round(after_s, 4),
         "given_s": round(given_s, 4),
         "given_jobs": len(given_ids),
-        "counts_ok": cold["counts"] == expected
-        and all(st["counts"] == expected for _, st in warm)
-        and after["counts"] == expected_after
-        and [o.job_id for o in given["jobs"]] == given_ids
-        and all(o.status != "not_found" for o in given["jobs"]),
-        "counts": cold["counts"],
+        "counts_ok": cold.counts == expected
+        and all(st.counts == expected for _, st in warm)
+        and after.counts == expected_after
+        and [o.job_id for o in given.jobs] == given_ids
+        and all(o.status != "not_found" for o in given.jobs),
+        "counts": cold.counts,
         "expected": expected,
-        "counts_after": after["counts"],
+        "counts_after": after.counts,
         "expected_after": expected_after,
-        "workers_alive": cold["workers_alive"],
+        "workers_alive": cold.workers_alive,
     }
 
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from arq.connections import ArqRedis, create_pool
 from redis.exceptions import AuthenticationError, RedisError
 
-from poolq.ingest.client_reads import ClientReads
+from poolq.ingest import dead_letters
+from poolq.ingest.client_reads import ClientReads, StatusReport
 from poolq.ingest.job_index import (
     JobOutcome,
 )
@@ -45,6 +46,7 @@ from poolq.wire.connection import (
     redis_settings,
 )
 from poolq.wire.files import is_file_document
+from poolq.wire.records.dlq import DlqRetried
 from poolq.wire.records.job_args import IngestArgs, ParseArgs, ReindexArgs
 from poolq.wire.serialization import deserialize, serialize
 
@@ -54,6 +56,7 @@ __all__ = [
     "NoWorkerError",
     "PoolqClient",
     "RedisUnavailableError",
+    "StatusReport",
     "SyncPoolqClient",
     "WaitProgress",
 ]
@@ -241,3 +244,16 @@ class PoolqClient(ClientReads):
         if job is None:  # pragma: no cover - only when the id already exists
             raise RuntimeError(f"job {job_id} already exists")
         return job_id
+
+    async def dlq_retry(self, job_ids: Sequence[str] | None = None) -> list[DlqRetried]:
+        """Enqueue dead-lettered jobs again (same function and arguments, new job ids; all of
+        them without ``job_ids``) and take them out of the list: one :class:`DlqRetried` (old
+        id, new id) per job, in the list's order. ``KeyError`` naming the ids not in the list,
+        before anything is enqueued."""
+        retried = await dead_letters.retry(self.redis, job_ids)
+        return [DlqRetried(old, new) for old, new in retried.items()]
+
+    async def dlq_drop(self, job_ids: Sequence[str] | None = None) -> list[str]:
+        """Remove dead-lettered jobs from the list for good (all of them without ``job_ids``);
+        their ids. ``KeyError`` naming the ids not in the list."""
+        return await dead_letters.drop(self.redis, job_ids)

@@ -1,21 +1,33 @@
 """What a client reads back from Redis (part of :mod:`poolq.ingest.client`; ``PoolqClient``
 takes these methods from :class:`ClientReads`): live workers, job progress and outcomes,
-``wait`` and ``status``, reindex progress, and searches sent to the workers. Writes (enqueueing
-ingest and reindex jobs) stay in ``client.py``."""
+``wait`` and ``status`` (a :class:`StatusReport`), reindex progress, dead letters, and searches
+sent to the workers. Writes (enqueueing ingest and reindex jobs, retrying or dropping dead
+letters) stay in ``client.py``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from arq.connections import ArqRedis
 
-from poolq.ingest.job_index import GIVEN_STATUSES, JobOutcome, index_status, outcomes, read_finished
+from poolq.ingest.job_index import (
+    GIVEN_STATUSES,
+    JobOutcome,
+    ended,
+    index_status,
+    outcomes,
+    read_finished,
+)
 from poolq.ingest.job_progress import WaitProgress, read_progress, wait_jobs
 from poolq.ingest.outage import RedisOutage, ride_out
 from poolq.ingest.search_call import search_via_workers
 from poolq.ingest.workers_alive import live_workers
 from poolq.wire import constants
+from poolq.wire.dead_letters import entries
+from poolq.wire.records.base import WireError
+from poolq.wire.records.dead_letter import DeadLetter
 from poolq.wire.records.heartbeat import Heartbeat
 from poolq.wire.records.progress import JobProgressRecord
 from poolq.wire.records.reindex import ReindexProgress, read_reindex_progress
@@ -26,6 +38,89 @@ from poolq.wire.search_types import (
     SearchRequest,
     SearchResult,
 )
+
+
+@dataclass(frozen=True)
+class StatusReport:
+    """What :meth:`ClientReads.status` found. ``counts``: jobs by status (``queued``,
+    ``running``, ``done``, ``failed``, ``deferred``, ``not_found``, ``refused``); ``jobs``: the
+    given jobs' outcomes (all of them, in order), or without job ids the running jobs and the
+    newest finished ones; ``workers``: heartbeats, stopped ones included while their final
+    heartbeat lasts; ``reindex``: each collection's latest reindex progress; ``workers_alive``:
+    how many workers are; ``last_heartbeat_age_s``: seconds since a worker was last seen
+    (None: never).
+
+    :meth:`to_json` is the map ``poolq status --json`` prints (a contract: its keys and their
+    order); :meth:`from_json` reads it back (a job's ``code`` is not in it)."""
+
+    counts: dict[str, int]
+    jobs: list[JobOutcome]
+    workers: list[Heartbeat]
+    reindex: list[ReindexProgress]
+    workers_alive: int
+    last_heartbeat_age_s: float | None
+
+    def to_json(self, *, with_jobs: bool = True) -> dict[str, Any]:
+        """The records as maps; ``with_jobs=False``: ``jobs`` is ``[]`` (what the command
+        prints when no job ids were given)."""
+        return {
+            "jobs": [job_json(o) for o in self.jobs] if with_jobs else [],
+            "counts": dict(self.counts),
+            "workers": [w.to_wire() for w in self.workers],
+            "reindex": [r.to_wire() for r in self.reindex],
+            "workers_alive": self.workers_alive,
+            "last_heartbeat_age_s": self.last_heartbeat_age_s,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> StatusReport:
+        """The report :meth:`to_json` gave; :class:`WireError` naming what does not match."""
+        if not isinstance(data, dict):
+            raise WireError(f"status: expected a map, got {type(data).__name__}")
+        try:
+            counts, age = data["counts"], data["last_heartbeat_age_s"]
+            alive = data["workers_alive"]
+            jobs, workers, reindex = data["jobs"], data["workers"], data["reindex"]
+        except KeyError as e:
+            raise WireError(f"status: {e.args[0]}: missing (a required field)") from None
+        if not (isinstance(counts, dict) and all(isinstance(v, int) for v in counts.values())):
+            raise WireError("status: counts: expected a map of integers")
+        if isinstance(alive, bool) or not isinstance(alive, int):
+            raise WireError(f"status: workers_alive: expected an integer, got {alive!r}")
+        if age is not None and (isinstance(age, bool) or not isinstance(age, int | float)):
+            raise WireError(f"status: last_heartbeat_age_s: expected a number, got {age!r}")
+        if not all(isinstance(x, list) for x in (jobs, workers, reindex)):
+            raise WireError("status: jobs, workers and reindex: expected lists")
+        return cls(
+            counts=dict(counts),
+            jobs=[job_from_json(j) for j in jobs],
+            workers=[Heartbeat.from_wire(w) for w in workers],
+            reindex=[ReindexProgress.from_wire(r) for r in reindex],
+            workers_alive=alive,
+            last_heartbeat_age_s=None if age is None else float(age),
+        )
+
+
+def job_json(o: JobOutcome) -> dict[str, Any]:
+    """A job's map in ``poolq status --json``: ``job_id``, ``status``, ``result`` (its record
+    as a map, or null), ``error``."""
+    result = o.result.to_wire() if o.result is not None else None
+    return {"job_id": o.job_id, "status": o.status, "result": result, "error": o.error}
+
+
+def job_from_json(data: Any) -> JobOutcome:
+    """The outcome :func:`job_json` gave (without its ``code``)."""
+    if not isinstance(data, dict) or not isinstance(data.get("job_id"), str):
+        raise WireError("status: jobs: expected maps with a job_id")
+    job_id, status, error = data["job_id"], data.get("status"), data.get("error")
+    if not isinstance(status, str) or not (error is None or isinstance(error, str)):
+        raise WireError(f"status: jobs: {job_id}: expected a status and an error text")
+    if data.get("result") is not None:
+        done = ended(job_id, data["result"])
+        if done.status == "failed":  # a result that does not decode
+            raise WireError(f"status: jobs: {job_id}: {done.error}")
+        return JobOutcome(job_id, status, done.result, error)
+    return JobOutcome(job_id, status, None, error)
 
 
 class ClientReads:
@@ -114,24 +209,25 @@ class ClientReads:
         *,
         limit: int = constants.STATUS_LIST_LIMIT,
         on_outage: Callable[[float | None], None] | None = None,
-    ) -> dict[str, Any]:
-        """Counts of queued/running/done/failed jobs and their outcomes under ``jobs``: of the
-        given jobs (all of them, in order), or of every job (``jobs`` then lists the running
-        ones and the newest finished, ``limit`` in all), done and failed counted within the
-        index's TTL as the workers recorded them (see ``job_index``: a few commands whatever
-        the number of jobs). Also ``workers`` (heartbeats, stopped ones included while their
-        final heartbeat lasts), ``workers_alive`` (how many are), ``last_heartbeat_age_s``
-        (seconds since a worker was last seen; None: never) and ``reindex`` progress. The
-        values are records: :class:`JobOutcome` under ``jobs``,
-        :class:`~poolq.wire.records.heartbeat.Heartbeat` under ``workers``,
-        :class:`~poolq.wire.records.reindex.ReindexProgress` under ``reindex``.
+    ) -> StatusReport:
+        """A :class:`StatusReport`: counts of queued/running/done/failed jobs and their
+        outcomes under ``jobs``: of the given jobs (all of them, in order), or of every job
+        (``jobs`` then lists the running ones and the newest finished, ``limit`` in all), done
+        and failed counted within the index's TTL as the workers recorded them (see
+        ``job_index``: a few commands whatever the number of jobs). Also ``workers``
+        (heartbeats, stopped ones included while their final heartbeat lasts),
+        ``workers_alive`` (how many are), ``last_heartbeat_age_s`` (seconds since a worker was
+        last seen; None: never) and ``reindex`` progress. The values are records:
+        :class:`JobOutcome` under ``jobs``, :class:`~poolq.wire.records.heartbeat.Heartbeat`
+        under ``workers``, :class:`~poolq.wire.records.reindex.ReindexProgress` under
+        ``reindex``.
 
         A Redis outage is waited out (``on_outage(seconds_down)`` after each failed try,
         ``on_outage(None)`` once Redis is back; :class:`RedisUnavailableError` after
         ``redis_outage_limit_s``)."""
         return await ride_out(lambda: self._status(job_ids, limit), self.outage(), on_outage)
 
-    async def _status(self, job_ids: Sequence[str] | None, limit: int) -> dict[str, Any]:
+    async def _status(self, job_ids: Sequence[str] | None, limit: int) -> StatusReport:
         from poolq.ingest.job_index import worker_records
 
         now = self._clock()
@@ -151,16 +247,16 @@ class ClientReads:
                 limit=limit,
                 live=live,
             )
-        return {
-            "counts": counts,
-            "jobs": listed,
-            "workers": workers,
-            "reindex": await self.reindex_progress(),
-            "workers_alive": len(live),
-            "last_heartbeat_age_s": (
+        return StatusReport(
+            counts=counts,
+            jobs=listed,
+            workers=workers,
+            reindex=await self.reindex_progress(),
+            workers_alive=len(live),
+            last_heartbeat_age_s=(
                 None if last_seen is None else round(max(0.0, now - last_seen), 1)
             ),
-        }
+        )
 
     async def search(
         self,
@@ -194,6 +290,11 @@ class ClientReads:
             group_by, group_size,
         )  # fmt: skip
         return await search_via_workers(self.redis, self.redis_url, query, request, timeout_s)
+
+    async def dead_letters(self) -> list[DeadLetter]:
+        """The dead-letter list: jobs that failed for good, oldest first (``poolq dlq list``);
+        see :meth:`~poolq.ingest.client.PoolqClient.dlq_retry` and ``dlq_drop``."""
+        return await entries(self.redis)
 
     async def workers(self) -> list[Heartbeat]:
         """The heartbeats of the workers seen lately (stopped ones while their final heartbeat

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from poolq.wire import constants
 
 if TYPE_CHECKING:
+    from poolq.ingest.client_reads import StatusReport
     from poolq.ingest.job_index import JobOutcome
     from poolq.wire.search_types import SearchResult
 
@@ -61,7 +62,7 @@ class SyncPoolqClient:
         outage of up to the client's ``redis_outage_limit_s``)."""
         return self._run(self._client.wait(job_ids, **kwargs))
 
-    def status(self, job_ids: Sequence[str] | None = None, **kwargs: Any) -> dict[str, Any]:
+    def status(self, job_ids: Sequence[str] | None = None, **kwargs: Any) -> StatusReport:
         """See :meth:`PoolqClient.status`."""
         return self._run(self._client.status(job_ids, **kwargs))
 

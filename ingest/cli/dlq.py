@@ -7,9 +7,7 @@ import json
 import time
 from typing import Any
 
-from poolq.ingest import dead_letters
 from poolq.ingest.cli.common import CLIENT_ERRORS, error, resolve_redis_url
-from poolq.wire.dead_letters import entries
 from poolq.wire.records.dead_letter import DeadLetter
 
 
@@ -29,10 +27,10 @@ async def _run(action: str, job_ids: list[str] | None, redis_url: str) -> Any:
 
     async with PoolqClient(redis_url) as client:
         if action == "list":
-            return await entries(client.redis)
+            return await client.dead_letters()
         if action == "retry":
-            return await dead_letters.retry(client.redis, job_ids)
-        return await dead_letters.drop(client.redis, job_ids)
+            return await client.dlq_retry(job_ids)
+        return await client.dlq_drop(job_ids)
 
 
 DLQ_JSON = (
@@ -43,10 +41,8 @@ DLQ_JSON = (
 
 
 def json_lines(action: str, out: Any) -> list[dict[str, Any]]:
-    if action == "list":
-        return [e.to_wire() for e in out]
-    if action == "retry":
-        return [{"job_id": old, "new_job_id": new} for old, new in out.items()]
+    if action in ("list", "retry"):  # DeadLetter, DlqRetried: their maps are the lines
+        return [record.to_wire() for record in out]
     return [{"job_id": job_id} for job_id in out]
 
 
@@ -81,8 +77,8 @@ def run_dlq(
                 f"tries {entry.tries}, {age:.0f}s ago: {entry.error}"
             )
     elif action == "retry":
-        for old, new in out.items():
-            print(f"{old} -> enqueued again as {new}")
+        for retried in out:
+            print(f"{retried.job_id} -> enqueued again as {retried.new_job_id}")
     else:
         for job_id in out:
             print(f"{job_id} dropped")

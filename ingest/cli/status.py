@@ -10,7 +10,7 @@ from typing import Any
 
 from poolq.ingest.cli.common import CLIENT_ERRORS, OutageNotice, error, resolve_redis_url
 from poolq.ingest.client import PoolqClient
-from poolq.ingest.job_index import JobOutcome
+from poolq.ingest.client_reads import StatusReport
 
 
 def format_reindex(r: dict[str, Any]) -> str:
@@ -82,17 +82,10 @@ def format_worker(w: dict[str, Any]) -> str:
     )
 
 
-def job_map(o: JobOutcome) -> dict[str, Any]:
-    """A job's line of ``--json``: ``job_id``, ``status``, ``result`` (its record as a map, or
-    null), ``error``."""
-    result = o.result.to_wire() if o.result is not None else None
-    return {"job_id": o.job_id, "status": o.status, "result": result, "error": o.error}
-
-
 def run_status(
     job_ids: list[str], redis_url: str | None, as_json: bool, outage_limit_s: float | None = None
 ) -> int:
-    async def go() -> dict[str, Any]:
+    async def go() -> StatusReport:
         url = resolve_redis_url(redis_url)
         async with PoolqClient(url, redis_outage_limit_s=outage_limit_s) as client:
             said = OutageNotice("status", url, client.redis_outage_limit_s)
@@ -103,22 +96,18 @@ def run_status(
     except CLIENT_ERRORS as exc:
         error("status", exc)
         return 2
-    # the records as maps, here at the edge: the JSON below is the command's contract
-    jobs = [job_map(o) for o in st["jobs"]] if job_ids else []
-    workers = [w.to_wire() for w in st["workers"]]
-    reindex = [r.to_wire() for r in st["reindex"]]
+    # the records as maps, here at the edge: the JSON is the command's contract
+    out = st.to_json(with_jobs=bool(job_ids))
     if as_json:
-        out = {"jobs": jobs, "counts": st["counts"], "workers": workers, "reindex": reindex}
-        keys = ("workers_alive", "last_heartbeat_age_s")
-        print(json.dumps(out | {k: st[k] for k in keys}))
+        print(json.dumps(out))
         return 0
-    print(counts_line(st["counts"]))
-    for o in jobs:
+    print(counts_line(st.counts))
+    for o in out["jobs"]:
         detail = json.dumps(o["result"]) if o["result"] is not None else (o["error"] or "")
         print(f"  {o['job_id']}  {o['status']:9s} {detail}")
-    for r in reindex:
+    for r in out["reindex"]:
         print(f"reindex {format_reindex(r)}")
-    print(workers_line(st["workers_alive"], st["last_heartbeat_age_s"]))
-    for w in workers:
+    print(workers_line(st.workers_alive, st.last_heartbeat_age_s))
+    for w in out["workers"]:
         print(format_worker(w))
     return 0

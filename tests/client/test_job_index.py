@@ -118,15 +118,15 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
 
             async def settled():
                 st = await client.status()
-                return st if st["counts"]["done"] == 5 and st["counts"]["failed"] == 6 else None
+                return st if st.counts["done"] == 5 and st.counts["failed"] == 6 else None
 
             st = await until(settled)
-            assert st, (await client.status())["counts"]
+            assert st, (await client.status()).counts
 
             gate = (await enq("block")).job_id
 
             async def running():
-                return (await client.status())["counts"]["running"] == 1
+                return (await client.status()).counts["running"] == 1
 
             assert await until(running)  # (then the next ones wait: one job at a time)
             queued = [(await enq("ok", 7)).job_id for _ in range(2)]
@@ -134,18 +134,18 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
             # a worker killed mid-job leaves its list of running jobs: not counted (no heartbeat)
             await r.sadd(constants.WORKER_JOBS_KEY.format(worker_id="dead"), queued[0])
             st = await client.status()
-            assert st["counts"] == {
+            assert st.counts == {
                 "queued": 2, "running": 1, "done": 5, "failed": 6, "not_found": 0, "deferred": 1,
             }  # fmt: skip
-            assert st["workers_alive"] == 1 and [x.worker_id for x in st["workers"]] == [WORKER]
+            assert st.workers_alive == 1 and [x.worker_id for x in st.workers] == [WORKER]
 
             given = [retried, failed[0], too_many, expired, unknown, done[2], gate, queued[1]]
             st = await client.status([*given, deferred, unguarded, timed_out, "never-enqueued"])
-            assert [o.status for o in st["jobs"]] == [
+            assert [o.status for o in st.jobs] == [
                 "done", "failed", "failed", "failed", "failed", "done", "running", "queued",
                 "deferred", "done", "failed", "not_found",
             ]  # fmt: skip
-            by_id = {o.job_id: o for o in st["jobs"]}
+            by_id = {o.job_id: o for o in st.jobs}
             assert by_id[retried] == JobOutcome(retried, "done", IngestResult(1, 1))
             assert by_id[failed[0]].code == ErrorCode.BAD_REQUEST
             assert by_id[failed[0]].error.endswith("document 'x': text: empty")
@@ -167,13 +167,13 @@ async def test_status_counts_a_mix_recorded_by_a_real_worker(redis_server, monke
 
             async def counted():  # an outcome is recorded just before arq takes the job off
                 st = await client.status()  # its queue (finish_job): the counts then settle
-                c = st["counts"]
+                c = st.counts
                 return st if (c["done"], c["queued"], c["running"]) == (8, 0, 0) else None
 
             st = await until(counted, timeout_s=5.0)
-            assert st, (await client.status())["counts"]
+            assert st, (await client.status()).counts
             # the newest finished jobs, newest first (the two queued ones: same enqueue time)
-            newest = [o.job_id for o in st["jobs"][:3]]
+            newest = [o.job_id for o in st.jobs[:3]]
             assert set(newest[:2]) == set(queued) and newest[2] == gate
         finally:
             task.cancel()
@@ -197,12 +197,12 @@ async def test_outcomes_are_trimmed_by_age_on_every_write_and_counted_over_the_t
             r, "old-bad", success=False, error="E: x", code=ErrorCode.INTERNAL, now=t0
         )
         clock.now = t0 + constants.JOB_INDEX_TTL_S - 10  # still within the TTL
-        assert (await client.status())["counts"] == {
+        assert (await client.status()).counts == {
             "queued": 0, "running": 0, "done": 3, "failed": 1, "not_found": 0, "deferred": 0,
         }  # fmt: skip
         clock.now = t0 + constants.JOB_INDEX_TTL_S + 10  # older than the TTL: not counted
         st = await client.status()
-        assert (st["counts"]["done"], st["counts"]["failed"]) == (0, 0) and st["jobs"] == []
+        assert (st.counts["done"], st.counts["failed"]) == (0, 0) and st.jobs == []
         assert await r.zcard(constants.JOB_INDEX_DONE_KEY) == 3  # (nothing written since)
         await job_records.record_outcome(r, "new", success=True, result=EMPTY, now=clock.now)
         assert [m.decode() for m in await r.zrange(constants.JOB_INDEX_DONE_KEY, 0, -1)] == ["new"]
@@ -212,7 +212,7 @@ async def test_outcomes_are_trimmed_by_age_on_every_write_and_counted_over_the_t
             r, "new", success=False, error="E: y", code=ErrorCode.INTERNAL, now=clock.now + 1
         )
         st = await client.status()
-        assert (st["counts"]["done"], st["counts"]["failed"]) == (0, 1)
+        assert (st.counts["done"], st.counts["failed"]) == (0, 1)
         assert constants.JOB_INDEX_TTL_S == 24 * 3600  # arq's keep_result default
 
 
@@ -230,10 +230,10 @@ async def test_status_is_a_few_commands_whatever_the_number_of_jobs(redis_server
             await p.execute()
         await r.config_resetstat()
         st = await client.status()
-        assert st["counts"]["done"] == 2000 and st["counts"]["failed"] == 1000
+        assert st.counts["done"] == 2000 and st.counts["failed"] == 1000
         assert await commands(r) < 30
         st = await client.status([f"job-{i}" for i in range(3000)])
-        assert st["counts"]["done"] == 2000 and len(st["jobs"]) == 3000
+        assert st.counts["done"] == 2000 and len(st.jobs) == 3000
         assert await commands(r) < 30  # the outcomes of a thousand jobs per command
 
 
@@ -250,8 +250,8 @@ async def test_enqueue_writes_no_index(redis_server):
         # the index (jobs:done, jobs:failed) is the workers' to write, when jobs end
         assert [k async for k in client.redis.scan_iter(constants.KEY_PREFIX + "jobs*")] == []
         st = await client.status()
-        assert st["counts"]["queued"] == 1 and st["workers_alive"] == 0
-        assert (await client.status([job_id]))["jobs"][0].status == "queued"
+        assert st.counts["queued"] == 1 and st.workers_alive == 0
+        assert (await client.status([job_id])).jobs[0].status == "queued"
 
 
 async def test_files_waiting_to_be_parsed_count_as_queued(redis_server):
@@ -260,8 +260,8 @@ async def test_files_waiting_to_be_parsed_count_as_queued(redis_server):
         ids += await client.enqueue("c", [{"id": "b", "text": "x"}])
         assert await client.redis.zcard(constants.PARSE_QUEUE) == 1
         st = await client.status()
-        assert st["counts"]["queued"] == 2
-        assert [o.status for o in (await client.status(ids))["jobs"]] == ["queued", "queued"]
+        assert st.counts["queued"] == 2
+        assert [o.status for o in (await client.status(ids)).jobs] == ["queued", "queued"]
 
 
 def test_an_outcome_read_from_arqs_result_carries_its_record_and_code():

@@ -106,5 +106,5 @@ async def test_status_rides_out_a_restart(redis_server):
         assert not asking.done()
         redis_server.start()
         st = await asyncio.wait_for(asking, 30)
-    assert [o.status for o in st["jobs"]] == ["queued"]
+    assert [o.status for o in st.jobs] == ["queued"]
     assert notes[-1] is None and all(isinstance(n, float) for n in notes[:-1]) and len(notes) >= 2

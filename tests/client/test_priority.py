@@ -56,10 +56,10 @@ async def test_interactive_jobs_start_ahead_of_bulk_ones_first_come_first_served
         assert {(await placed(client, j))[1] for j in first} == {"interactive"}
         # poolq status: an interactive job is due (queued), not deferred
         st = await client.status(order)
-        assert st["counts"]["queued"] == len(order) and st["counts"]["deferred"] == 0
-        assert {o.status for o in st["jobs"]} == {"queued"}
+        assert st.counts["queued"] == len(order) and st.counts["deferred"] == 0
+        assert {o.status for o in st.jobs} == {"queued"}
         st = await client.status()
-        assert st["counts"]["queued"] == len(order) and st["counts"]["deferred"] == 0
+        assert st.counts["queued"] == len(order) and st.counts["deferred"] == 0
 
 
 async def test_an_unknown_priority_is_refused_naming_the_argument(redis_server):

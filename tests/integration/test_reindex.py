@@ -92,7 +92,7 @@ def test_first_reindex_writes_every_document(env):
     assert r["engine_requests"] == 2 * r["encoded_chunks"]  # MiniLM and SPLADE
     status = SyncPoolqClient(server.url)
     try:
-        (progress,) = status.status()["reindex"]
+        (progress,) = status.status().reindex
     finally:
         status.close()
     assert progress.state == "done" and progress.collection == COLLECTION
