@@ -9,6 +9,9 @@ arq derives a job's expiry from its deferral (``score - now + expires_extra_ms``
 years in the past would make negative: interactive jobs carry an explicit ``_expires`` of
 ``expires_extra_ms``, the expiry every bulk job gets. Every ingest job also gets the keyword
 argument ``priority`` ("interactive" or "bulk"): the lane its chunks take in the engines.
+A job keeps its place through every later entry into the queue (a retry after a transient
+failure, a dead-letter retry, the reaper's hand-back): :mod:`poolq.wire.placement` owns the
+score arithmetic.
 """
 
 from __future__ import annotations

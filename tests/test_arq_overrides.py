@@ -70,6 +70,10 @@ def test_what_the_overrides_call_is_still_there():
     poll = inspect.getsource(Worker._poll_iteration)
     assert "zrangebyscore(" in poll and "await self.start_jobs(job_ids)" in poll
     assert "self.run_job(" in inspect.getsource(Worker.start_jobs)
+    # a Retry re-scores the job to arq's now + defer (job_guard.retry_in_place, placement.py)
+    run_job = inspect.getsource(Worker.run_job)
+    assert "incr_score = e.defer_score + (timestamp_ms() - score)" in run_job
+    assert "tr.zincrby(self.queue_name, incr_score, job_id)" in inspect.getsource(Worker.finish_job)
     # finish_failed_job: jobs failed without running (expired / max tries / unknown function)
     assert src.count("self.finish_failed_job(job_id, ") >= 2
     # on_startup gets the worker's ctx, where PoolqWorker puts itself

@@ -16,7 +16,10 @@ arq starts due jobs (score <= now, in ms) in score order. Every entry goes throu
 An interactive job scores :data:`~poolq.wire.constants.INTERACTIVE_HEAD_START_MS` before its
 due time, so it is ahead of every bulk job. That score alone would make it due at once, so a
 retried interactive job also waits out its backoff: :func:`due_ms` gives the time it may start,
-which the worker checks before starting it (``arq_overrides.py``).
+which the worker checks before starting it (``arq_overrides.py``). A resting job stays at the
+head of the queue, and arq reads at most ``queue_read_limit`` due ids a poll (by default
+``max(5 * max_jobs, 100)``): more resting interactive jobs than that hold bulk jobs back until
+they are due.
 """
 
 from __future__ import annotations
