@@ -7,7 +7,7 @@ import threading
 import pytest
 import torch
 
-from poolq.worker.engine.compute_thread import CPU_COMPUTE, QUERY_LANE, ComputeThread
+from poolq.worker.engine.compute_thread import CPU_COMPUTE, ComputeThread
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.lanes import Lane
 from poolq.worker.engine.loader import ModelConfig, load_model
@@ -39,7 +39,7 @@ def test_query_lane_passes_queued_ingest_work():
     callers = [
         threading.Thread(target=ct.run, args=(order.append, "ingest 1")),
         threading.Thread(target=ct.run, args=(order.append, "ingest 2")),
-        threading.Thread(target=lambda: ct.run(order.append, "query", priority=QUERY_LANE)),
+        threading.Thread(target=lambda: ct.run(order.append, "query", lane=Lane.QUERY)),
     ]
     for t in callers:  # queued one after the other while the compute thread is busy
         t.start()
@@ -71,7 +71,7 @@ def test_a_running_job_lets_queued_query_work_run_at_its_safe_points():
         pass
     later = threading.Thread(target=ct.run, args=(order.append, "next ingest"))
     query = threading.Thread(
-        target=ct.run, args=(order.append, "query"), kwargs={"priority": QUERY_LANE}
+        target=ct.run, args=(order.append, "query"), kwargs={"lane": Lane.QUERY}
     )
     later.start()
     query.start()

@@ -35,30 +35,28 @@ from typing import Any, TypeVar
 
 import torch
 
-from poolq.worker.engine.lanes import Lane
+from poolq.worker.engine.lanes import Lane, compute_key, preempts
 from poolq.worker.engine.thread_names import name_os_thread
 
 T = TypeVar("T")
-
-QUERY_LANE = int(Lane.QUERY)  # a batch's priority here is its lane (lanes.py)
-INGEST_LANE = int(Lane.BULK)
 
 
 class ComputeThread:
     def __init__(self, name: str = "poolq-cpu") -> None:
         self.name = name
-        self._queue: queue.PriorityQueue[tuple[int, int, Callable[[], None]]] = (
+        # (compute_key(lane, arrival), job): ordered as lanes.py says
+        self._queue: queue.PriorityQueue[tuple[tuple[int, int], Callable[[], None]]] = (
             queue.PriorityQueue()
         )
         self._order = itertools.count()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._running_priority: int | None = None  # of the job on the thread now
+        self._running_lane: Lane | None = None  # of the job on the thread now
 
     def on_thread(self) -> bool:
         return threading.current_thread() is self._thread
 
-    def run(self, fn: Callable[..., T], *args: Any, priority: int = INGEST_LANE) -> T:
+    def run(self, fn: Callable[..., T], *args: Any, lane: Lane = Lane.BULK) -> T:
         """``fn(*args)`` on the compute thread; blocks the caller, returns or raises its result."""
         if self.on_thread():
             return fn(*args)
@@ -76,21 +74,22 @@ class ComputeThread:
                 done.set_exception(exc)
 
         self._start()
-        self._queue.put((priority, next(self._order), job))
+        self._queue.put((compute_key(lane, next(self._order)), job))
         return done.result()
 
     def yield_to_urgent(self) -> None:
         """Called inside a long job at a safe point: run, now and nested, the queued work whose
         lane is more urgent than the running job's. No-op off the compute thread."""
-        if self._running_priority is None or not self.on_thread():
+        if self._running_lane is None or not self.on_thread():
             return
-        while self._more_urgent_queued(self._running_priority):
+        while self._more_urgent_queued(self._running_lane):
             self._run_job(self._queue.get_nowait())  # the head: the most urgent, then oldest
 
-    def _more_urgent_queued(self, priority: int) -> bool:
+    def _more_urgent_queued(self, running: Lane) -> bool:
         """Peek at the queue's head (a heap) without taking it."""
         with self._queue.mutex:
-            return bool(self._queue.queue) and self._queue.queue[0][0] < priority
+            head = self._queue.queue[0] if self._queue.queue else None
+        return head is not None and preempts(Lane(head[0][0]), running)
 
     def _start(self) -> None:
         with self._lock:
@@ -103,12 +102,12 @@ class ComputeThread:
         while True:
             self._run_job(self._queue.get())
 
-    def _run_job(self, item: tuple[int, int, Callable[[], None]]) -> None:
-        outer, self._running_priority = self._running_priority, item[0]
+    def _run_job(self, item: tuple[tuple[int, int], Callable[[], None]]) -> None:
+        outer, self._running_lane = self._running_lane, Lane(item[0][0])
         try:
-            item[2]()
+            item[1]()
         finally:
-            self._running_priority = outer
+            self._running_lane = outer
 
 
 CPU_COMPUTE = ComputeThread()

@@ -27,8 +27,13 @@ only the mechanism (a heap, a condition, a priority queue) and call them:
 * :func:`may_take_job`: which jobs a worker takes from Redis (``runtime/admission.py``);
 * :func:`waits_for_room`: which callers wait for room in an engine's queue, and behind whom
   (``queue_room.py``);
-* :func:`order_key`: the engines' queues (``scheduler.py``), and a forward's priority on the
-  compute thread (its lane).
+* :func:`order_key`: the engines' queues (``scheduler.py``);
+* :func:`compute_key` and :func:`preempts`: the CPU compute thread's queue, and which queued
+  forward runs nested at a running one's safe points (``compute_thread.py``).
+
+The Redis queue's order (which job a worker polls first) is the same lanes' first half: the
+client and every re-entry into the queue (a retry, a DLQ retry, a reaper's hand-back) score a
+job by ``wire/placement.py``, which the client imports without the worker.
 
 Bounds, one name each: ``max_queued_tokens`` (the worker's admission bound, in tokens queued in
 its engines: settings), ``queue_limit_tokens`` (one engine's hard cap, ``engine.py``),
@@ -107,3 +112,14 @@ def waits_for_room(lane: Lane, waiting_lanes: Iterable[Lane]) -> bool | None:
 def order_key(lane: Lane, start_tag: float, arrival: int) -> OrderKey:
     """The queue order: lane, then start tag, then arrival."""
     return (int(lane), start_tag, arrival)
+
+
+def compute_key(lane: Lane, arrival: int) -> tuple[int, int]:
+    """The compute thread's order: lane, then arrival."""
+    return (int(lane), arrival)
+
+
+def preempts(queued: Lane, running: Lane) -> bool:
+    """Whether queued work of lane ``queued`` runs at a safe point inside a forward of lane
+    ``running``: only a more urgent lane does."""
+    return queued < running

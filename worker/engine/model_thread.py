@@ -97,7 +97,7 @@ def _launch(engine: AsyncEngine, batch: list[EncodeRequest]) -> BatchOutputs:
     engines, ``compute_thread.py``); this thread waits for it. CUDA launches from here."""
     if engine.model.device.type == "cpu":
         lane = min(r.lane for r in batch)  # the batch runs in its most urgent lane
-        return CPU_COMPUTE.run(engine.runner.launch, batch, priority=int(lane))
+        return CPU_COMPUTE.run(engine.runner.launch, batch, lane=lane)
     return engine.runner.launch(batch)
 
 
