@@ -7,7 +7,7 @@ letters) stay in ``client.py``."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from arq.connections import ArqRedis
@@ -60,14 +60,6 @@ class StatusReport:
     workers_alive: int
     last_heartbeat_age_s: float | None
 
-    def __getitem__(self, key: str) -> Any:
-        """``report["counts"]``: the map-style reading of the dict ``status()`` returned before
-        this record (code written against it, and docs/ examples, keep working); read the
-        fields instead."""
-        if key not in _STATUS_FIELDS:
-            raise KeyError(key)
-        return getattr(self, key)
-
     def to_json(self, *, with_jobs: bool = True) -> dict[str, Any]:
         """The records as maps; ``with_jobs=False``: ``jobs`` is ``[]`` (what the command
         prints when no job ids were given)."""
@@ -109,7 +101,6 @@ class StatusReport:
         )
 
 
-_STATUS_FIELDS = frozenset(f.name for f in fields(StatusReport))
 
 
 def job_json(o: JobOutcome) -> dict[str, Any]:

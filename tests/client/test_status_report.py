@@ -96,9 +96,3 @@ def test_a_retried_dead_letter_is_the_commands_json_line():
     retried = DlqRetried("bad-1", "bad-1~retry-0a1b2c3d")
     assert retried.to_wire() == {"job_id": "bad-1", "new_job_id": "bad-1~retry-0a1b2c3d"}
     assert DlqRetried.from_wire(retried.to_wire(), strict=True) == retried
-
-
-def test_the_fields_read_as_the_dict_of_before():
-    assert REPORT["counts"] is REPORT.counts and REPORT["jobs"] is REPORT.jobs
-    with pytest.raises(KeyError):
-        REPORT["to_json"]
