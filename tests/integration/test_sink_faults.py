@@ -6,7 +6,6 @@ import asyncio
 
 import httpx
 import pytest
-from arq.worker import Worker
 from qdrant_client.http.exceptions import ResponseHandlingException
 
 from poolq.ingest.cli.dlq import run_dlq
@@ -20,6 +19,7 @@ from poolq.wire.records.codes import ErrorCode
 from poolq.worker.app.worker_settings import worker_kwargs
 from poolq.worker.config.settings import Settings
 from poolq.worker.reliability import job_guard
+from poolq.worker.reliability.arq_overrides import PoolqWorker
 
 pytestmark = pytest.mark.slow
 
@@ -54,7 +54,7 @@ def docs(n, prefix):
 async def run_worker_until_idle(settings, writer):
     kw = worker_kwargs(settings)
     kw["ctx"]["writer"] = writer
-    w = Worker(burst=True, handle_signals=False, **kw)
+    w = PoolqWorker(burst=True, handle_signals=False, **kw)  # as `poolq worker` builds it
     try:
         await w.main()
     finally:

@@ -6,7 +6,6 @@ progress and the time spent; the client sees that message, never an empty one.""
 import threading
 
 import pytest
-from arq.worker import Worker
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
@@ -18,6 +17,7 @@ from poolq.wire.records.codes import ErrorCode
 from poolq.worker.app.worker_settings import worker_kwargs
 from poolq.worker.config.settings import Settings
 from poolq.worker.reliability import job_guard
+from poolq.worker.reliability.arq_overrides import PoolqWorker
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ async def test_a_job_whose_write_hangs_is_timed_out_retried_then_dead_lettered(
     docs = [{"id": f"d{i}", "text": t} for i, t in enumerate(passages(6))]
     kw = worker_kwargs(settings)
     kw["ctx"]["writer"] = writer
-    w = Worker(burst=True, handle_signals=False, **kw)
+    w = PoolqWorker(burst=True, handle_signals=False, **kw)  # as `poolq worker` builds it
     try:
         async with PoolqClient(redis_server.url) as client:
             (job_id,) = await client.enqueue("c", docs, job_size=10, priority="bulk")
