@@ -20,9 +20,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-# the one place the version is written: pyproject.toml reads it ([tool.setuptools.dynamic]),
-# `poolq --version` prints it
-__version__ = "0.1.0"
+from poolq.wire.version import __version__ as __version__  # the one source (wire/version.py)
 
 if TYPE_CHECKING:
     from poolq.ingest.client import JobOutcome, PoolqClient, SyncPoolqClient

@@ -8,7 +8,7 @@ waits (``wait=True``): it has been applied when the call returns. Errors are tol
 HTTP status, a gRPC status mapped onto the same meaning (:func:`_status`).
 
 No Qdrant server can run on the machines this was written on: the gRPC path is tested against
-the Qdrant-protocol endpoint (``worker/dev/qdrant_endpoint``, Qdrant Edge behind Qdrant's own
+the tests' Qdrant-protocol endpoint (``tests/support/qdrant_endpoint``, Qdrant Edge behind Qdrant's own
 gRPC services); REST only through qdrant-client's local mode (which ignores sharding,
 quantization, on-disk storage and optimizer settings), never against a real server.
 """

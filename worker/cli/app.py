@@ -16,7 +16,7 @@ app = typer.Typer(
 
 
 def _version() -> str:
-    from poolq import __version__  # the one source (pyproject.toml reads it too)
+    from poolq.wire.version import __version__  # the one source (pyproject.toml reads it too)
 
     return __version__
 

@@ -21,11 +21,11 @@ import dataclasses
 import json
 import os
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from poolq.worker.engine.loader import PoolingModel
+    from poolq.wire.version import __version__
+from poolq.worker.engine.loader import PoolingModel
 
 PLAN_FILE = "direct-embed.json"
 PLAN_VERSION = 1
@@ -33,10 +33,7 @@ METHODS = ("CLS", "MEAN", "LAST")
 
 
 def poolq_version() -> str:
-    try:
-        return version("poolq")
-    except PackageNotFoundError:  # a source tree that is not installed
-        return "0+unknown"
+    return __version__
 
 
 @dataclass(frozen=True)
