@@ -22,13 +22,13 @@ from poolq.sinks.points import PointRecord
 from poolq.wire.documents import Document, DocumentError
 from poolq.wire.records.codes import error_code
 from poolq.worker.chunks.chunking import Chunk
-from poolq.worker.chunks.context import context_of, encoded_text
+from poolq.worker.chunks.context import context_of, encoded_text, fit_context
 from poolq.worker.chunks.points import document_points
 from poolq.worker.chunks.sections import chunk_documents
-from poolq.worker.engine.lanes import Lane
+from poolq.worker.engine.batching.lanes import Lane
 from poolq.worker.runtime.collection_fields import metadata_fields, record_fields
 from poolq.worker.runtime.job_progress import JobProgress
-from poolq.worker.runtime.runtime import Runtime
+from poolq.worker.runtime.worker_runtime import Runtime
 
 log = logging.getLogger("poolq.jobs")
 
@@ -106,9 +106,15 @@ async def ingest_documents(
         # a parsed file's chunks are encoded with their title and headings (chunks/context.py):
         # those texts are tokenized by the engines, the others reuse the chunker's tokens
         texts, encodings = [], []
+        fitted: dict[str, str] = {}  # a section's chunks share their context: fitted once
+        counters = rt.vectorizer.chunker.counters
         for d, chunks in zip(part_docs, part_chunks, strict=True):
             for c in chunks:
                 context = context_of(d.layout, c.start)
+                if context:
+                    if context not in fitted:
+                        fitted[context] = fit_context(context, counters)
+                    context = fitted[context]
                 texts.append(encoded_text(context, c.text))
                 encodings.append(None if context else c.encodings)
         ids = [
