@@ -34,8 +34,8 @@ from benchmarks.profile_encoder import batches, gemm_gflops, useful_flops
 from benchmarks.variants.bucketed_attention import use_buckets
 from benchmarks.variants.onednn_linear import fuse_onednn
 from poolq.ingest.sample_corpus import passages
-from poolq.worker.engine.int8_gate import encode_texts
-from poolq.worker.engine.loader import ModelConfig, load_model
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
+from poolq.worker.engine.cpu.int8_gate import encode_texts
 from tests.models import minilm_path, splade_path
 
 

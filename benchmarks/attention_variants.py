@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transformers import AutoModel
 
-from poolq.worker.engine.encoder_spec import EncoderSpec
-from poolq.worker.engine.packed_encoder import PackedEncoder
+from poolq.worker.engine.models.encoder_spec import EncoderSpec
+from poolq.worker.engine.models.packed_encoder import PackedEncoder
 
 HF_BATCH = 32
 TOKEN_BUDGET = 2048  # tokens per packed forward in the "chunked" variant

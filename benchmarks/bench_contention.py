@@ -2,7 +2,7 @@
 
 A user runs ``poolq encode`` on a machine where another process holds a core. The peers encode
 the same ~1,080 standard-library passages (MiniLM fp32, truncation 256) as fresh processes:
-``poolq encode`` as it starts by default (threads chosen, ``worker/engine/cpu_budget.py``, and
+``poolq encode`` as it starts by default (threads chosen, ``worker/engine/cpu/cpu_budget.py``, and
 libgomp's short spin); the same with ``POOLQ_THREADS=<cores>``; the same with libgomp's default
 3 ms spin too (``GOMP_SPINCOUNT=300000``: poolq before the change); sentence-transformers with
 torch's default count (``peer_run.py --threads <cores>``). Each runs quiet and beside one

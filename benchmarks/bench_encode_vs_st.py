@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 
 from poolq.ingest.sample_corpus import passages
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.models import minilm_path, splade_path
 
 EFFICIENCY_TARGET = 0.80  # useful GFLOP/s of the dense fp32 run / this machine's fp32 GEMM rate

@@ -41,8 +41,8 @@ from poolq.sinks.collection_settings import CollectionSettings
 from poolq.sinks.collections import ensure_collection
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
-from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
+from poolq.sinks.store.interface import Store
 from poolq.sinks.transfer import export_npy, export_points, import_npy, import_points
 
 FORMATS = ("jsonl-before", "jsonl", "npy")

@@ -150,9 +150,9 @@ def texts_for(mix: tuple[int, int], n: int, seed: int = 0) -> list[str]:
 def poolq_encode(
     folder: Path, texts: list[str], device: str, dtype: str, varlen: bool = True
 ) -> tuple[torch.Tensor, float]:
-    from poolq.worker.engine import packed_encoder
+    from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
     from poolq.worker.engine.engine import AsyncEngine
-    from poolq.worker.engine.loader import ModelConfig, load_model
+    from poolq.worker.engine.models import packed_encoder
 
     saved = packed_encoder._flash_varlen
     if not varlen:

@@ -7,7 +7,7 @@ WordPiece tokenizer made from the standard-library corpus (``gpu_check.write_tok
 mean) and ``distilbert-splade`` (384, 6 layers, ``SparseEncoder`` layout, task ``sparse``).
 For each, one poolq model in fp16 encodes the same texts (mixed 8-300 words) twice:
 
-1. varlen: ``worker/engine/attention_varlen.py`` as shipped (``torch.nn.attention.varlen.varlen_attn``,
+1. varlen: ``worker/engine/models/attention_varlen.py`` as shipped (``torch.nn.attention.varlen.varlen_attn``,
    counted: a run that never called it fails);
 2. SDPA: that kernel hidden (``attention_varlen._torch_varlen_attn`` and
    ``packed_encoder._flash_varlen`` set to None): the length-bucketed / per-run SDPA paths.
@@ -64,7 +64,7 @@ def build(arch: str, folder: Path, tokenizer_src: Path) -> Path:
 @contextlib.contextmanager
 def attention_path(varlen: bool) -> Iterator[list[int]]:
     """``varlen``: torch's kernel, its calls counted in the yielded list; else SDPA only."""
-    from poolq.worker.engine import attention_varlen, packed_encoder
+    from poolq.worker.engine.models import attention_varlen, packed_encoder
 
     saved = attention_varlen._torch_varlen_attn, packed_encoder._flash_varlen
     calls = [0]
@@ -94,8 +94,8 @@ def poolq_encode(
     folder: Path, texts: list[str], task: str, device: str, dtype: str
 ) -> tuple[torch.Tensor, float]:
     """``[n, d]`` (embed) or ``[n, VOCAB]`` (sparse) fp32 on the host, and encode seconds."""
+    from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
     from poolq.worker.engine.engine import AsyncEngine
-    from poolq.worker.engine.loader import ModelConfig, load_model
 
     model = load_model(ModelConfig(str(folder), device=device, dtype=dtype))  # type: ignore[arg-type]
 
@@ -188,7 +188,7 @@ def main() -> int:
     elif not torch.cuda.is_available():
         print("gpu_varlen_check: no CUDA device visible to torch", file=sys.stderr)
         return 2
-    from poolq.worker.engine import attention_varlen
+    from poolq.worker.engine.models import attention_varlen
 
     print(
         f"torch {torch.__version__}: varlen_attn {'present' if attention_varlen._torch_varlen_attn else 'MISSING'}"

@@ -3,7 +3,7 @@ endpoint (``tests/support/qdrant_endpoint``, started here), beside a worker on t
 and what each process, and each role of thread inside the worker, spends per chunk.
 
 Thread roles are read from ``/proc/<pid>/task/*`` by the names the worker gives its threads
-(``worker/engine/thread_names.py``): ``poolq-compute`` (every forward and its pooling, with
+(``worker/engine/execution/thread_names.py``): ``poolq-compute`` (every forward and its pooling, with
 OpenMP's team), the main thread (the event loop), ``poolq-io`` (``asyncio.to_thread``:
 chunking), ``poolq-tokenize``, ``poolq-model`` (the engine's scheduler), ``poolq-store`` and
 ``poolq-read`` (the store's threads: encoding and sending upserts, the store's reads), gRPC's

@@ -25,12 +25,12 @@ import torch
 from benchmarks.procs import cpu_pressure
 from benchmarks.variants.onednn_linear import fuse_mlm_head
 from poolq.ingest.sample_corpus import passages
-from poolq.worker.engine import int8
-from poolq.worker.engine.calibration_texts import CALIBRATION_TEXTS
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
+from poolq.worker.engine.cpu import int8
+from poolq.worker.engine.cpu.calibration_texts import CALIBRATION_TEXTS
+from poolq.worker.engine.cpu.int8_gate import encode_texts
+from poolq.worker.engine.cpu.int8_quality import QualityMeter
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.int8_gate import encode_texts
-from poolq.worker.engine.int8_quality import QualityMeter
-from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.pooling import SpladePooler
 from tests.models import minilm_path, splade_path
 

@@ -36,7 +36,7 @@ from benchmarks.procs import cpu_pressure, wait_quiet
 from benchmarks.variants.bucketed_attention import use_buckets
 from benchmarks.variants.onednn_linear import fuse_onednn
 from poolq.ingest.sample_corpus import passages
-from poolq.worker.engine.loader import ModelConfig, load_model
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from tests.models import minilm_path
 
 CATEGORIES = (

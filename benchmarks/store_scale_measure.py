@@ -23,7 +23,7 @@ from benchmarks.scale_corpus import SCHEMA, Corpus
 from poolq.sinks.collection_settings import CollectionSettings
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.writer import QdrantWriter
-from poolq.wire.search_types import SearchRequest
+from poolq.wire.search_results import SearchRequest
 from tests.support.maxsim import maxsim_many
 
 WRITE_POINTS = 384  # points per writer.write call (a job's worth)

@@ -26,12 +26,12 @@ from poolq.ingest.search_call import search_via_workers
 from poolq.ingest.workers_alive import live_workers
 from poolq.wire import constants
 from poolq.wire.dead_letters import entries
-from poolq.wire.records.base import WireError
 from poolq.wire.records.dead_letter import DeadLetter
 from poolq.wire.records.heartbeat import Heartbeat
 from poolq.wire.records.progress import JobProgressRecord
+from poolq.wire.records.record import WireError
 from poolq.wire.records.reindex import ReindexProgress, read_reindex_progress
-from poolq.wire.search_types import (
+from poolq.wire.search_results import (
     DEFAULT_GROUP_SIZE,
     Fusion,
     SearchMode,
@@ -99,8 +99,6 @@ class StatusReport:
             workers_alive=alive,
             last_heartbeat_age_s=None if age is None else float(age),
         )
-
-
 
 
 def job_json(o: JobOutcome) -> dict[str, Any]:

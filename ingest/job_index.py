@@ -37,11 +37,11 @@ from arq.constants import in_progress_key_prefix, result_key_prefix
 from arq.jobs import deserialize_result
 
 from poolq.wire import constants
-from poolq.wire.records.base import WireError
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.errors import failure_of
 from poolq.wire.records.heartbeat import Heartbeat, read_heartbeat
 from poolq.wire.records.outcome import JobOutcomeRecord, JobResult, job_result, outcome_key
+from poolq.wire.records.record import WireError
 from poolq.wire.records.results import IngestResult
 from poolq.wire.serialization import deserialize
 

@@ -26,8 +26,8 @@ from poolq.ingest.outage import OUTAGE_ERRORS
 from poolq.ingest.workers_alive import no_worker_message
 from poolq.wire import constants
 from poolq.wire.connection import RedisUnavailableError
-from poolq.wire.records.base import WireError
 from poolq.wire.records.progress import JobProgressRecord
+from poolq.wire.records.record import WireError
 from poolq.wire.records.results import IngestResult
 
 if TYPE_CHECKING:

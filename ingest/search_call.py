@@ -18,7 +18,7 @@ from poolq.wire import constants
 from poolq.wire.connection import redact_url
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.search import SearchCall, SearchReply
-from poolq.wire.search_types import SearchError, SearchRequest, SearchResult
+from poolq.wire.search_results import SearchError, SearchRequest, SearchResult
 
 FIRST_LOOK_S = 1.0  # a reply this fast needs no look at the heartbeats
 LOOK_EVERY_S = constants.HEARTBEAT_INTERVAL_S

@@ -17,7 +17,7 @@ from poolq.wire import constants
 if TYPE_CHECKING:
     from poolq.ingest.client_reads import StatusReport
     from poolq.ingest.job_index import JobOutcome
-    from poolq.wire.search_types import SearchResult
+    from poolq.wire.search_results import SearchResult
 
 
 class SyncPoolqClient:

@@ -29,16 +29,16 @@ if TYPE_CHECKING:
     from poolq.wire.records.progress import JobProgressRecord
     from poolq.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexSummary
     from poolq.wire.records.results import IngestResult
-    from poolq.wire.search_types import Chunk, Hit, SearchError, SearchRequest, SearchResult
+    from poolq.wire.search_results import ChunkMatch, Hit, SearchError, SearchRequest, SearchResult
 
 # what the client returns: JobOutcome (its result an IngestResult, ReindexSummary or
 # ReindexSkipped; its code an ErrorCode), Heartbeat, JobProgressRecord, ReindexProgress,
 # SearchResult
 _WHERE = {
-    "Chunk": "poolq.wire.search_types",
+    "ChunkMatch": "poolq.wire.search_results",
     "ErrorCode": "poolq.wire.records.codes",
     "Heartbeat": "poolq.wire.records.heartbeat",
-    "Hit": "poolq.wire.search_types",
+    "Hit": "poolq.wire.search_results",
     "IngestResult": "poolq.wire.records.results",
     "JobOutcome": "poolq.ingest.client",
     "JobProgressRecord": "poolq.wire.records.progress",
@@ -46,13 +46,13 @@ _WHERE = {
     "ReindexProgress": "poolq.wire.records.reindex",
     "ReindexSkipped": "poolq.wire.records.reindex",
     "ReindexSummary": "poolq.wire.records.reindex",
-    "SearchError": "poolq.wire.search_types",
-    "SearchRequest": "poolq.wire.search_types",
-    "SearchResult": "poolq.wire.search_types",
+    "SearchError": "poolq.wire.search_results",
+    "SearchRequest": "poolq.wire.search_results",
+    "SearchResult": "poolq.wire.search_results",
     "SyncPoolqClient": "poolq.ingest.client",
 }
 __all__ = [
-    "Chunk",
+    "ChunkMatch",
     "ErrorCode",
     "Heartbeat",
     "Hit",

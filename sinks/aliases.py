@@ -16,7 +16,7 @@ import time
 
 from poolq.sinks.collections import ensure_collection
 from poolq.sinks.schema import CollectionSchema
-from poolq.sinks.store.base import Store
+from poolq.sinks.store.interface import Store
 
 log = logging.getLogger(__name__)
 SEPARATOR = "__"

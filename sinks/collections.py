@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from poolq.sinks.schema import CollectionSchema, SchemaMismatchError
 from poolq.sinks.schema_diff import schema_differences
-from poolq.sinks.store.base import Store
+from poolq.sinks.store.interface import Store
 
 REBUILD_HINT = (
     "rebuild it with `poolq reindex --full` (or set the profile's [vectors] / [collection] "

@@ -15,7 +15,7 @@ from qdrant_client import models
 
 from poolq.sinks.points import point_id
 from poolq.sinks.qdrant_filters import first_chunks_filter
-from poolq.sinks.store.base import Store
+from poolq.sinks.store.interface import Store
 from poolq.wire.payload import (
     CHUNK_COUNT,
     DOC_HASH,

@@ -24,7 +24,7 @@ from qdrant_client import models
 from poolq.sinks.points import SparseValues, VectorValue
 from poolq.sinks.qdrant_filters import parse_filters
 from poolq.sinks.schema import CollectionSchema, VectorKind
-from poolq.wire.search_types import SearchError, SearchMode, SearchRequest
+from poolq.wire.search_results import SearchError, SearchMode, SearchRequest
 
 
 def first_of_kind(schema: CollectionSchema, kind: VectorKind) -> str | None:

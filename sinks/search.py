@@ -3,7 +3,7 @@ store, whichever backend it is, and its points as hits. Fusion and the MaxSim re
 Qdrant (Edge or a server); the tests check them against a reference (``tests/support/maxsim.py``).
 
 A grouped request (``group_by``) runs as ``query_points_groups`` (the store's
-:meth:`~poolq.sinks.store.base.Store.query_groups`): each hit is a document's best chunk, with
+:meth:`~poolq.sinks.store.interface.Store.query_groups`): each hit is a document's best chunk, with
 the document's other matching chunks in :attr:`Hit.chunks`.
 
 Query encoding is not done here (sinks know nothing of models): callers pass the query's vectors
@@ -21,13 +21,13 @@ from poolq.sinks.points import VectorValue
 from poolq.sinks.qdrant_filters import parse_filters
 from poolq.sinks.query import build_group_query, build_query, resolve_mode, vectors_needed
 from poolq.sinks.schema import CollectionSchema
-from poolq.sinks.store.base import Store
+from poolq.sinks.store.interface import Store
 from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
-from poolq.wire.search_types import (
+from poolq.wire.search_results import (
     FUSIONS,
     MAX_LIMIT,
     SEARCH_MODES,
-    Chunk,
+    ChunkMatch,
     Citation,
     Fusion,
     Hit,
@@ -41,7 +41,7 @@ __all__ = [
     "FUSIONS",
     "MAX_LIMIT",
     "SEARCH_MODES",
-    "Chunk",
+    "ChunkMatch",
     "Fusion",
     "Hit",
     "SearchError",
@@ -78,7 +78,7 @@ def hit_from_group(group: models.PointGroup) -> Hit:
     best, *others = group.hits
     hit = hit_from_point(best)
     chunks = [
-        Chunk(str(p.id), float(p.score), (p.payload or {}).get(CHUNK_INDEX),
+        ChunkMatch(str(p.id), float(p.score), (p.payload or {}).get(CHUNK_INDEX),
               (p.payload or {}).get(TEXT), Citation.from_dict(p.payload))
         for p in others
     ]  # fmt: skip

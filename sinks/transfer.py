@@ -29,7 +29,7 @@ from poolq.sinks.npy_points import Manifest, entries_of
 from poolq.sinks.npy_reader import iter_points, read_manifest
 from poolq.sinks.npy_writer import NpyWriter
 from poolq.sinks.schema import CollectionSchema, VectorSpec
-from poolq.sinks.store.base import Store
+from poolq.sinks.store.interface import Store
 
 Progress = Callable[[int], None]  # called with the points just done
 

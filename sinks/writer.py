@@ -28,7 +28,7 @@ from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.search import search_points
 from poolq.sinks.stale import stale_ids, stale_probes
 from poolq.sinks.store import Store, store_factory
-from poolq.wire.search_types import Hit, SearchRequest
+from poolq.wire.search_results import Hit, SearchRequest
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

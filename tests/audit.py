@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from poolq.sinks.store.base import Store
+from poolq.sinks.store.interface import Store
 from poolq.wire.payload import CHUNK_COUNT, CHUNK_INDEX, DOC_ID
 
 

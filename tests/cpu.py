@@ -11,8 +11,8 @@ something else that merely loads an int8 model use :data:`LENIENT_INT8` floors.
 
 import pytest
 
-from poolq.worker.engine.cpu_features import has_vnni
-from poolq.worker.engine.description import Int8Floors
+from poolq.worker.engine.checkpoints.description import Int8Floors
+from poolq.worker.engine.cpu.cpu_features import has_vnni
 
 VNNI = has_vnni()
 needs_vnni = pytest.mark.skipif(

@@ -4,9 +4,9 @@ recognise without building the model (the worker always describes while loading:
 
 from __future__ import annotations
 
-from poolq.worker.engine.description import ModelConfig, ModelDescription
-from poolq.worker.engine.kinds import Checkpoint
-from poolq.worker.engine.loader import describe
+from poolq.worker.engine.checkpoints.description import ModelConfig, ModelDescription
+from poolq.worker.engine.checkpoints.kinds import Checkpoint
+from poolq.worker.engine.checkpoints.loader import describe
 
 
 def describe_model(name_or_path: str, config: ModelConfig | None = None) -> ModelDescription:

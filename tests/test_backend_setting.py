@@ -80,8 +80,8 @@ def test_encode_openvino_int8_runs_the_gated_openvino_model(minilm, tmp_path, mo
 def test_openvino_with_dtype_auto_runs_float32_on_a_native_bf16_cpu(minilm, monkeypatch):
     """``auto`` is bf16 on AMX / AVX512-BF16 CPUs, which OpenVINO's backend does not run: with
     ``backend = "openvino"`` and no dtype the model loads in float32 instead of failing."""
-    from poolq.worker.engine import cpu_features
-    from poolq.worker.engine.loader import ModelConfig, load_model
+    from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
+    from poolq.worker.engine.cpu import cpu_features
 
     monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)
     monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset({"avx512f", "amx_bf16"}))

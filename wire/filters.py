@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from poolq.wire.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
-from poolq.wire.search_types import SearchError
+from poolq.wire.search_results import SearchError
 
 _FILTER_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(!=|>=|<=|=|>|<)\s*(.*?)\s*$", re.S)
 _BOUNDS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from poolq.worker.engine.packed_attention import bucket_lengths
+from poolq.worker.engine.models.packed_attention import bucket_lengths
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import types
 import torch
 from torch import Tensor, nn
 
-from poolq.worker.engine.hidden_act import GELUTanh
+from poolq.worker.engine.models.hidden_act import GELUTanh
 
 # activation module type -> (oneDNN post-op, algorithm)
 _POST_OPS: dict[type[nn.Module], tuple[str, str]] = {
@@ -72,7 +72,7 @@ def _fused_layer_forward(
 ) -> Tensor:
     """``packed_encoder._Layer.forward`` with bias (+ GELU) in the GEMM epilogues and the
     residual adds inside the GEMM calls."""
-    from poolq.worker.engine import packed_encoder
+    from poolq.worker.engine.models import packed_encoder
 
     attn = packed_encoder.packed_attention(
         layer.qkv(x), plan, layer.num_heads, cu_seqlens, packed_encoder._flash_varlen
@@ -102,8 +102,8 @@ def fuse_mlm_head(head: nn.Module) -> None:
 def fuse_onednn(model: object) -> None:
     """An fp32 CPU ``PoolingModel``: its packed encoder's linears and its SPLADE MLM head on
     oneDNN (what poolq's loader did when ``FUSE_ONEDNN`` was on)."""
-    from poolq.worker.engine.checkpoint_heads import MLMHead
-    from poolq.worker.engine.packed_encoder import PackedEncoder
+    from poolq.worker.engine.checkpoints.checkpoint_heads import MLMHead
+    from poolq.worker.engine.models.packed_encoder import PackedEncoder
     from poolq.worker.pooling import SpladePooler
 
     if not available():

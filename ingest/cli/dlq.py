@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from poolq.ingest.cli.common import CLIENT_ERRORS, error, resolve_redis_url
+from poolq.ingest.cli.command_env import CLIENT_ERRORS, error, resolve_redis_url
 from poolq.wire.records.dead_letter import DeadLetter
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from poolq.ingest.cli.common import CLIENT_ERRORS, error, resolve_redis_url
+from poolq.ingest.cli.command_env import CLIENT_ERRORS, error, resolve_redis_url
 from poolq.ingest.cli.enqueue_input import Prepared, prepare
 from poolq.ingest.cli.enqueue_wait import ProgressBar, summarize, summary_line
 from poolq.ingest.client import PoolqClient

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from poolq.ingest.cli.common import CLIENT_ERRORS, error, resolve_redis_url
+from poolq.ingest.cli.command_env import CLIENT_ERRORS, error, resolve_redis_url
 from poolq.ingest.client import PoolqClient
 from poolq.wire.connection import redact_text
 from poolq.wire.records.outcome import JobResult

@@ -15,8 +15,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from poolq.ingest.cli.common import CLIENT_ERRORS, error, resolve_redis_url
-from poolq.wire.search_types import (
+from poolq.ingest.cli.command_env import CLIENT_ERRORS, error, resolve_redis_url
+from poolq.wire.search_results import (
     DEFAULT_GROUP_SIZE,
     Hit,
     SearchError,

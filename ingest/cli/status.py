@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from poolq.ingest.cli.common import CLIENT_ERRORS, OutageNotice, error, resolve_redis_url
+from poolq.ingest.cli.command_env import CLIENT_ERRORS, OutageNotice, error, resolve_redis_url
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.client_reads import StatusReport
 

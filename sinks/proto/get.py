@@ -33,7 +33,7 @@ def get_request(collection: str, ids: Sequence[Any], with_payload: bool | Sequen
         )
     return qgrpc.GetPoints(
         collection_name=collection,
-        ids=[_point_id(i) for i in ids],
+        ids=[_grpc_point_id(i) for i in ids],
         with_payload=payload,
         with_vectors=qgrpc.WithVectorsSelector(enable=False),
     ).SerializeToString()
@@ -54,7 +54,7 @@ def records(response: bytes) -> list[models.Record]:
     ]
 
 
-def _point_id(pid: Any) -> qgrpc.PointId:
+def _grpc_point_id(pid: Any) -> qgrpc.PointId:
     if type(pid) is int:
         return qgrpc.PointId(num=pid)
     if isinstance(pid, str):

@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from poolq.sinks.proto.wire import delimited, int64, varint
+from poolq.sinks.proto.protobuf_format import delimited, int64, varint
 
 _NULL = b"\x08\x00"
 _TRUE, _FALSE = b"\x28\x01", b"\x28\x00"

@@ -33,8 +33,8 @@ import numpy as np
 
 from poolq.sinks.points import PointRecord, SparseValues
 from poolq.sinks.proto.payload import map_entries
+from poolq.sinks.proto.protobuf_format import delimited, float32_le, varint, varints
 from poolq.sinks.proto.request_buffer import Plan, Rows, write_plan
-from poolq.sinks.proto.wire import delimited, float32_le, varint, varints
 from poolq.sinks.store import uint8_codec
 
 _COLLECTION, _WAIT_TRUE, _POINT = b"\x0a", b"\x10\x01", b"\x1a"
@@ -87,7 +87,7 @@ def point_struct(
         size += len(prefix) + entry
     named_head = _NAMED + varint(size)
     vectors_head = _VECTORS + varint(len(named_head) + size)
-    head = delimited(_ID, point_id(p.id)) + map_entries(_PAYLOAD, p.payload, memo)
+    head = delimited(_ID, encode_point_id(p.id)) + map_entries(_PAYLOAD, p.payload, memo)
     body = len(head) + len(vectors_head) + len(named_head) + size
     point_head = _POINT + varint(body)
     plan.append(point_head + head + vectors_head + named_head)
@@ -95,7 +95,7 @@ def point_struct(
     return len(point_head) + body
 
 
-def point_id(pid: Any) -> bytes:
+def encode_point_id(pid: Any) -> bytes:
     if type(pid) is int:  # a bool is no id (qdrant-client refuses one too)
         return _ID_NUM + varint(pid)
     if isinstance(pid, str):

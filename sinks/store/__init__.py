@@ -9,8 +9,8 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from poolq.sinks.store.base import Store
 from poolq.sinks.store.errors import NotAStoreError
+from poolq.sinks.store.interface import Store
 from poolq.sinks.store.server_target import server_target
 
 __all__ = ["Store", "check_folder", "open_store", "store_factory"]

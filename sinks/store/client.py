@@ -28,8 +28,8 @@ from qdrant_client.http.exceptions import UnexpectedResponse
 from poolq.sinks import collection_config as cc
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store import uint8_codec
-from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.errors import StoreLockedError
+from poolq.sinks.store.interface import Selector, Store
 
 log = logging.getLogger(__name__)
 DEFAULT_INDEXING_THRESHOLD_KB = 10_000  # Qdrant's documented default

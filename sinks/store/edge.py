@@ -1,5 +1,5 @@
 """The embedded store: Qdrant Edge shards in one folder, behind names (``edge_catalog.py``),
-as a :class:`~poolq.sinks.store.base.Store`. Opening shards, their locks, the background
+as a :class:`~poolq.sinks.store.interface.Store`. Opening shards, their locks, the background
 building of their indexes and closing are ``edge_shards.py``'s.
 
 Requests arrive as qdrant-client models and are translated (``edge_convert.py``).
@@ -25,10 +25,10 @@ from poolq.sinks.store import edge_convert as cv
 from poolq.sinks.store import edge_groups as eg
 from poolq.sinks.store import edge_params as ep
 from poolq.sinks.store import uint8_codec
-from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.edge_shard import Shard, edge_errors
 from poolq.sinks.store.edge_shards import CollectionNotFoundError as CollectionNotFoundError
 from poolq.sinks.store.edge_shards import EdgeShards
+from poolq.sinks.store.interface import Selector, Store
 
 _EDGE_INDEX = {
     models.PayloadSchemaType.KEYWORD: qe.PayloadSchemaType.Keyword,

@@ -70,7 +70,7 @@ def _vector(v: Any) -> Any:
     return v
 
 
-def point_id(x: Any) -> str | int:
+def point_id_out(x: Any) -> str | int:
     """Edge returns UUIDs as ``uuid.UUID``; the sink's ids are strings."""
     return str(x) if isinstance(x, uuid.UUID) else x
 
@@ -88,13 +88,13 @@ def _vectors_out(v: Any) -> Any:
 
 def record(r: Any) -> models.Record:
     return models.Record.model_construct(
-        id=point_id(r.id), payload=r.payload, vector=_vectors_out(r.vector)
+        id=point_id_out(r.id), payload=r.payload, vector=_vectors_out(r.vector)
     )
 
 
 def scored(r: Any) -> models.ScoredPoint:
     return models.ScoredPoint.model_construct(
-        id=point_id(r.id),
+        id=point_id_out(r.id),
         version=r.version,
         score=r.score,
         payload=r.payload,

@@ -39,8 +39,8 @@ from typing import Any
 from qdrant_client import models
 
 from poolq.sinks.schema import CollectionSchema
-from poolq.sinks.store.base import Selector, Store
 from poolq.sinks.store.errors import EdgeError
+from poolq.sinks.store.interface import Selector, Store
 from poolq.sinks.store.process_codec import pack, unpack
 
 ROLES = ("write", "read", "build")  # one pipe each (see above)

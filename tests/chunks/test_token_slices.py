@@ -11,7 +11,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
 from poolq.worker.chunks.chunking import Chunker, TokenCounter
 from poolq.worker.chunks.token_slices import slice_exact
-from poolq.worker.engine.tokenizer import TextTokenizer
+from poolq.worker.engine.execution.tokenizer import TextTokenizer
 from tests.chunks.test_chunking import MINILM, SPLADE
 from tests.models import minilm_path
 

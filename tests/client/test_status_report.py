@@ -10,10 +10,10 @@ import pytest
 
 from poolq.ingest.client_reads import StatusReport
 from poolq.ingest.job_index import JobOutcome
-from poolq.wire.records.base import WireError
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.dlq import DlqRetried
 from poolq.wire.records.heartbeat import Heartbeat
+from poolq.wire.records.record import WireError
 from poolq.wire.records.reindex import ReindexProgress
 from poolq.wire.records.results import IngestResult
 

@@ -8,7 +8,7 @@ from dataclasses import fields
 import pytest
 
 from poolq.worker.config.profile import Profile
-from poolq.worker.engine.description import ModelConfig
+from poolq.worker.engine.checkpoints.description import ModelConfig
 
 TOML = """
 [vectors]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from poolq.worker.engine.attention_varlen import (
+from poolq.worker.engine.models.attention_varlen import (
     FULL,
     causal_window,
     local_window,
@@ -17,8 +17,8 @@ from poolq.worker.engine.attention_varlen import (
     varlen_attention,
 )
 from poolq.worker.engine.models.causal_attention import causal_attention, plan_causal
+from poolq.worker.engine.models.packed_attention import packed_attention, plan_attention
 from poolq.worker.engine.models.packed_modernbert import _attend
-from poolq.worker.engine.packed_attention import packed_attention, plan_attention
 
 LENS = [5, 17, 1, 40, 17]
 

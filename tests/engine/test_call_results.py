@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from poolq.worker.engine.requests import CallResults, EncodeResult
+from poolq.worker.engine.batching.requests import CallResults, EncodeResult
 
 
 def _result(i: int) -> EncodeResult:

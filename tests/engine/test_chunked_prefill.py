@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.engine.models.packed_decoder import PackedDecoder
 from tests.decoder_checkpoints import build_decoder
 from tests.texts import varied_texts

@@ -19,12 +19,12 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 from transformers import AutoTokenizer, BertConfig, BertModel
 
-from poolq.worker.engine.encoder_spec import EncoderSpec
+from poolq.worker.engine.batching.lanes import Lane
+from poolq.worker.engine.batching.requests import EncodeRequest
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine, InputTooLongError
-from poolq.worker.engine.lanes import Lane
-from poolq.worker.engine.loader import ModelConfig, load_model
-from poolq.worker.engine.packed_encoder import PackedEncoder
-from poolq.worker.engine.requests import EncodeRequest
+from poolq.worker.engine.models.encoder_spec import EncoderSpec
+from poolq.worker.engine.models.packed_encoder import PackedEncoder
 from poolq.worker.pooling import PoolingParams
 from tests.describe import describe_model
 from tests.models import build_colbert_with_metadata, build_pylate
@@ -355,7 +355,7 @@ def test_packed_encoder_key_mask_matches_padded_hf(minilm):
     the padded fallback runner with the same mask."""
     from transformers import AutoModel
 
-    from poolq.worker.engine.fallback import PaddedAutoModelRunner
+    from poolq.worker.engine.execution.fallback import PaddedAutoModelRunner
 
     hf = AutoModel.from_pretrained(minilm).eval()
     enc = PackedEncoder(EncoderSpec.from_hf_config(hf.config))

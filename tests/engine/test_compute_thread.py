@@ -7,10 +7,10 @@ import threading
 import pytest
 import torch
 
-from poolq.worker.engine.compute_thread import CPU_COMPUTE, ComputeThread
+from poolq.worker.engine.batching.lanes import Lane
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.lanes import Lane
-from poolq.worker.engine.loader import ModelConfig, load_model
+from poolq.worker.engine.execution.compute_thread import CPU_COMPUTE, ComputeThread
 from tests.cpu import LENIENT_INT8
 
 
@@ -116,7 +116,7 @@ async def test_cpu_loads_and_every_engines_forwards_run_on_the_compute_thread(mi
 
 
 def test_int8_gate_runs_on_the_compute_thread(minilm, monkeypatch):
-    from poolq.worker.engine import int8_gate
+    from poolq.worker.engine.cpu import int8_gate
 
     seen: list[str] = []
     real = int8_gate.encode_texts

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from poolq.worker.cli.openmp_env import SPIN_COUNT, openmp_wait_env
-from poolq.worker.engine.cpu_budget import (
+from poolq.worker.engine.cpu.cpu_budget import (
     CpuSample,
     affinity_cpus,
     busy_elsewhere,
@@ -18,7 +18,7 @@ from poolq.worker.engine.cpu_budget import (
     parse_proc_stat,
     plan,
 )
-from poolq.worker.engine.cpu_threads import ThreadGovernor
+from poolq.worker.engine.cpu.cpu_threads import ThreadGovernor
 
 
 def _cgroup_v2(tmp_path: Path, rel: str, limits: dict[str, str]) -> tuple[Path, Path]:
@@ -160,7 +160,7 @@ class _Clock:
 
 def test_governor_follows_a_neighbour_and_does_not_flap(monkeypatch):
     clock = _Clock()
-    monkeypatch.setattr("poolq.worker.engine.cpu_threads.time.monotonic", lambda: clock.t)
+    monkeypatch.setattr("poolq.worker.engine.cpu.cpu_threads.time.monotonic", lambda: clock.t)
     gov = ThreadGovernor(plan({0, 1}, None, 0.1, 0.0, None), clock.sample, interval_s=1.0)
     assert gov.tick() == 2
     clock.window(held=0.0, ours=1.9)
@@ -185,7 +185,7 @@ def test_governor_follows_a_neighbour_and_does_not_flap(monkeypatch):
 
 def test_governor_waits_for_the_interval(monkeypatch):
     clock = _Clock()
-    monkeypatch.setattr("poolq.worker.engine.cpu_threads.time.monotonic", lambda: clock.t)
+    monkeypatch.setattr("poolq.worker.engine.cpu.cpu_threads.time.monotonic", lambda: clock.t)
     calls = []
 
     def sample() -> CpuSample:

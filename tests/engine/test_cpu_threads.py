@@ -6,11 +6,11 @@ import asyncio
 import numpy as np
 import torch
 
-from poolq.worker.engine import cpu_threads
-from poolq.worker.engine.cpu_budget import CpuSample, plan
-from poolq.worker.engine.cpu_threads import CpuProbe, ThreadGovernor
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
+from poolq.worker.engine.cpu import cpu_threads
+from poolq.worker.engine.cpu.cpu_budget import CpuSample, plan
+from poolq.worker.engine.cpu.cpu_threads import CpuProbe, ThreadGovernor
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.texts import varied_texts
 
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 TEXTS = ["gpu pooling", "a somewhat longer text about continuous batching on a GPU worker"] * 8

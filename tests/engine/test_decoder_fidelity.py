@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.engine.models.packed_decoder import PackedDecoder
 from poolq.worker.pooling import PoolingParams
 from tests.decoder_checkpoints import MATRYOSHKA_DIMS, QUERY_PROMPT, build_decoder

@@ -8,9 +8,9 @@ import shutil
 import pytest
 import torch
 
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
-from poolq.worker.engine.packed_encoder import PackedEncoder
+from poolq.worker.engine.models.packed_encoder import PackedEncoder
 from tests.describe import describe_model
 from tests.models import minilm_path
 from tests.texts import varied_texts

@@ -10,9 +10,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from poolq.worker.engine.batching.lanes import Lane
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine, InputTooLongError
-from poolq.worker.engine.lanes import Lane
-from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.pooling import PoolingParams, PoolingParamsError, SparseEmbedding
 from tests.texts import varied_texts
 

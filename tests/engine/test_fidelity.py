@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.texts import varied_texts
 
 TEXTS = varied_texts(220)

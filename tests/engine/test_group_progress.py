@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from poolq.worker.engine.group_progress import GroupProgress
+from poolq.worker.engine.batching.group_progress import GroupProgress
 
 
 async def test_a_call_is_pending_until_its_future_is_done_then_its_last_service_counts() -> None:

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from poolq.worker.config.profile import Profile
-from poolq.worker.engine.loader import ModelConfig, load_model
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.runtime.vectorizer import Vectorizer
 
 

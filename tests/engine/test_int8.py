@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch import nn
 
-from poolq.worker.engine import int8
-from poolq.worker.engine.int8 import Int8Linear, input_absmax, quantize_linears
+from poolq.worker.engine.cpu import int8
+from poolq.worker.engine.cpu.int8 import Int8Linear, input_absmax, quantize_linears
 from tests.cpu import VNNI
 
 torch.manual_seed(0)

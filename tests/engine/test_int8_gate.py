@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 import torch
 
-from poolq.worker.engine import int8
-from poolq.worker.engine.description import Int8Floors
+from poolq.worker.engine.checkpoints.description import Int8Floors
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
+from poolq.worker.engine.cpu import int8
+from poolq.worker.engine.cpu.int8 import Int8Linear
+from poolq.worker.engine.cpu.int8_gate import Int8QualityError
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.int8 import Int8Linear
-from poolq.worker.engine.int8_gate import Int8QualityError
-from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.cpu import needs_vnni
 from tests.texts import varied_texts
 
@@ -120,7 +120,7 @@ def test_the_gate_holds_int8_to_the_configured_floors(minilm):
 async def test_the_gates_batches_are_the_engines_and_keep_the_texts_order(minilm):
     """``encode_texts`` (the gate's passes) cuts batches with the engine's scheduler: several
     batches of a small budget give each text the output the engine gives it, in input order."""
-    from poolq.worker.engine.int8_gate import encode_texts
+    from poolq.worker.engine.cpu.int8_gate import encode_texts
 
     model = load_model(ModelConfig(minilm))
     texts = TEXTS[:40]

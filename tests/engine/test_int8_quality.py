@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from poolq.worker.engine.description import Int8Floors
-from poolq.worker.engine.int8_quality import Check, QualityMeter
+from poolq.worker.engine.checkpoints.description import Int8Floors
+from poolq.worker.engine.cpu.int8_quality import Check, QualityMeter
 from poolq.worker.pooling import SparseEmbedding
 
 

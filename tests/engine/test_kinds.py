@@ -1,4 +1,4 @@
-"""The checkpoint-kind registry (``worker/engine/kinds/``): recognition gives what the if/elif
+"""The checkpoint-kind registry (``worker/engine/checkpoints/kinds/``): recognition gives what the if/elif
 chain it replaced gave on the same inputs (every combination of the files, ``architectures``,
 weight names, ``model_type`` and sentence-transformers metadata that chain looked at), in the
 precedence order; each kind lists its tasks; SPLADE's special tokens are the tokenizer's own; and
@@ -16,14 +16,20 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from poolq.worker.engine.checkpoint import DenseModule, SentenceTransformersInfo
+from poolq.worker.engine.checkpoints.checkpoint import DenseModule, SentenceTransformersInfo
+from poolq.worker.engine.checkpoints.kinds import (
+    KINDS,
+    Checkpoint,
+    CheckpointKind,
+    PoolerInputs,
+    recognize,
+)
+from poolq.worker.engine.checkpoints.kinds.registry import KindRegistry
+from poolq.worker.engine.checkpoints.kinds.special_tokens import boundary_token_ids
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.kinds import KINDS, Checkpoint, CheckpointKind, PoolerInputs, recognize
-from poolq.worker.engine.kinds.registry import KindRegistry
-from poolq.worker.engine.kinds.special_tokens import boundary_token_ids
-from poolq.worker.engine.loader import ModelConfig, load_model
+from poolq.worker.engine.execution.tokenizer import TextTokenizer
 from poolq.worker.engine.models.recognize import is_causal, recognize_kind
-from poolq.worker.engine.tokenizer import TextTokenizer
 from poolq.worker.pooling import DispatchPooler, EmbeddingHead, SequencePooler, sequence_method
 from tests.describe import describe_model
 from tests.models import minilm_path, splade_path

@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 from tests.describe import describe_model
 from tests.models import minilm_path
 

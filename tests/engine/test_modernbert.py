@@ -8,8 +8,8 @@ import shutil
 import pytest
 import torch
 
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.engine.models.packed_modernbert import PackedModernBert
 from tests.describe import describe_model
 from tests.models import minilm_path

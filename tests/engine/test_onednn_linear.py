@@ -8,7 +8,7 @@ from torch import nn
 
 from benchmarks.variants import onednn_linear
 from benchmarks.variants.onednn_linear import OneDNNLinear, fuse_onednn, post_op_for
-from poolq.worker.engine.hidden_act import GELUTanh
+from poolq.worker.engine.models.hidden_act import GELUTanh
 
 pytestmark = pytest.mark.skipif(not onednn_linear.available(), reason="torch built without oneDNN")
 
@@ -48,7 +48,7 @@ def test_plus_adds_the_residual_inside_the_gemm_call():
 def test_the_benchmark_variant_fuses_and_equals_the_loaded_model(minilm, splade):
     """Not in poolq's hot path (measured no faster): the loader never fuses; the benchmark
     variant does, with the same outputs."""
-    from poolq.worker.engine.loader import ModelConfig, load_model
+    from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 
     fp32 = load_model(ModelConfig(minilm, dtype="float32", device="cpu"))
     assert type(fp32.encoder.layers[0].qkv) is not OneDNNLinear  # the loader never fuses

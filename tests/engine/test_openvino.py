@@ -18,14 +18,14 @@ import torch.nn.functional as F
 pytest.importorskip("openvino")
 pytest.importorskip("nncf")
 
-from poolq.worker.engine.description import Int8Floors
-from poolq.worker.engine.int8_gate import Int8QualityError, encode_texts
-from poolq.worker.engine.loader import ModelConfig, load_model
+from poolq.worker.engine.checkpoints.description import Int8Floors
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
+from poolq.worker.engine.cpu.int8_gate import Int8QualityError, encode_texts
+from poolq.worker.engine.models.packed_encoder import PackedEncoder
 from poolq.worker.engine.openvino import backend as ov_backend
 from poolq.worker.engine.openvino import graph
 from poolq.worker.engine.openvino.buckets import bucket_lengths, plan_calls
 from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
-from poolq.worker.engine.packed_encoder import PackedEncoder
 from tests.texts import varied_texts
 
 TEXTS = varied_texts(60)  # short to past 256 tokens: several buckets and calls per batch
@@ -203,7 +203,7 @@ def test_a_cached_start_builds_no_torch_encoder(
     """backend openvino with the converted models cached (fp32 and int8, from the tests above):
     the checkpoint is not read whole, no torch encoder is built, the SPLADE head's tensors are
     the only ones read, and the outputs are those of a start that built it."""
-    from poolq.worker.engine import loader
+    from poolq.worker.engine.checkpoints import loader
     from poolq.worker.engine.openvino import cached_start
 
     def no_torch(*args, **kwargs):

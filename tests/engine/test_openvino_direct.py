@@ -172,7 +172,7 @@ def test_a_missing_input_fails_before_any_compile_and_a_left_prefetch_is_settled
 
 
 def test_a_plan_is_written_only_for_the_default_settings(minilm, tmp_path, monkeypatch):
-    from poolq.worker.engine.loader import ModelConfig, load_model
+    from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
     from poolq.worker.engine.openvino import cache
 
     monkeypatch.setenv("POOLQ_CACHE_DIR", str(tmp_path))

@@ -10,7 +10,11 @@ import pytest
 import torch
 
 from benchmarks.variants.bucketed_attention import bucketed_attention, plan_buckets
-from poolq.worker.engine.packed_attention import bucket_lengths, packed_attention, plan_attention
+from poolq.worker.engine.models.packed_attention import (
+    bucket_lengths,
+    packed_attention,
+    plan_attention,
+)
 
 HEADS, D = 4, 8
 

@@ -22,8 +22,8 @@ from transformers import (
     XLMRobertaModel,
 )
 
-from poolq.worker.engine.encoder_spec import EncoderSpec
-from poolq.worker.engine.packed_encoder import PackedEncoder
+from poolq.worker.engine.models.encoder_spec import EncoderSpec
+from poolq.worker.engine.models.packed_encoder import PackedEncoder
 
 TEXTS = [
     "hello",

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from poolq.worker.config.profile import Profile
-from poolq.worker.engine import cpu_features
-from poolq.worker.engine.device import resolve_precision, warn_emulated_bf16
+from poolq.worker.engine.cpu import cpu_features
+from poolq.worker.engine.execution.device import resolve_precision, warn_emulated_bf16
 
 CPU = torch.device("cpu")
 NO_BF16 = frozenset({"avx2", "avx512f", "avx512bw", "avx512_vnni", "fma"})  # this kind of Xeon
@@ -92,7 +92,7 @@ def test_profile_dtype_and_int8_floors_are_validated():
 
 @pytest.mark.slow
 def test_load_model_default_precision_follows_the_cpu_flags(minilm, monkeypatch):
-    from poolq.worker.engine.loader import ModelConfig, load_model
+    from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 
     monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)
     simulate_cpu(monkeypatch, NO_BF16)

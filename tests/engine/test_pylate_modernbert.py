@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.engine.models.packed_modernbert import PackedModernBert
 from tests.models import minilm_path
 from tests.texts import varied_texts

@@ -2,8 +2,8 @@
 
 import asyncio
 
-from poolq.worker.engine.lanes import Lane
-from poolq.worker.engine.queue_room import QueueRoom
+from poolq.worker.engine.batching.lanes import Lane
+from poolq.worker.engine.batching.queue_room import QueueRoom
 
 
 async def test_room_goes_to_the_more_urgent_lane_first_and_queries_never_wait():

@@ -4,9 +4,9 @@ import asyncio
 
 import pytest
 
-from poolq.worker.engine.lanes import Lane
-from poolq.worker.engine.requests import EncodeRequest
-from poolq.worker.engine.scheduler import Scheduler
+from poolq.worker.engine.batching.lanes import Lane
+from poolq.worker.engine.batching.requests import EncodeRequest
+from poolq.worker.engine.batching.scheduler import Scheduler
 from poolq.worker.pooling import PoolingParams
 
 

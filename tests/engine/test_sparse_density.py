@@ -8,9 +8,9 @@ import logging
 
 import pytest
 
-from poolq.worker.engine.calibration_texts import CALIBRATION_TEXTS
-from poolq.worker.engine.loader import ModelConfig, load_model
-from poolq.worker.engine.sparse_density import DENSE_TERMS_WARN, SAMPLE_TEXTS
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
+from poolq.worker.engine.checkpoints.sparse_density import DENSE_TERMS_WARN, SAMPLE_TEXTS
+from poolq.worker.engine.cpu.calibration_texts import CALIBRATION_TEXTS
 from tests.engine.test_distilbert import build_distilbert
 from tests.models import splade_path
 

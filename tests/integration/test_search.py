@@ -15,7 +15,7 @@ from poolq.ingest.client import PoolqClient, SyncPoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks.store.edge import EdgeStore
 from poolq.wire.constants import SEARCH_QUEUE
-from poolq.wire.search_types import SearchError
+from poolq.wire.search_results import SearchError
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.models import minilm_path

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from poolq.ingest.client import SyncPoolqClient
-from poolq.wire.search_types import SearchError
+from poolq.wire.search_results import SearchError
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 

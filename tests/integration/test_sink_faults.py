@@ -11,8 +11,8 @@ from qdrant_client.http.exceptions import ResponseHandlingException
 from poolq.ingest.cli.dlq import run_dlq
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
+from poolq.sinks.store.interface import Store
 from poolq.sinks.writer import QdrantWriter
 from poolq.wire.dead_letters import entries
 from poolq.wire.records.codes import ErrorCode

@@ -9,8 +9,8 @@ import pytest
 
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
-from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
+from poolq.sinks.store.interface import Store
 from poolq.sinks.writer import QdrantWriter
 from poolq.wire.dead_letters import entries
 from poolq.wire.records.codes import ErrorCode

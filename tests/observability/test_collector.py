@@ -6,7 +6,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from poolq.worker.engine.int8_quality import Check, QualityReport
+from poolq.worker.engine.cpu.int8_quality import Check, QualityReport
 from poolq.worker.observability.collector import WorkerMetrics
 from poolq.worker.observability.histogram import EngineMetrics
 

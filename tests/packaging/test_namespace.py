@@ -56,7 +56,7 @@ def test_an_application_with_its_own_worker_package_imports_both(wheel, tmp_path
         "import poolq\n"
         "from poolq import PoolqClient\n"
         "from poolq.wire import constants\n"
-        "import poolq.worker, poolq.ingest.client, poolq.wire.search_types\n"
+        "import poolq.worker, poolq.ingest.client, poolq.wire.search_results\n"
         "assert worker.OWNER == 'the application: worker', worker.__file__\n"
         "assert ingest.OWNER == 'the application: ingest' and sinks.OWNER == 'the application: sinks'\n"
         f"assert poolq.__file__.startswith({str(site)!r}), poolq.__file__\n"

@@ -20,8 +20,8 @@ UNWANTED = ("transformers", "torch._dynamo", "sympy", "sentence_transformers")
 def test_loading_a_native_model_imports_no_transformers(which, dtype, minilm, splade):
     path = {"minilm": minilm, "splade": splade}[which]
     code = (
-        "from poolq.worker.engine.description import Int8Floors\n"
-        "from poolq.worker.engine.loader import ModelConfig, load_model\n"
+        "from poolq.worker.engine.checkpoints.description import Int8Floors\n"
+        "from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model\n"
         "lenient = Int8Floors(0.5, 0.5, 0.5, 0.5)  # the gate's figures are not this test's\n"
         f"m = load_model(ModelConfig({path!r}, dtype={dtype!r}, int8_floors=lenient))\n"
         "import json, sys\n"

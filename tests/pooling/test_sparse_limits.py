@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from poolq.worker.config.profile import Profile
+from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.loader import ModelConfig, load_model
 from poolq.worker.pooling import PoolingParams
 from poolq.worker.pooling.splade import sparsify
 

@@ -11,7 +11,7 @@ from poolq.worker.config.profile import Profile
 from poolq.worker.config.schedule import ReindexSchedule, cron_jobs, parse_cron
 from poolq.worker.config.settings import load_settings
 from poolq.worker.config.versions import profile_version
-from poolq.worker.engine.fingerprints import checkpoint_fingerprint
+from poolq.worker.engine.checkpoints.fingerprints import checkpoint_fingerprint
 from poolq.worker.reindex.plan import plan_reindex
 
 V = "v1"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from poolq.worker.engine.lanes import Lane
+from poolq.worker.engine.batching.lanes import Lane
 from poolq.worker.runtime import admission as admission_mod
 from poolq.worker.runtime.admission import Admission, default_bound
 

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from poolq.worker.engine import fingerprints
-from poolq.worker.engine.fingerprints import cached_fingerprint, checkpoint_fingerprint
+from poolq.worker.engine.checkpoints import fingerprints
+from poolq.worker.engine.checkpoints.fingerprints import cached_fingerprint, checkpoint_fingerprint
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ figures and floors (what ``poolq status`` and dashboards read)."""
 from types import SimpleNamespace
 
 from poolq.worker.config.settings import Settings
-from poolq.worker.engine.int8_quality import Check, QualityReport
-from poolq.worker.runtime.runtime import Runtime
+from poolq.worker.engine.cpu.int8_quality import Check, QualityReport
+from poolq.worker.runtime.worker_runtime import Runtime
 
 
 def engine(precision: str, report: QualityReport | None = None) -> SimpleNamespace:

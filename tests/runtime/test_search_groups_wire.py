@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from poolq.wire import constants
-from poolq.wire.search_types import Chunk, Hit, SearchError, SearchRequest, SearchResult
+from poolq.wire.search_results import ChunkMatch, Hit, SearchError, SearchRequest, SearchResult
 from poolq.wire.serialization import deserialize, serialize
 from poolq.worker.runtime.search_service import Envelope, parse_search, result_reply
 
@@ -45,7 +45,7 @@ def test_bad_grouping_is_refused_naming_the_key(over: dict[str, Any], match: str
 
 
 def _result(group_by: str | None) -> SearchResult:
-    chunks = [Chunk("p-2", 0.4, 3, "more json")] if group_by else None
+    chunks = [ChunkMatch("p-2", 0.4, 3, "more json")] if group_by else None
     hit = Hit("p-1", 0.5, "doc-1", 0, "json.loads", {"lang": "en"}, chunks)
     return SearchResult("q", "docs", "hybrid", [hit], 0.01, 0.02, "w-1", group_by)
 

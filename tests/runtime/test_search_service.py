@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from redis.asyncio import Redis
 
 from poolq.wire import constants
-from poolq.wire.search_types import Hit, SearchError, SearchRequest, SearchResult
+from poolq.wire.search_results import Hit, SearchError, SearchRequest, SearchResult
 from poolq.wire.serialization import deserialize, serialize
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.runtime.search_service import (

@@ -17,7 +17,7 @@ from qdrant_client.conversions.conversion import RestToGrpc
 
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.proto import upsert as enc
-from poolq.sinks.proto.wire import varint, varints
+from poolq.sinks.proto.protobuf_format import varint, varints
 from poolq.sinks.store import uint8_codec
 from poolq.worker.pooling.token_pooling import pool_tokens
 

@@ -15,9 +15,9 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.schema import CollectionSchema, VectorSpec
-from poolq.sinks.store.base import Store
 from poolq.sinks.store.edge import EdgeStore
 from poolq.sinks.store.errors import EdgeError, SinkUnavailableError, is_transient
+from poolq.sinks.store.interface import Store
 from poolq.sinks.writer import QdrantWriter
 
 SCHEMA = CollectionSchema(

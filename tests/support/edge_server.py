@@ -1,5 +1,5 @@
 """A Qdrant Edge folder as a Qdrant server keeps it: what the Qdrant endpoint
-(``tests/support/qdrant_endpoint``) needs on top of the :class:`~poolq.sinks.store.base.Store`
+(``tests/support/qdrant_endpoint``) needs on top of the :class:`~poolq.sinks.store.interface.Store`
 interface.
 
 * vectors stored as uint8 as a Qdrant server keeps them, without poolq's code map

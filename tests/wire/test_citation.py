@@ -4,7 +4,7 @@ shown to people as ``source p.12–13`` or ``source › Heading › Sub``."""
 from __future__ import annotations
 
 from poolq.wire import payload as fields
-from poolq.wire.search_types import Chunk, Citation, Hit
+from poolq.wire.search_results import ChunkMatch, Citation, Hit
 
 PAYLOAD = {
     "doc_id": "/srv/docs/pump.pdf",
@@ -36,7 +36,7 @@ def test_labels_cite_pages_or_headings():
 
 def test_hits_and_their_chunks_carry_citations_through_the_wire():
     c = Citation.from_dict(PAYLOAD)
-    hit = Hit("p1", 0.9, "d", 0, "t", {}, [Chunk("p2", 0.5, 1, "u", c)], c)
+    hit = Hit("p1", 0.9, "d", 0, "t", {}, [ChunkMatch("p2", 0.5, 1, "u", c)], c)
     wire = hit.to_dict()
     assert wire["citation"] == c.to_dict() and wire["chunks"][0]["citation"] == c.to_dict()
     assert Hit.from_dict(wire) == hit

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from poolq.wire.documents import Document
-from poolq.wire.records.base import WireError
 from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.record import WireError
 from poolq.wire.records.results import IngestResult
 from poolq.worker.engine.engine import InputTooLongError
 from poolq.worker.runtime.pipeline import _points

@@ -16,7 +16,6 @@ from redis.asyncio import Redis
 from poolq.ingest.search_call import read_reply, search_call
 from poolq.wire import constants
 from poolq.wire.documents import validate_documents
-from poolq.wire.records.base import WireError, WireRecord
 from poolq.wire.records.codes import ErrorCode, error_code
 from poolq.wire.records.dead_letter import DeadLetter
 from poolq.wire.records.errors import ErrorRecord
@@ -24,9 +23,10 @@ from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
 from poolq.wire.records.job_args import IngestArgs, ReindexArgs
 from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
 from poolq.wire.records.progress import JobProgressRecord
+from poolq.wire.records.record import WireError, WireRecord
 from poolq.wire.records.results import DocumentErrorRecord, IngestResult
 from poolq.wire.records.search import SearchCall, SearchReply
-from poolq.wire.search_types import SearchError, SearchRequest
+from poolq.wire.search_results import SearchError, SearchRequest
 from poolq.wire.serialization import PayloadRejectedError, deserialize, serialize
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.pooling.params import PoolingParamsError
@@ -278,7 +278,7 @@ async def test_the_heartbeat_thread_writes_a_strict_heartbeat(redis_server: Loca
 
     from poolq.worker.config.settings import Settings
     from poolq.worker.reliability.heartbeat import HeartbeatThread
-    from poolq.worker.runtime.runtime import Runtime
+    from poolq.worker.runtime.worker_runtime import Runtime
 
     model = SimpleNamespace(precision="float32", int8_report=None)
     engine = SimpleNamespace(

@@ -19,10 +19,10 @@ from redis.asyncio import Redis
 from poolq.ingest.cli.reindex import summary_line
 from poolq.ingest.client import PoolqClient
 from poolq.wire import constants
-from poolq.wire.records.base import WireError, WireRecord, always_on_wire
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.job_args import ReindexArgs
 from poolq.wire.records.outcome import job_result
+from poolq.wire.records.record import WireError, WireRecord, always_on_wire
 from poolq.wire.records.reindex import (
     REINDEX_STATES,
     ReindexProgress,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from poolq.wire.records.base import WireRecord
 from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.record import WireRecord
 
 
 @dataclass(frozen=True)

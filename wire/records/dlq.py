@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from poolq.wire.records.base import WireRecord
+from poolq.wire.records.record import WireRecord
 
 
 @dataclass(frozen=True)

@@ -1,15 +1,15 @@
 """An error as it crosses Redis: its code (what the reader decides by), the exception's class
 name and its message (for people). Used for job results that are exceptions, search reply
 errors, dead letters and job outcomes. Every error carries its code: a map without one is no
-error record (:class:`~poolq.wire.records.base.WireError` naming the field)."""
+error record (:class:`~poolq.wire.records.record.WireError` naming the field)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from poolq.wire.records.base import WireError, WireRecord
 from poolq.wire.records.codes import ErrorCode, error_code
+from poolq.wire.records.record import WireError, WireRecord
 from poolq.wire.serialization import error_message
 
 

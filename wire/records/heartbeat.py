@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from poolq.wire import constants
-from poolq.wire.records.base import WireError, WireRecord
+from poolq.wire.records.record import WireError, WireRecord
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from poolq.wire import constants
-from poolq.wire.records.base import WireRecord
+from poolq.wire.records.record import WireRecord
 
 
 def _non_empty(name: str, value: Any) -> None:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from poolq.wire import constants
-from poolq.wire.records.base import WireError, WireRecord
 from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.record import WireError, WireRecord
 from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary, reindex_result
 from poolq.wire.records.results import IngestResult
 

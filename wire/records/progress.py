@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from poolq.wire.records.base import WireError, WireRecord
+from poolq.wire.records.record import WireError, WireRecord
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from poolq.wire.records.base import WireError, WireRecord, always_on_wire
 from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.record import WireError, WireRecord, always_on_wire
 from poolq.wire.records.results import DocumentErrorRecord
 
 # what a reindex goes through, in order; it ends "done" or "failed"

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from poolq.wire.records.base import WireRecord
 from poolq.wire.records.codes import ErrorCode
+from poolq.wire.records.record import WireRecord
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ reads the reply; ``worker/runtime/search_service.py`` the other way round)::
     call:  {"id", "query", "request": SearchRequest.to_dict(), "reply_to", "deadline"}
     reply: {"id", "result": SearchResult.to_dict()}  or  {"id", "error": ErrorRecord}
 
-``request`` and ``result`` are the maps of ``wire/search_types.py``, which own their own
+``request`` and ``result`` are the maps of ``wire/search_results.py``, which own their own
 encoding and checks (this layer is below the sinks: it holds them as maps). The client decides
 what an error means by its ``code``: ``bad_request`` is a :class:`SearchError`, anything else
 the worker's failure. An error without a code is no reply (:class:`WireError` naming the
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Self
 
-from poolq.wire.records.base import WireError, WireRecord
 from poolq.wire.records.errors import ErrorRecord
+from poolq.wire.records.record import WireError, WireRecord
 
 
 @dataclass(frozen=True)

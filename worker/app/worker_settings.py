@@ -33,7 +33,7 @@ from poolq.worker.app.shutdown_steps import cancel_tasks, close_board, final_hea
 from poolq.worker.config.event_loop import event_loop_policy
 from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
-from poolq.worker.engine.thread_names import named
+from poolq.worker.engine.execution.thread_names import named
 from poolq.worker.observability import metrics
 from poolq.worker.observability.job_outcomes import named as labelled
 from poolq.worker.reliability.arq_overrides import (
@@ -47,8 +47,8 @@ from poolq.worker.reliability.job_index_hooks import install_job_index
 from poolq.worker.reliability.reaper import reaper_loop
 from poolq.worker.reliability.run_lock import RunLocks
 from poolq.worker.runtime.job_progress import ProgressBoard
-from poolq.worker.runtime.runtime import Runtime
 from poolq.worker.runtime.search_service import SearchService
+from poolq.worker.runtime.worker_runtime import Runtime
 
 log = logging.getLogger("poolq.worker")
 REINDEX_MAX_TRIES = 3

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from tokenizers import Tokenizer
 
-from poolq.worker.engine.tokenizer import specials_around
+from poolq.worker.engine.execution.tokenizer import specials_around
 
 _NORMALIZERS = frozenset({"BertNormalizer", "Lowercase", "NFD", "NFKD", "StripAccents"})
 _PRE_TOKENIZERS = frozenset({"BertPreTokenizer", "Whitespace", "WhitespaceSplit"})

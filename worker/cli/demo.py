@@ -24,7 +24,7 @@ from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 
 if TYPE_CHECKING:
-    from poolq.wire.search_types import SearchMode
+    from poolq.wire.search_results import SearchMode
 
 QUERIES = ["parse a JSON document", "wrap long lines of text", "random sample from a population"]
 COLLECTION = "demo"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import typer
 
-from poolq.ingest.cli.common import error
+from poolq.ingest.cli.command_env import error
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import fail
 from poolq.worker.cli.store_target import (

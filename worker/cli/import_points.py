@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from poolq.ingest.cli.common import error
+from poolq.ingest.cli.command_env import error
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import config_option, fail
 from poolq.worker.cli.store_target import (

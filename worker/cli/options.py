@@ -1,6 +1,6 @@
 """What every command shares: its options, and how a worker-side command fails (one line on
 stderr, URLs redacted, a non-zero exit). Where the Redis URL comes from and the one-line errors
-are ``ingest/cli/common.py``: the client's commands live in ``ingest/cli``."""
+are ``ingest/cli/command_env.py``: the client's commands live in ``ingest/cli``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from poolq.ingest.cli.common import error
+from poolq.ingest.cli.command_env import error
 from poolq.wire import constants
 
 

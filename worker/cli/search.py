@@ -10,9 +10,9 @@ from typing import Any
 
 import typer
 
-from poolq.ingest.cli.common import error
+from poolq.ingest.cli.command_env import error
 from poolq.ingest.cli.search import DirectSearch, pick_query, run_search
-from poolq.wire.search_types import (
+from poolq.wire.search_results import (
     DEFAULT_GROUP_SIZE,
     MAX_GROUP_SIZE,
     SearchError,
@@ -25,8 +25,8 @@ from poolq.worker.cli.options import config_option, json_option, redis_url_optio
 
 async def _direct(query: str, request: SearchRequest, settings: Any) -> SearchResult:
     from poolq.worker.runtime.query import QueryService
-    from poolq.worker.runtime.runtime import open_writer
     from poolq.worker.runtime.vectorizer import Vectorizer
+    from poolq.worker.runtime.worker_runtime import open_writer
 
     if not settings.qdrant_url and not Path(settings.qdrant_path).is_dir():
         raise SearchError(f"no embedded Qdrant folder at {settings.qdrant_path!r}")

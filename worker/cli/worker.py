@@ -175,7 +175,7 @@ def worker(
 
     check_role(role)
     from poolq.worker.config.locations import check_qdrant_url, resolve_locations
-    from poolq.worker.engine.cpu_threads import CpuProbe
+    from poolq.worker.engine.cpu.cpu_threads import CpuProbe
 
     cpu_probe = CpuProbe.start()  # neighbours measured while the worker starts
     from poolq.wire.connection import check_redis_url
@@ -248,7 +248,7 @@ def worker(
     _probe(settings)
     if settings.backend is not None:  # the loader reads it (engine/openvino/backend.py)
         os.environ["POOLQ_BACKEND"] = settings.backend
-    from poolq.worker.engine.cpu_budget import RESERVED_WORKER_CPUS, explicit_threads
+    from poolq.worker.engine.cpu.cpu_budget import RESERVED_WORKER_CPUS, explicit_threads
 
     try:
         explicit_threads(settings.threads)

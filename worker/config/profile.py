@@ -10,7 +10,7 @@ TOML form (all tables optional; the built-in default profile is used for what is
     [models."bundled:all-minilm-l6-v2"]      # optional model options
     dtype = "int8"          # auto (default: bf16 only on CPUs with native bf16), float32, ...
     int8_floors = { mean_cosine = 0.99, min_cosine = 0.97 }   # the int8 quality gate's floors
-    # any other ModelConfig field (worker/engine/description.py): pooling, normalize, max_length,
+    # any other ModelConfig field (worker/engine/checkpoints/description.py): pooling, normalize, max_length,
     # device, splade_mode, splade_remove_special, token_embed_skip_special, is_matryoshka,
     # matryoshka_dims = [1024, 512, 256], ...
 
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from poolq.sinks.collection_settings import CollectionSettings
-from poolq.worker.engine.description import PRECISIONS, Int8Floors, ModelConfig
+from poolq.worker.engine.checkpoints.description import PRECISIONS, Int8Floors, ModelConfig
 from poolq.worker.pooling import PoolingParams
 from poolq.worker.pooling.tasks import PoolingTask, parse_task
 

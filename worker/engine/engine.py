@@ -5,7 +5,7 @@ lane (queries, interactive and bulk work) are cut from its one scheduler by its 
 - Tokenization runs in a small thread pool (the Rust tokenizer releases the GIL), overlapping
   the forward pass of the batch in flight; the event loop never blocks.
 - The :class:`Scheduler` owns the queue. Requests that arrive while a batch runs join the next
-  one. Each request's :class:`~poolq.worker.engine.lanes.Lane` (query, interactive, bulk) and
+  one. Each request's :class:`~poolq.worker.engine.batching.lanes.Lane` (query, interactive, bulk) and
   its caller's fair share decide who runs next (``lanes.py``, the one place for that policy).
 - Backpressure: at most ``queue_limit_tokens`` tokens wait in the queue; further callers wait,
   in lane order (a single submission larger than the bound is admitted alone into an empty
@@ -25,6 +25,20 @@ from typing import Any
 import torch
 from tokenizers import Encoding
 
+from poolq.worker.engine.batching.group_progress import GroupProgress
+from poolq.worker.engine.batching.lanes import Lane
+from poolq.worker.engine.batching.queue_room import QueueRoom
+from poolq.worker.engine.batching.requests import (
+    CallResults,
+    EncodeRequest,
+    EncodeResult,
+    anonymous_caller,
+)
+from poolq.worker.engine.batching.scheduler import Scheduler
+from poolq.worker.engine.checkpoints.input_forms import FormedInput, InputForm, InputFormName
+from poolq.worker.engine.checkpoints.loader import PoolingModel
+from poolq.worker.engine.engine_api import EngineObserver, EngineStats, TaskSpec
+from poolq.worker.engine.engine_api import InputTooLongError as InputTooLongError  # callers'
 from poolq.worker.engine.engine_inputs import (
     checked_form,
     checked_ids,
@@ -32,23 +46,9 @@ from poolq.worker.engine.engine_inputs import (
     fitting,
     tokenize,
 )
-from poolq.worker.engine.engine_types import EngineObserver, EngineStats, TaskSpec
-from poolq.worker.engine.engine_types import InputTooLongError as InputTooLongError  # callers'
-from poolq.worker.engine.group_progress import GroupProgress
-from poolq.worker.engine.input_forms import FormedInput, InputForm, InputFormName
-from poolq.worker.engine.lanes import Lane
-from poolq.worker.engine.loader import PoolingModel
-from poolq.worker.engine.model_thread import BatchSlot, model_loop
-from poolq.worker.engine.queue_room import QueueRoom
-from poolq.worker.engine.requests import (
-    CallResults,
-    EncodeRequest,
-    EncodeResult,
-    anonymous_caller,
-)
-from poolq.worker.engine.runner import ModelRunner
-from poolq.worker.engine.scheduler import Scheduler
-from poolq.worker.engine.thread_names import named
+from poolq.worker.engine.execution.model_thread import BatchSlot, model_loop
+from poolq.worker.engine.execution.runner import ModelRunner
+from poolq.worker.engine.execution.thread_names import named
 from poolq.worker.pooling import PoolingTask
 
 log = logging.getLogger(__name__)

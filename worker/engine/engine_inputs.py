@@ -14,15 +14,15 @@ from typing import Any
 
 from tokenizers import Encoding
 
-from poolq.worker.engine.description import ModelDescription
-from poolq.worker.engine.engine_types import (
+from poolq.worker.engine.checkpoints.description import ModelDescription
+from poolq.worker.engine.checkpoints.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm
+from poolq.worker.engine.engine_api import (
     EngineObserver,
     InputTooLongError,
     TaskSpec,
     as_params,
 )
-from poolq.worker.engine.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm
-from poolq.worker.engine.tokenizer import TextTokenizer
+from poolq.worker.engine.execution.tokenizer import TextTokenizer
 from poolq.worker.pooling import PoolingParams
 from poolq.worker.pooling.params import PoolingParamsError
 

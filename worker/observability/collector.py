@@ -27,9 +27,9 @@ from poolq.worker.observability.histogram import SECONDS_BUCKETS, EngineMetrics,
 from poolq.worker.observability.job_outcomes import JobOutcomes
 
 if TYPE_CHECKING:
-    from poolq.worker.engine.engine_types import EngineObserver
+    from poolq.worker.engine.engine_api import EngineObserver
     from poolq.worker.reliability.arq_overrides import PoolqWorker
-    from poolq.worker.runtime.runtime import Runtime
+    from poolq.worker.runtime.worker_runtime import Runtime
 
 log = logging.getLogger("poolq.metrics")
 

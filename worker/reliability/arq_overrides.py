@@ -47,7 +47,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.exceptions import WatchError
 
 from poolq.wire.placement import due_ms
-from poolq.worker.engine.lanes import Lane, lane_of_priority
+from poolq.worker.engine.batching.lanes import Lane, lane_of_priority
 from poolq.worker.runtime.admission import Admission
 
 log = logging.getLogger("poolq.worker")

@@ -36,7 +36,7 @@ def add_outcome(
     ttl_s: float = constants.JOB_INDEX_TTL_S,
 ) -> None:
     """Queue on ``pipe`` what :func:`record_outcome` writes (for pipelines of many jobs). A
-    failure needs its ``code`` (:class:`~poolq.wire.records.base.WireError` without one)."""
+    failure needs its ``code`` (:class:`~poolq.wire.records.record.WireError` without one)."""
     now = time.time() if now is None else now
     ttl = int(ttl_s) if ttl_s >= 1 else constants.JOB_INDEX_TTL_S  # keep_result 0: arq's default
     into, other = (DONE, FAILED) if success else (FAILED, DONE)

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from poolq.worker.engine.lanes import Lane, may_take_job
+from poolq.worker.engine.batching.lanes import Lane, may_take_job
 
 BATCHES_QUEUED = 8  # the default bound: this many full batches of the ingest engine
 STARTING_GRACE_S = 10.0  # a job that has not queued its chunks by then stops counting

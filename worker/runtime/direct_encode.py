@@ -36,10 +36,10 @@ from typing import IO, TYPE_CHECKING, Any
 from poolq.worker.runtime.encode_lines import EncodeOptions, EncodeSummary, line_chunks
 
 if TYPE_CHECKING:
-    from poolq.worker.engine.int8_report import QualityReport
+    from poolq.worker.engine.cpu.int8_report import QualityReport
+    from poolq.worker.engine.execution.tokenizer import TextTokenizer
     from poolq.worker.engine.openvino.direct_plan import DirectPlan
     from poolq.worker.engine.openvino.direct_runner import DirectRunner
-    from poolq.worker.engine.tokenizer import TextTokenizer
 
 log = logging.getLogger("poolq.openvino")
 BLOCK_LINES = 512  # texts bucketed together; a block is written while the next one runs
@@ -97,7 +97,7 @@ def direct_start(
 
 
 def _cached(model: str, opts: EncodeOptions, precision: str) -> DirectStart | None:
-    from poolq.worker.engine.description import Int8Floors
+    from poolq.worker.engine.checkpoints.description import Int8Floors
     from poolq.worker.engine.openvino import cache, direct_plan
     from poolq.worker.engine.openvino.quantize import MODES
 
@@ -129,14 +129,18 @@ def run_direct(
     max_batch_tokens: int | None = None,
 ) -> EncodeSummary:
     """Encode ``input_path`` as ``poolq encode`` does (same lines, errors and summary)."""
-    from poolq.worker.engine.cpu_budget import RESERVED_ENCODE_CPUS, StartProbe, explicit_threads
+    from poolq.worker.engine.cpu.cpu_budget import (
+        RESERVED_ENCODE_CPUS,
+        StartProbe,
+        explicit_threads,
+    )
 
     explicit = explicit_threads(threads)  # a bad POOLQ_THREADS fails before anything loads
     probe = StartProbe.start()
     if not input_path.is_file():
         raise FileNotFoundError(f"input file {str(input_path)!r} does not exist")
+    from poolq.worker.engine.execution.tokenizer import TextTokenizer
     from poolq.worker.engine.openvino.direct_runner import DirectRunner
-    from poolq.worker.engine.tokenizer import TextTokenizer
 
     tok = TextTokenizer.from_folder(Path(start.path), start.plan.max_length)
     budget = probe.choose(explicit, RESERVED_ENCODE_CPUS)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-from poolq.worker.engine.int8_report import QualityReport
+from poolq.worker.engine.cpu.int8_report import QualityReport
 
 CHUNK_LINES = 256
 

@@ -20,13 +20,13 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
-from poolq.worker.engine.cpu_budget import RESERVED_ENCODE_CPUS, explicit_threads
-from poolq.worker.engine.cpu_threads import CpuProbe
-from poolq.worker.engine.description import ModelConfig
-from poolq.worker.engine.device import resolve_device
+from poolq.worker.engine.checkpoints.description import ModelConfig
+from poolq.worker.engine.checkpoints.loader import PoolingModel, load_model
+from poolq.worker.engine.cpu.cpu_budget import RESERVED_ENCODE_CPUS, explicit_threads
+from poolq.worker.engine.cpu.cpu_threads import CpuProbe
+from poolq.worker.engine.cpu.int8_quality import GATED_TASKS, QualityMeter
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.int8_quality import GATED_TASKS, QualityMeter
-from poolq.worker.engine.loader import PoolingModel, load_model
+from poolq.worker.engine.execution.device import resolve_device
 from poolq.worker.pooling import PoolingParams, SparseEmbedding
 from poolq.worker.pooling.outputs import PoolerOutput
 from poolq.worker.runtime.encode_lines import EncodeOptions, EncodeSummary, line_chunks

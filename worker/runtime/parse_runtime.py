@@ -1,5 +1,5 @@
 """What a parse worker holds: its pool of parse children and the counters its heartbeat
-reports. The parse role's counterpart of :class:`~poolq.worker.runtime.runtime.Runtime`, with
+reports. The parse role's counterpart of :class:`~poolq.worker.runtime.worker_runtime.Runtime`, with
 the attributes the job guard, the reaper and the heartbeat read (``worker_id``, the job
 counters, ``run_locks``, ``admission``), and no models, engine or store."""
 

@@ -17,7 +17,7 @@ from poolq.sinks.query import resolve_mode, vectors_needed
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.writer import QdrantWriter
 from poolq.wire.filters import Condition
-from poolq.wire.search_types import SearchError, SearchRequest, SearchResult
+from poolq.wire.search_results import SearchError, SearchRequest, SearchResult
 from poolq.worker.runtime.vectorizer import Vectorizer
 
 

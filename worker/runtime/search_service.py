@@ -38,10 +38,10 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from poolq.sinks.inventory import MISSING
 from poolq.wire import constants
 from poolq.wire.filters import parse_conditions
-from poolq.wire.records.base import WireError
 from poolq.wire.records.errors import ErrorRecord
+from poolq.wire.records.record import WireError
 from poolq.wire.records.search import SearchCall, SearchReply
-from poolq.wire.search_types import SearchError, SearchRequest, SearchResult
+from poolq.wire.search_results import SearchError, SearchRequest, SearchResult
 from poolq.wire.serialization import deserialize
 from poolq.worker.runtime.collection_fields import (
     filter_problem,

@@ -19,11 +19,11 @@ from poolq.worker.chunks.chunking import Chunk, Chunker, TokenCounter
 from poolq.worker.chunks.context import CONTEXT_TOKENS
 from poolq.worker.config.profile import Profile
 from poolq.worker.config.versions import profile_version
-from poolq.worker.engine.description import ModelDescription
+from poolq.worker.engine.batching.lanes import Lane
+from poolq.worker.engine.checkpoints.description import ModelDescription
+from poolq.worker.engine.checkpoints.fingerprints import cached_fingerprint
+from poolq.worker.engine.checkpoints.loader import load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.engine.fingerprints import cached_fingerprint
-from poolq.worker.engine.lanes import Lane
-from poolq.worker.engine.loader import load_model
 from poolq.worker.pooling import SparseEmbedding
 from poolq.worker.pooling.token_pooling import pool_tokens
 

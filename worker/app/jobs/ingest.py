@@ -32,10 +32,10 @@ from poolq.sinks.inventory import StoredDocument, stored_documents
 from poolq.wire.documents import Document, validate_documents
 from poolq.wire.records.job_args import IngestArgs
 from poolq.wire.records.results import IngestResult
-from poolq.worker.engine.lanes import lane_of_priority
+from poolq.worker.engine.batching.lanes import lane_of_priority
 from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.pipeline import ingest_documents, inline_ok
-from poolq.worker.runtime.runtime import Runtime
+from poolq.worker.runtime.worker_runtime import Runtime
 
 
 def _runtime(ctx: dict[str, Any]) -> Runtime:

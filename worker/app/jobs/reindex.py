@@ -42,7 +42,7 @@ from poolq.worker.reindex.plan import (
     read_source,
 )
 from poolq.worker.runtime.pipeline import ingest_documents
-from poolq.worker.runtime.runtime import Runtime
+from poolq.worker.runtime.worker_runtime import Runtime
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

@@ -54,14 +54,19 @@ def _positions(config: Config) -> int:
 
 
 def _build(config: Config, state: dict[str, Tensor]) -> nn.Module:
-    from poolq.worker.engine.encoder_spec import EncoderSpec
-    from poolq.worker.engine.packed_encoder import PackedEncoder
+    from poolq.worker.engine.models.encoder_spec import EncoderSpec
+    from poolq.worker.engine.models.packed_encoder import PackedEncoder
 
     return PackedEncoder.from_state_dict(EncoderSpec.from_dict(dict(config)), state)
 
 
 def _mlm_head(config: Config, state: State) -> nn.Module:
-    from poolq.worker.engine.checkpoint_heads import MLMHead, layer_norm_from, linear_from, take
+    from poolq.worker.engine.checkpoints.checkpoint_heads import (
+        MLMHead,
+        layer_norm_from,
+        linear_from,
+        take,
+    )
 
     model_type = str(config.get("model_type"))
     eps = float(config.get("layer_norm_eps", 1e-12))
@@ -90,7 +95,7 @@ def _mlm_head(config: Config, state: State) -> nn.Module:
 
 def _classifier(config: Config, state: State) -> nn.Module:
     """The layers between the CLS row and the logits."""
-    from poolq.worker.engine.checkpoint_heads import linear_from
+    from poolq.worker.engine.checkpoints.checkpoint_heads import linear_from
 
     if config.get("model_type") == "bert":
         # BertForSequenceClassification: pooler (dense + tanh) -> classifier

@@ -19,13 +19,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from poolq.worker.engine.attention_varlen import (
+from poolq.worker.engine.models.attention_varlen import (
     causal_window,
     use_varlen,
     varlen_args,
     varlen_attention,
 )
-from poolq.worker.engine.packed_attention import bucket_lengths
+from poolq.worker.engine.models.packed_attention import bucket_lengths
 
 
 @dataclass(eq=False)

@@ -62,8 +62,8 @@ def _bert_state(state: dict[str, Tensor]) -> dict[str, Tensor]:
 
 
 def _spec(config: Config) -> Any:
-    from poolq.worker.engine.encoder_spec import EncoderSpec
-    from poolq.worker.engine.hidden_act import is_known
+    from poolq.worker.engine.models.encoder_spec import EncoderSpec
+    from poolq.worker.engine.models.hidden_act import is_known
 
     c = {**_DEFAULTS, **config}
     if not is_known(c["activation"]):
@@ -87,13 +87,18 @@ def _spec(config: Config) -> Any:
 
 
 def _build(config: Config, state: dict[str, Tensor]) -> nn.Module:
-    from poolq.worker.engine.packed_encoder import PackedEncoder
+    from poolq.worker.engine.models.packed_encoder import PackedEncoder
 
     return PackedEncoder.from_state_dict(_spec(config), _bert_state(state))
 
 
 def _mlm_head(config: Config, state: State) -> nn.Module:
-    from poolq.worker.engine.checkpoint_heads import MLMHead, layer_norm_from, linear_from, take
+    from poolq.worker.engine.checkpoints.checkpoint_heads import (
+        MLMHead,
+        layer_norm_from,
+        linear_from,
+        take,
+    )
 
     dense = linear_from(state["vocab_transform.weight"], state["vocab_transform.bias"])
     norm = layer_norm_from(state["vocab_layer_norm.weight"], state["vocab_layer_norm.bias"], _EPS)

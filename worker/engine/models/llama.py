@@ -56,7 +56,7 @@ class DecoderSpec:
 
     @classmethod
     def from_dict(cls, config: Config) -> DecoderSpec:
-        from poolq.worker.engine.hidden_act import is_known
+        from poolq.worker.engine.models.hidden_act import is_known
 
         c = {**_DEFAULTS, **config}
         model_type = str(c.get("model_type"))

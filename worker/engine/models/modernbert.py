@@ -55,7 +55,7 @@ class ModernBertSpec:
 
     @classmethod
     def from_dict(cls, config: Config) -> ModernBertSpec:
-        from poolq.worker.engine.hidden_act import is_known
+        from poolq.worker.engine.models.hidden_act import is_known
 
         c = {**_DEFAULTS, **config}
         layers = int(c["num_hidden_layers"])

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-from poolq.worker.engine.compute_thread import yield_to_urgent
-from poolq.worker.engine.hidden_act import hidden_activation
+from poolq.worker.engine.execution.compute_thread import yield_to_urgent
 from poolq.worker.engine.models.causal_attention import KVCache, causal_attention, plan_causal
+from poolq.worker.engine.models.hidden_act import hidden_activation
 from poolq.worker.engine.models.llama import DecoderSpec
-from poolq.worker.engine.uninit import EmptyEmbedding, EmptyLinear
+from poolq.worker.engine.models.uninit import EmptyEmbedding, EmptyLinear
 
 
 class RMSNorm(nn.Module):

@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from poolq.worker.engine.attention_varlen import (
+from poolq.worker.engine.execution.compute_thread import yield_to_urgent
+from poolq.worker.engine.models.attention_varlen import (
     FULL,
     VarlenArgs,
     local_window,
@@ -17,11 +18,10 @@ from poolq.worker.engine.attention_varlen import (
     varlen_args,
     varlen_attention,
 )
-from poolq.worker.engine.compute_thread import yield_to_urgent
-from poolq.worker.engine.hidden_act import hidden_activation
 from poolq.worker.engine.models.causal_attention import CausalPlan, plan_causal
+from poolq.worker.engine.models.hidden_act import hidden_activation
 from poolq.worker.engine.models.modernbert import ModernBertSpec
-from poolq.worker.engine.uninit import EmptyEmbedding, EmptyLinear
+from poolq.worker.engine.models.uninit import EmptyEmbedding, EmptyLinear
 
 
 def _rotate_half(x: Tensor) -> Tensor:

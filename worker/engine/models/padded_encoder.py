@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from poolq.worker.engine.packed_encoder import PackedEncoder, _Layer
+from poolq.worker.engine.models.packed_encoder import PackedEncoder, _Layer
 
 
 class PaddedEncoderForm(nn.Module):

@@ -1,6 +1,6 @@
 """Which kind of pooling checkpoint a folder holds, from its files, ``architectures`` and
 ``model_type`` (nothing is built or run): the checkpoint-kind registry's answer
-(``worker/engine/kinds/``, in its precedence order), for callers holding the pieces of a
+(``worker/engine/checkpoints/kinds/``, in its precedence order), for callers holding the pieces of a
 checkpoint rather than an opened one."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from poolq.worker.engine.checkpoint import SentenceTransformersInfo
-from poolq.worker.engine.description import ModelKind
-from poolq.worker.engine.kinds import Checkpoint, recognize
-from poolq.worker.engine.kinds.decoder import is_causal
+from poolq.worker.engine.checkpoints.checkpoint import SentenceTransformersInfo
+from poolq.worker.engine.checkpoints.description import ModelKind
+from poolq.worker.engine.checkpoints.kinds import Checkpoint, recognize
+from poolq.worker.engine.checkpoints.kinds.decoder import is_causal
 
 
 def recognize_kind(

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-    from poolq.worker.engine.description import ModelDescription
-    from poolq.worker.engine.loader import PoolingModel
+    from poolq.worker.engine.checkpoints.description import ModelDescription
+    from poolq.worker.engine.checkpoints.loader import PoolingModel
     from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
     from poolq.worker.pooling import DispatchPooler
 
@@ -90,7 +90,7 @@ def apply_backend(model: PoolingModel) -> bool:
             raise ValueError(f"model {name!r}: backend 'openvino' cannot run it: {why}")
         log.info("backend auto: torch for %s: %s", name, why)
         return False
-    from poolq.worker.engine.int8_gate import Int8QualityError
+    from poolq.worker.engine.cpu.int8_gate import Int8QualityError
 
     saved = (model.encoder, dict(model.pooler.poolers_by_task))
     try:
@@ -190,7 +190,7 @@ def _int8(
     mode's :class:`Int8QualityError` when none does."""
     import openvino as ov
 
-    from poolq.worker.engine.int8_gate import Int8QualityError
+    from poolq.worker.engine.cpu.int8_gate import Int8QualityError
     from poolq.worker.engine.openvino import cache, quantize
     from poolq.worker.engine.openvino.threads import compile_config
 
@@ -252,8 +252,8 @@ def _converted(model: PoolingModel, head: bool) -> tuple[str, Any | None]:
 
 def _check_fp32(model: PoolingModel, encoder: OpenVinoEncoder) -> None:
     """auto, float32: OpenVINO's embeddings against torch's on the built-in sample."""
-    from poolq.worker.engine.calibration_texts import CALIBRATION_TEXTS
-    from poolq.worker.engine.int8_gate import encode_texts
+    from poolq.worker.engine.cpu.calibration_texts import CALIBRATION_TEXTS
+    from poolq.worker.engine.cpu.int8_gate import encode_texts
 
     tasks = [t for t in model.description.supported_tasks if t in ("embed", "token_embed")]
     if not tasks:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from poolq.worker.engine.int8_report import QualityReport
+    from poolq.worker.engine.cpu.int8_report import QualityReport
 
 log = logging.getLogger("poolq.openvino")
 FORM_VERSION = 2  # bump when what graph.py converts changes: cached models are keyed by it
@@ -35,7 +35,7 @@ COMPILED_DIR = "compiled"  # OpenVINO's compiled blobs of the model beside it (i
 
 
 def cache_root() -> Path:
-    from poolq.worker.engine.fingerprints import cache_dir
+    from poolq.worker.engine.checkpoints.fingerprints import cache_dir
 
     return cache_dir() / "openvino"
 
@@ -43,7 +43,7 @@ def cache_root() -> Path:
 def cache_key(checkpoint: str, *, sparse_head: bool, precision: str) -> str:
     import openvino as ov
 
-    from poolq.worker.engine.fingerprints import cached_fingerprint
+    from poolq.worker.engine.checkpoints.fingerprints import cached_fingerprint
 
     parts: dict[str, Any] = {
         "checkpoint": cached_fingerprint(checkpoint),
@@ -146,7 +146,7 @@ def _verdict(key: str, floors: object) -> Path:
 
 def passed(key: str, floors: object) -> QualityReport | None:
     """The int8 gate's report if it passed this cached model under these floors."""
-    from poolq.worker.engine.int8_report import Check, QualityReport
+    from poolq.worker.engine.cpu.int8_report import Check, QualityReport
 
     try:
         data = json.loads(_verdict(key, floors).read_text())

@@ -25,10 +25,10 @@ import torch
 from safetensors import safe_open
 from torch import nn
 
-from poolq.worker.engine.checkpoint import _rename_legacy
+from poolq.worker.engine.checkpoints.checkpoint import _rename_legacy
 
 if TYPE_CHECKING:
-    from poolq.worker.engine.description import ModelDescription
+    from poolq.worker.engine.checkpoints.description import ModelDescription
     from poolq.worker.pooling import DispatchPooler
 
 

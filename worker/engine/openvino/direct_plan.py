@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from poolq.wire.version import __version__
-from poolq.worker.engine.loader import PoolingModel
+from poolq.worker.engine.checkpoints.loader import PoolingModel
 
 PLAN_FILE = "direct-embed.json"
 PLAN_VERSION = 1
@@ -81,7 +81,7 @@ def plan_for(model: PoolingModel) -> DirectPlan | None:
     """The plan of a loaded model, when its ``embed`` is a CLS/MEAN/LAST row of the hidden
     states, no projector, fp32, and its settings are the defaults (what ``poolq encode``
     loads); else None."""
-    from poolq.worker.engine.description import ModelConfig
+    from poolq.worker.engine.checkpoints.description import ModelConfig
     from poolq.worker.pooling import EmbeddingHead, SequencePooler
 
     desc, cfg = model.description, model.config

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from poolq.worker.engine.calibration_texts import CALIBRATION_TEXTS
+from poolq.worker.engine.cpu.calibration_texts import CALIBRATION_TEXTS
 from poolq.worker.engine.openvino.buckets import padded_inputs, plan_calls
 
 if TYPE_CHECKING:
-    from poolq.worker.engine.int8_quality import QualityReport
-    from poolq.worker.engine.loader import PoolingModel
+    from poolq.worker.engine.checkpoints.loader import PoolingModel
+    from poolq.worker.engine.cpu.int8_quality import QualityReport
     from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
 
 log = logging.getLogger("poolq.openvino")
@@ -74,8 +74,8 @@ def gate(
 ) -> QualityReport:
     """Encode the sample with ``fp32`` then ``int8`` compiled models; the report, or
     :class:`Int8QualityError` (the encoder is then left on fp32)."""
-    from poolq.worker.engine.int8_gate import Int8QualityError, encode_texts, gated_tasks
-    from poolq.worker.engine.int8_quality import QualityMeter
+    from poolq.worker.engine.cpu.int8_gate import Int8QualityError, encode_texts, gated_tasks
+    from poolq.worker.engine.cpu.int8_quality import QualityMeter
 
     tasks = gated_tasks(model)
     encoder.use(fp32, "float32")
