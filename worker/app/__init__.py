@@ -1,6 +1,7 @@
 """The arq application: settings for arq, its jobs (``jobs/``), the worker's start and stop.
 
-``arq poolq.worker.app.WorkerSettings`` and ``poolq worker`` run the same worker. The
+``poolq worker`` runs the worker (a ``PoolqWorker``, ``reliability/arq_overrides.py``); arq's
+own CLI, which can only build arq's plain ``Worker``, is refused at start-up. The
 ``WorkerSettings`` class is built on first use (PEP 562), from ``POOLQ_CONFIG`` and the
 ``POOLQ_*`` variables, so importing this package reads no configuration.
 """

@@ -11,7 +11,6 @@ the 2-core CI machine, interleaved A/B of the same worker (``/proc`` CPU of its 
 Only ``poolq worker`` applies it (``run_worker``), for the process it runs in: arq's
 ``Worker`` builds its loop with ``asyncio.get_event_loop()`` / ``new_event_loop()``, which
 follow the policy installed here; the previous policy is put back when the worker returns.
-``arq poolq.worker.app.WorkerSettings`` builds the loop in arq's own CLI and stays on asyncio.
 """
 
 from __future__ import annotations
