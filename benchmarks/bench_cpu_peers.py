@@ -20,7 +20,7 @@ inference: ``peer_run_f32.py``; poolq's fp32 is f32, it must match torch), and t
 
 Targets (exit 1 on a miss): dense int8 >= 1.3x the fastest int8 peer at equal truncation; dense
 fp32 >= 1.5x sentence-transformers; SPLADE int8 >= 4x sentence-transformers' SparseEncoder.
-The OpenVINO backend's (issue 27): dense int8 >= 1.0x raw OpenVINO int8; dense fp32 >= 1.2x raw
+The OpenVINO backend's: dense int8 >= 1.0x raw OpenVINO int8; dense fp32 >= 1.2x raw
 OpenVINO fp32 (the f32 peer when it ran); SPLADE int8 (the faster poolq backend) >= 1.5x the best int8 SPLADE peer; mixed
 tasks faster than the torch backend.
 

@@ -18,7 +18,7 @@ Qdrant-protocol stand-in (CPU of this process).
 
 ``--server`` (``host_path_server.py``) adds a worker (``--workers N``: N of them) writing over
 gRPC to the stand-in, which it starts, beside the worker on the embedded store; its targets are
-issue 25's, in CPU ms per chunk. Without it, the targets are issue 21's chunks/s.
+the server path's, in CPU ms per chunk. Without it, the targets are the embedded path's chunks/s.
 
 The queue run also reads the CPU time every process spent on it (``/proc``: the workers with
 all their threads, by role, an embedded store's process, Redis, the client; the stand-in
@@ -107,7 +107,7 @@ def main() -> None:
         "--server",
         action="store_true",
         help="a worker writing to the Qdrant endpoint over gRPC (started here) beside one on the "
-        "embedded store; targets: CPU ms per chunk (issue 25)",
+        "embedded store; targets: CPU ms per chunk",
     )
     ap.add_argument(
         "--workers", type=int, default=1, help="worker processes on the server (with --server)"

@@ -1,5 +1,5 @@
 """Steady-state chunks/s of a worker's encode path on the OpenVINO backend (int8) against raw
-OpenVINO int8, in one process, on the same chunks of a corpus of mixed lengths (issue 27).
+OpenVINO int8, in one process, on the same chunks of a corpus of mixed lengths.
 
 * **poolq**: a :class:`Vectorizer`, what ``poolq worker`` runs for each job (``pipeline.py``):
   the job's documents chunked off the event loop (``chunk_many``), then every chunk encoded

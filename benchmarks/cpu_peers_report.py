@@ -1,5 +1,5 @@
 """What ``bench_cpu_peers.py`` prints and checks: the machine's load and steal, the OpenVINO
-backend's targets (issue 27), and each peer's output against sentence-transformers' (cosine, or
+backend's targets, and each peer's output against sentence-transformers' (cosine, or
 top-32 overlap and weight error for SPLADE)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The report of ``bench_host_path.py``: issue 21's and issue 25's targets, the table of its
+"""The report of ``bench_host_path.py``: the embedded and server paths' targets, the table of its
 best figures (stages, store floor, the upserts' client side, the queue runs' rates and CPU per
 chunk by process and thread role), and the checks against those targets (exit status 1 on a
 miss unless ``--no-targets``)."""
@@ -16,7 +16,7 @@ TARGET_CHUNKS_S = 600.0  # enqueue -> durable write, default settings
 TARGET_CHUNKS_S_POOLED = 1000.0  # with pool_factor = 2
 TARGET_HOST_CHUNKS_S = 2500.0  # every stage but the store's conversion and write
 TARGET_OF_FLOOR = 0.9  # pipeline chunks/s / store floor points/s
-# --server (issue 25), CPU ms per chunk: encoding + sending the upserts; the worker outside its
+# --server, CPU ms per chunk: encoding + sending the upserts; the worker outside its
 # compute thread; Redis and the client; the worker process whole (children included)
 TARGET_UPSERT_MS = 0.10
 TARGET_WORKER_HOST_MS = 0.6
