@@ -23,9 +23,10 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from poolq.wire.version import __version__
+
 if TYPE_CHECKING:
-    from poolq.wire.version import __version__
-from poolq.worker.engine.checkpoints.loader import PoolingModel
+    from poolq.worker.engine.checkpoints.loader import PoolingModel
 
 PLAN_FILE = "direct-embed.json"
 PLAN_VERSION = 1
