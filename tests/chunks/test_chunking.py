@@ -108,4 +108,5 @@ def test_many_texts_at_once_chunk_as_one_by_one_and_as_the_general_path(texts, m
         for chunk in chunks:
             if chunk.encodings is not None:
                 for c, enc in zip(chunker.counters, chunk.encodings, strict=True):
-                    assert enc.ids == c.encode_batch([chunk.text])[0].ids
+                    ids = enc if isinstance(enc, list) else enc.ids  # a longer text's: its slice
+                    assert ids == c.encode_batch([chunk.text])[0].ids

@@ -163,7 +163,7 @@ def group(g: models.PointGroup, shape: PayloadShape) -> grpc.PointGroup:
 
 
 def next_offset(x: Any) -> grpc.PointId | None:
-    return None if x is None else R.convert_extended_point_id(cv.point_id(x))
+    return None if x is None else R.convert_extended_point_id(cv.point_id_out(x))
 
 
 # -- queries ---------------------------------------------------------------------------------
