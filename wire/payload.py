@@ -57,7 +57,7 @@ PAYLOAD_FIELDS: Final = (
     FILE_HASH,
 )
 
-# the fields of a hit's citation (wire/search_types.Citation), in its order
+# the fields of a hit's citation (wire/search_results.Citation), in its order
 CITATION_FIELDS: Final = (SOURCE, TITLE, MIME, PAGE_START, PAGE_END, HEADINGS)
 TEXT_MIME: Final = "text/plain"  # the type of a document sent as text
 
