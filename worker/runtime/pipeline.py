@@ -107,13 +107,12 @@ async def ingest_documents(
         # those texts are tokenized by the engines, the others reuse the chunker's tokens
         texts, encodings = [], []
         fitted: dict[str, str] = {}  # a section's chunks share their context: fitted once
-        counters = rt.vectorizer.chunker.counters
         for d, chunks in zip(part_docs, part_chunks, strict=True):
             for c in chunks:
                 context = context_of(d.layout, c.start)
                 if context:
                     if context not in fitted:
-                        fitted[context] = fit_context(context, counters)
+                        fitted[context] = fit_context(context, rt.vectorizer.chunker.counters)
                     context = fitted[context]
                 texts.append(encoded_text(context, c.text))
                 encodings.append(None if context else c.encodings)
