@@ -50,6 +50,14 @@ def test_both_distributions_carry_the_one_version(dists):
     assert all(u.startswith("https://") for u in urls.values())
     assert "Programming Language :: Python :: 3.11" in meta.get_all("Classifier")
     assert meta["Author"] or meta["Author-email"]
+    assert meta.get_all("License-File") == ["LICENSE"]
+    licence = whl_text(dists.wheel, f"poolq-{__version__}.dist-info/licenses/LICENSE")
+    assert "Apache License" in licence and "Version 2.0" in licence
+
+
+def whl_text(wheel, name: str) -> str:
+    with zipfile.ZipFile(wheel) as whl:
+        return whl.read(name).decode("utf-8")
 
 
 def test_the_wheel_holds_every_package_and_no_test_code(dists):
@@ -66,7 +74,7 @@ def test_the_sdist_holds_the_sources_and_no_test_code(dists):
     top = f"poolq-{__version__}"
     with tarfile.open(dists.sdist) as sdist:
         names = [m.name.removeprefix(top + "/") for m in sdist.getmembers() if m.isfile()]
-    assert {"pyproject.toml", "README.md", "PKG-INFO"} <= set(names)
+    assert {"pyproject.toml", "README.md", "PKG-INFO", "LICENSE"} <= set(names)
     for package, folder in package_dirs().items():
         assert f"{folder}/__init__.py" in names, package
     assert [n for n in names if is_test_code(n)] == []
