@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("poolq.worker.config",),  # settings, schedules, collection profiles
     ("poolq.worker.reindex", "poolq.worker.chunks"),  # reindex planning; chunks and points
     ("poolq.worker.parse",),  # files read into blocks (no engine, no store: the parse role)
+    ("poolq.worker.fetch",),  # documents given by URI fetched: object stores, web URLs
     ("poolq.worker.engine",),
     ("poolq.worker.pooling",),
     ("poolq.sinks",),

@@ -1,0 +1,154 @@
+"""Objects of a store (S3 and S3-compatible stores, GCS, Azure), through obstore: listing a
+prefix page by page, and fetching one object within a byte limit.
+
+One store client per bucket, kept for the process (obstore's clients pool their connections).
+A listing that fails midway starts again after the last key it returned, so a retry never lists
+an object twice. obstore retries a failed request a few times itself; what still fails is
+classified (``errors.py``) and retried here with backoff and jitter (``retry.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import obstore
+from obstore.exceptions import NotFoundError, PermissionDeniedError, UnauthenticatedError
+from obstore.store import S3Store, from_url
+
+from poolq.wire.records.codes import ErrorCode
+from poolq.wire.uris import SourceUri
+from poolq.worker.fetch.credentials import allows_http, s3_config
+from poolq.worker.fetch.errors import FetchRefused, ObjectGone, StoreUnavailable, Transient
+from poolq.worker.fetch.retry import Backoff, default_backoff
+
+PAGE_OBJECTS = 1000  # objects per listing page (S3 returns at most 1000 per request)
+CLIENT_OPTIONS = {"timeout": "60s", "connect_timeout": "5s", "user_agent": "poolq"}
+STORE_RETRIES = {"max_retries": 2, "retry_timeout": timedelta(seconds=10)}
+
+
+@dataclass(frozen=True)
+class ListedObject:
+    """An object as a listing names it: its key, URI (the document's id), size and ETag or
+    version id (opaque: only compared for equality)."""
+
+    key: str
+    uri: str
+    size: int
+    etag: str | None
+    version: str | None
+
+    @property
+    def tag(self) -> str:
+        """What says the object changed: its version id, else its ETag, else its size."""
+        return self.version or self.etag or f"size {self.size}"
+
+
+@dataclass(frozen=True)
+class Fetched:
+    uri: str
+    data: bytes
+    tag: str | None
+
+
+def _classify(uri: str, exc: Exception) -> Exception:
+    if isinstance(exc, NotFoundError):
+        return ObjectGone(uri, "not found (deleted since it was listed)")
+    if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
+        return FetchRefused(uri, "access denied: check the store's credentials in the environment")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return Transient(uri, first[:300])
+
+
+class ObjectStores:
+    """The store clients of this process, one per bucket."""
+
+    def __init__(self, backoff: Backoff | None = None) -> None:
+        self.backoff = backoff or default_backoff()
+        self._stores: dict[tuple[str, str], Any] = {}
+
+    def store(self, uri: SourceUri) -> Any:
+        key = (uri.scheme, uri.bucket)
+        if key not in self._stores:
+            if uri.scheme == "s3":
+                config = s3_config()
+                options = dict(CLIENT_OPTIONS, allow_http=allows_http(config))
+                self._stores[key] = S3Store(
+                    uri.bucket, config=config, client_options=options,  # type: ignore[arg-type]
+                    retry_config=STORE_RETRIES,  # type: ignore[arg-type]
+                )  # fmt: skip
+            else:
+                options = dict(CLIENT_OPTIONS, allow_http=allows_http({}))
+                self._stores[key] = from_url(
+                    f"{uri.scheme}://{uri.bucket}", client_options=options,  # type: ignore[arg-type]
+                    retry_config=STORE_RETRIES,  # type: ignore[arg-type]
+                )  # fmt: skip
+        return self._stores[key]
+
+    async def pages(
+        self, prefix: SourceUri, *, after: str | None = None, page_objects: int = PAGE_OBJECTS
+    ) -> AsyncIterator[list[ListedObject]]:
+        """The objects under ``prefix`` in key order, a page at a time, starting after the key
+        ``after`` (a checkpoint's). A listing that fails starts again after the last key it
+        gave, with backoff; :class:`StoreUnavailable` once it fails for the whole budget."""
+        store = self.store(prefix)
+        last, attempt, deadline = after, 0, 0.0
+        while True:
+            try:
+                stream = obstore.list(
+                    store, prefix.key.rstrip("/") or None, offset=last, chunk_size=page_objects
+                )
+                async for batch in stream:
+                    listed = [self._listed(prefix, m) for m in batch]
+                    last, attempt, deadline = batch[-1]["path"], 0, 0.0
+                    if listed := [o for o in listed if o.key.startswith(prefix.key)]:
+                        yield listed
+                return
+            except Exception as e:
+                err = _classify(prefix.text, e)
+                if not isinstance(err, Transient):
+                    raise err from None
+                deadline = deadline or time.monotonic() + self.backoff.budget_s
+                if time.monotonic() > deadline:
+                    raise StoreUnavailable(
+                        prefix.text, f"listing: {err.message} (still failing after "
+                        f"{self.backoff.budget_s:g}s of retries)",
+                    ) from None  # fmt: skip
+                await asyncio.sleep(self.backoff.wait_s(attempt))
+                attempt += 1
+
+    @staticmethod
+    def _listed(prefix: SourceUri, meta: Any) -> ListedObject:
+        key = str(meta["path"])
+        return ListedObject(
+            key, prefix.object_uri(key), int(meta.get("size") or 0), meta.get("e_tag"),
+            meta.get("version"),
+        )  # fmt: skip
+
+    async def get(self, uri: SourceUri, max_bytes: int) -> Fetched:
+        """The object's bytes (:class:`ObjectGone` for a 404, ``too_large`` over ``max_bytes``
+        before its body is read), retried with backoff."""
+        store = self.store(uri)
+
+        async def once() -> Fetched:
+            try:
+                result = await obstore.get_async(store, uri.key)
+                size = int(result.meta.get("size") or 0)
+                if size > max_bytes:
+                    raise FetchRefused(
+                        uri.text, f"{size} bytes, over the limit of {max_bytes} bytes per file "
+                        "(--max-file-bytes)", ErrorCode.TOO_LARGE,
+                    )  # fmt: skip
+                data = bytes(await result.bytes_async())
+            except FetchRefused:
+                raise
+            except Exception as e:
+                raise _classify(uri.text, e) from None
+            meta = result.meta
+            return Fetched(uri.text, data, meta.get("version") or meta.get("e_tag"))
+
+        return await self.backoff.run(once)
