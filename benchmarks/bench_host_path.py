@@ -124,6 +124,7 @@ def main() -> None:
         help="also run a worker with the store in its own interpreter (store_process = false), "
         "interleaved with the default one: the before/after of sinks/store/process.py",
     )
+    ap.add_argument("--figures", type=Path, help="write the run's JSON and its plot here")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="poolq-host-"))
     model = build_tiny_bert(tmp / "model")

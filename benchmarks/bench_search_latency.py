@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from arq.constants import in_progress_key_prefix
 
+from benchmarks.figures import save_run
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.sample_corpus import passages
 from poolq.wire import constants
@@ -172,6 +173,7 @@ def main() -> None:
     ap.add_argument("--searches", type=int, default=30, help="searches per condition")
     ap.add_argument("--interval", type=float, default=0.5, help="seconds between searches")
     ap.add_argument("--job-size", type=int, default=32)
+    ap.add_argument("--figures", type=Path, help="write the run's JSON and its plot here")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="poolq-bench-search-"))
     with (
@@ -225,6 +227,13 @@ def main() -> None:
             f"  {mode:7s} max {max(o):.3f}s p95 {pct(o, 95):.3f}s "
             f"-> {'ok' if max(o) < LIMIT_S else 'MISS'}"
         )
+    if args.figures:
+        walls = {c: {m: [x.wall_s for x in v if x.mode == m] for m in MODES}
+                 for c, v in (("idle", idle), ("busy", busy))}  # fmt: skip
+        save_run(args.figures, "search-latency", {
+            "modes": list(MODES), **walls, "chunks": total,
+            "drain_chunks_s": total / r["drain_s"], "min_queued_chunks": min(queued),
+        })  # fmt: skip
     if not r["after"]:  # the last searches may have found no backlog left: not measured
         misses.append("the backlog drained before the last search returned (raise --docs)")
     if misses:

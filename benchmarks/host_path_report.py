@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 
+from benchmarks.figures import save_run
 from benchmarks.host_path_runs import CpuUse
 from benchmarks.host_path_stages import HOST_STAGES, STORE_STAGES, Stages
 
@@ -69,9 +70,18 @@ def report(
             f"  {used / queue_s[mode]:.2f} of {cores} cores busy; all {cores} cores at that "
             f"cost: {cores * chunks / used:.0f} chunks/s at most"
         )
-    checks = server_checks(chunks, n, client, cpu) if args.server else issue21_checks(
+    checks = server_checks(chunks, n, client, cpu) if args.server else in_process_checks(
         args, chunks, queue_s["embedded"], host_rate, floor_rate
     )  # fmt: skip
+    if args.server and args.figures:
+        c = cpu["server"]
+        save_run(args.figures, "host-path", {
+            "chunks": chunks,
+            "cpu_ms_per_chunk": {k: 1000 * v / chunks for k, v in c.seconds.items()},
+            "peer_grpc_ms": 1000 * client["qdrant-client gRPC"] / n
+            if "qdrant-client gRPC" in client else float("nan"),
+            "poolq_upsert_ms": 1000 * client["poolq gRPC (CPU)"] / n,
+        })  # fmt: skip
     for what, ok, got in checks:
         print(f"{what}: {got} {'ok' if ok else 'MISS'}")
     if not args.no_targets and not all(ok for _, ok, _ in checks):
@@ -97,7 +107,7 @@ def server_checks(
     ]  # fmt: skip
 
 
-def issue21_checks(
+def in_process_checks(
     args: argparse.Namespace, chunks: int, queue_s: float, host_rate: float, floor_rate: float
 ) -> list[tuple[str, bool, str]]:
     queue_rate = chunks / queue_s
