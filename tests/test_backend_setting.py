@@ -1,4 +1,4 @@
-"""The backend setting (issue 27): ``[engine] backend`` in the config, ``POOLQ_BACKEND``, the
+"""The backend setting: ``[engine] backend`` in the config, ``POOLQ_BACKEND``, the
 ``--backend`` flags; checked where it is read, before any model loads. The OpenVINO backend
 itself: ``tests/engine/test_openvino.py``."""
 

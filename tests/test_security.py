@@ -53,7 +53,7 @@ def test_json_log_lines_carry_job_fields():
     assert out["level"] == "info" and out["logger"] == "poolq.jobs"
 
 
-# --- credentials never leave in a message, a log line or a repr (issue 11) -------------------
+# --- credentials never leave in a message, a log line or a repr -------------------
 
 PASSWORD = "s3cret-pw"
 

@@ -1,5 +1,5 @@
 """The demo prints every query's top hit in every mode as one table, with the line that says why
-rerank may disagree (issue 12, item 11): a rerank top hit that contradicts the hybrid and dense
+rerank may disagree: a rerank top hit that contradicts the hybrid and dense
 hits printed below it looked like a bug."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``poolq enqueue`` as a user runs it, against a real Redis with no worker (issue 12): limits
+"""``poolq enqueue`` as a user runs it, against a real Redis with no worker: limits
 checked before anything is enqueued (item 4), input errors with file and line (item 7), folder
 choices (item 5), JSON lines (item 9), no worker while waiting and Ctrl-C (item 3). With a
 worker: tests/integration/test_cli_first_hour.py."""

@@ -1,6 +1,5 @@
 """Every client command answers a Redis URL it cannot use, a host that does not exist and a Redis
-that is down with one line, in seconds, naming where the URL came from or host:port (issue 12,
-item 1)."""
+that is down with one line, in seconds, naming where the URL came from or host:port."""
 
 from __future__ import annotations
 

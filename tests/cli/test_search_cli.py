@@ -1,4 +1,4 @@
-"""``poolq search`` from the command line (issue 12): a query that starts with '-' (item 10),
+"""``poolq search`` from the command line: a query that starts with '-' (item 10),
 and no worker running answered at once, not after the 30 s timeout (item 2)."""
 
 from __future__ import annotations

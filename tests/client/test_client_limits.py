@@ -1,4 +1,4 @@
-"""The client knows the worker's limits before it enqueues (issue 12, item 4), says at once
+"""The client knows the worker's limits before it enqueues, says at once
 that no worker is running (item 2), and reports job progress (item 8) - against a real Redis;
 the tests with a live worker are in tests/integration/test_cli_first_hour.py."""
 

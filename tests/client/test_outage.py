@@ -1,4 +1,4 @@
-"""A connected client rides out a Redis outage as the worker does (issue 19): ``wait`` and
+"""A connected client rides out a Redis outage as the worker does: ``wait`` and
 ``status`` try again on the worker's reconnect backoff, ``wait`` reports how long Redis has been
 down, and both give up with one line once Redis has been unreachable for
 ``redis_outage_limit_s``. A real redis-server (append-only persistence) stopped and started on

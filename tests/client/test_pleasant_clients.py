@@ -1,5 +1,5 @@
 """The clients read as the README writes them: ``with SyncPoolqClient(...) as client:`` closes on
-exit, and a ``SearchResult`` iterates over its hits (issue 12, item 12)."""
+exit, and a ``SearchResult`` iterates over its hits."""
 
 from __future__ import annotations
 

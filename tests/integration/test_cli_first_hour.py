@@ -1,4 +1,4 @@
-"""The first hour of a user (issue 12), with a real Redis and a real `poolq worker`: what the CLI
+"""The first hour of a user, with a real Redis and a real `poolq worker`: what the CLI
 and the client do against a live worker. The worker runs with small limits (50 documents and
 200,000 bytes per job) so the client has to learn them from its heartbeat."""
 

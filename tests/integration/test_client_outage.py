@@ -1,4 +1,4 @@
-"""Issue 19: ``poolq enqueue --wait`` rides out a Redis restart as the worker does. A real
+"""``poolq enqueue --wait`` rides out a Redis restart as the worker does. A real
 redis-server with append-only persistence on a free port in a temp folder, a real worker, the
 CLI in its own process; Redis is stopped for 15 s while the jobs run and started again on the
 same port and folder: the CLI says Redis is down and back, exits 0, every document landed

@@ -1,4 +1,4 @@
-"""Issue 19: the summary of a job whose worker was SIGKILLed mid-ingest counts what the crashed
+"""the summary of a job whose worker was SIGKILLed mid-ingest counts what the crashed
 try wrote as written, not as skipped (unchanged): the retry leaves those documents alone (no
 model work), and the job's result adds them (documents, and their chunks as points) to what it
 wrote itself. A later job with the same documents skips them all, as before; a job whose every

@@ -38,7 +38,7 @@ def filter_key(expr):
 
 @pytest.mark.parametrize("field", ["profile_version", "meta_hash"])
 def test_hash_and_version_filters_are_top_level(field):
-    """The drift of issue 11: these were looked up in ``metadata.*``, where no point has them."""
+    """The drift once seen: these were looked up in ``metadata.*``, where no point has them."""
     assert filter_key(f"{field}=abc") == field
     assert filter_key(f"{field}!=abc") == field
 

@@ -177,7 +177,7 @@ def test_a_failed_jobs_stored_result_reads_back_as_its_error() -> None:
     )  # fmt: skip
     result = deserialize_result(raw, deserializer=deserialize)
     assert failure_of(result.result).text() == "ValueError: bad doc"
-    # an empty message never reaches a user (issue 19: "TimeoutError: " and nothing else)
+    # an empty message never reaches a user ("TimeoutError: " and nothing else)
     empty = {"code": "internal", "type": "KeyError", "message": ""}
     assert failure_of(empty).text() == "KeyError: raised without a message"
     stored = deserialize(serialize(TimeoutError()))

@@ -1,4 +1,4 @@
-"""Where documents come from (issue 12, item 5): folder ids are unique and stable for every file,
+"""Where documents come from: folder ids are unique and stable for every file,
 hidden files are skipped, skipped files are named, --include/--exclude globs; JSONL errors give
 the file, the line and the whole reason."""
 

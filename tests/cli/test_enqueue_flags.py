@@ -1,4 +1,4 @@
-"""``poolq enqueue`` flags and summaries of issue 19, as a user runs them against a real Redis
+"""``poolq enqueue`` flags and summaries, as a user runs them against a real Redis
 with no worker (the test records a job's end as a worker does): ``--priority`` (an unknown value
 is one line naming the flag), a job whose every document was refused (exit 1, named), and a
 Redis that stays away past ``--redis-outage-limit`` while waiting (exit 4, one line, the jobs
