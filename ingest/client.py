@@ -26,7 +26,7 @@ from typing import Any
 from arq.connections import ArqRedis, create_pool
 from redis.exceptions import AuthenticationError, RedisError
 
-from poolq.ingest import dead_letters
+from poolq.ingest import dead_letters, job_cancel
 from poolq.ingest.client_reads import ClientReads, StatusReport
 from poolq.ingest.job_index import (
     JobOutcome,
@@ -46,8 +46,10 @@ from poolq.wire.connection import (
     redis_settings,
 )
 from poolq.wire.files import is_file_document
+from poolq.wire.records.cancel import CancelRequest
 from poolq.wire.records.dlq import DlqRetried
 from poolq.wire.records.job_args import IngestArgs, ParseArgs, ReindexArgs
+from poolq.wire.records.job_info import JobInfo, job_info_key
 from poolq.wire.serialization import deserialize, serialize
 
 __all__ = [
@@ -156,8 +158,11 @@ class PoolqClient(ClientReads):
         (``limits``, default: :meth:`limits`) and enqueue them; returns the job ids.
 
         A document is ``{"id", "text", "metadata"?}``, or a file to parse: ``{"id", "bytes"}``
-        (its content) or ``{"id", "path"}`` (an absolute path the workers can read), with
-        ``"metadata"`` and ``"source"`` (what hits cite) optional. Files go to the parse stage
+        (its content), ``{"id", "path"}`` (an absolute path the workers can read) or
+        ``{"id", "uri"}`` (``s3://bucket/key``, ``gs://``, ``az://``, ``https://``, ``file://``:
+        the workers fetch it with their own credentials, the client needs no cloud library;
+        what hits cite is the URI), with ``"metadata"`` and ``"source"`` (what hits cite)
+        optional. Files go to the parse stage
         (PDF, HTML, DOCX, PPTX, EPUB, Markdown, text: the type is sniffed from the bytes); no
         parsing library is needed here. A file over the workers' ``max_file_bytes`` is a
         ``ValueError`` naming it, before anything is enqueued.
@@ -214,6 +219,9 @@ class PoolqClient(ClientReads):
         )
         if job is None:  # pragma: no cover - only when the id already exists
             raise RuntimeError(f"job {job_id} already exists")
+        # what the dashboard lists and filters by, without the documents (records/job_info.py)
+        info = JobInfo(function, collection, priority, len(docs), time.time())
+        await self.redis.set(job_info_key(job_id), info.pack(), ex=constants.JOB_INDEX_TTL_S)
         if len(self._job_sizes) >= JOB_SIZES_KEPT:
             self._job_sizes.pop(next(iter(self._job_sizes)))
         self._job_sizes[job_id] = len(docs)
@@ -252,6 +260,14 @@ class PoolqClient(ClientReads):
         before anything is enqueued."""
         retried = await dead_letters.retry(self.redis, job_ids)
         return [DlqRetried(old, new) for old, new in retried.items()]
+
+    async def cancel(self, job_id: str) -> CancelRequest:
+        """Cancel a job: a queued one is taken out of the queue and never runs (``state``
+        ``cancelled``); a running one stops at its next batch boundary (``cancelling``), the
+        points it wrote so far kept; its status is then ``cancelled``, and it is neither retried
+        nor dead-lettered. ``finished``: it had ended already; ``not_found``: no such job
+        (:mod:`poolq.ingest.job_cancel`)."""
+        return await job_cancel.cancel(self.redis, job_id)
 
     async def dlq_drop(self, job_ids: Sequence[str] | None = None) -> list[str]:
         """Remove dead-lettered jobs from the list for good (all of them without ``job_ids``);

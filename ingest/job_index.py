@@ -58,7 +58,8 @@ WORKERS_LISTED_S = 20 * constants.HEARTBEAT_TTL_S + 30
 
 @dataclass(frozen=True)
 class JobOutcome:
-    """``status``: queued | deferred | running | done | refused | failed | not_found.
+    """``status``: queued | deferred | running | done | refused | failed | cancelled |
+    not_found (``cancelled``: see ``wire/cancel.py``).
     ``refused``: an ingest job that ended without failing but whose every document was refused
     (its ``result`` lists them under ``errors``; nothing written, nothing skipped).
 
@@ -108,6 +109,8 @@ def _recorded(job_id: str, raw: bytes | None) -> JobOutcome | None:
         return None
     if record.status == "done":
         return ended(job_id, record.result)
+    if record.status == "cancelled":  # (wire/cancel.py: its error tells how far it got)
+        return JobOutcome(job_id, "cancelled", None, record.error)
     return JobOutcome(job_id, "failed", None, record.error, record.code)
 
 

@@ -36,6 +36,11 @@ REINDEX_LOCK_KEY: Final = KEY_PREFIX + "reindex:lock:{collection}"
 REINDEX_PROGRESS_KEY: Final = KEY_PREFIX + "reindex:progress:{collection}"
 REINDEX_PROGRESS_PATTERN: Final = KEY_PREFIX + "reindex:progress:*"
 REINDEX_PROGRESS_TTL_S: Final = 7 * 24 * 3600
+# A sync of a collection with a store's prefix (`poolq reindex --source s3://...`): where it got
+# to, checkpointed after each listing page (msgpack SyncCheckpoint, wire/records/sync.py), so a
+# sync that was killed or parked resumes after the last page it finished. Deleted once done.
+SOURCE_SYNC_KEY: Final = KEY_PREFIX + "sync:{collection}"
+SOURCE_SYNC_TTL_S: Final = 7 * 24 * 3600
 
 # Per-worker heartbeat hash (msgpack-encoded stats), refreshed every HEARTBEAT_INTERVAL_S.
 HEARTBEAT_KEY: Final = KEY_PREFIX + "worker:{worker_id}"
@@ -124,3 +129,20 @@ JOB_RUN_LOCK_TTL_S: Final = HEARTBEAT_TTL_S
 # for this long without a break (a Redis restart loses every heartbeat at once: live workers
 # beat again within HEARTBEAT_INTERVAL_S) and the job's run lock is gone.
 REAP_CONFIRM_S: Final = HEARTBEAT_TTL_S
+
+# Cancelling a job (PoolqClient.cancel, `poolq cancel`, the dashboard): a flag under
+# JOB_CANCEL_KEY (kept JOB_INDEX_TTL_S) that the job's worker reads at each batch boundary; a
+# queued job is taken out of its queue at once. A cancelled job is recorded with the outcome
+# status "cancelled" in JOB_INDEX_CANCELLED_KEY (sorted set job id -> when, trimmed like the
+# done and failed sets): never retried, never dead-lettered (wire/cancel.py).
+JOB_CANCEL_KEY: Final = KEY_PREFIX + "job-cancel:{job_id}"
+JOB_INDEX_CANCELLED_KEY: Final = KEY_PREFIX + "jobs:cancelled"
+# What a client enqueued, for the dashboard's filters (collection, lane) without reading a job's
+# documents: msgpack JobInfo (wire/records/job_info.py), kept JOB_INDEX_TTL_S.
+JOB_INFO_KEY: Final = KEY_PREFIX + "job-info:{job_id}"
+# The time series the dashboard's charts draw (wire/series.py): one hash per metric, a ring of
+# SERIES_SLOTS slots of SERIES_STEP_S seconds (an hour), written by every worker's heartbeat
+# thread every SERIES_STEP_S; counters are added up across workers, gauges overwritten.
+SERIES_KEY: Final = KEY_PREFIX + "series:{metric}"
+SERIES_STEP_S: Final = 10
+SERIES_SLOTS: Final = 360

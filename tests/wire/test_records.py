@@ -16,11 +16,13 @@ from redis.asyncio import Redis
 from poolq.ingest.search_call import read_reply, search_call
 from poolq.wire import constants
 from poolq.wire.documents import validate_documents
+from poolq.wire.records.cancel import CancelRequest
 from poolq.wire.records.codes import ErrorCode, error_code
 from poolq.wire.records.dead_letter import DeadLetter
 from poolq.wire.records.errors import ErrorRecord
-from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
+from poolq.wire.records.heartbeat import Heartbeat, ScheduledReindex, WorkerLimits
 from poolq.wire.records.job_args import IngestArgs, ReindexArgs
+from poolq.wire.records.job_info import JobInfo
 from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
 from poolq.wire.records.progress import JobProgressRecord
 from poolq.wire.records.record import WireError, WireRecord
@@ -65,7 +67,17 @@ FULL: list[WireRecord] = [
         True,
         "all",
         6,
+        12,
+        30,
+        "cpu",
+        "torch",
+        2048,
+        0.5,
+        [ScheduledReindex("docs", "/data/src", "0 3 * * *", True, 1.0e9)],
     ),
+    ScheduledReindex("docs", "/data/src", "0 3 * * *", False, 1.0e9),
+    JobInfo("ingest", "docs", "interactive", 3, 7.0),
+    CancelRequest("j-1", "cancelling"),
     WorkerLimits(1, 2, 3),
     SearchCall("r-1", "q", {"collection": "docs"}, constants.SEARCH_REPLY_PREFIX + "r-1", 9.5),
     SearchReply("r-1", {"query": "q"}, None),
@@ -140,7 +152,7 @@ def test_strict_decoding_refuses_an_unknown_field_and_names_it() -> None:
             {"job_id": "j", "function": "ingest", "code": "oops"},
             "dead letter: code: expected one of 'bad_request', 'timeout', 'stalled', ",
         ),
-        (JobOutcomeRecord, {"status": "lost", "finished_at": 1}, "job outcome: status: expected one of 'done', 'failed', got 'lost'"),
+        (JobOutcomeRecord, {"status": "lost", "finished_at": 1}, "job outcome: status: expected one of 'done', 'failed', 'cancelled', got 'lost'"),
         # every error carries its code: a record without one does not decode
         (DeadLetter, {"job_id": "j", "function": "ingest"}, "dead letter: code: missing (a required field)"),
         (JobOutcomeRecord, {"status": "failed", "finished_at": 1, "error": "E: x"}, "job outcome: code: missing (required when status is failed)"),

@@ -24,6 +24,20 @@ class WorkerLimits(WireRecord):
 
 
 @dataclass(frozen=True)
+class ScheduledReindex(WireRecord):
+    """A reindex a worker runs on a schedule (``[[reindex]]`` in its config) and when it runs
+    next (unix seconds, the worker's clock)."""
+
+    wire_name = "scheduled reindex"
+
+    collection: str
+    source: str
+    cron: str
+    full: bool = False
+    next_run: float | None = None
+
+
+@dataclass(frozen=True)
 class Heartbeat(WireRecord):
     """``engines``/``query_engines``: model -> its engine's stats snapshot, of the ingestion
     batches / of the query lane's (one engine per model serves both); ``precision``:
@@ -54,6 +68,17 @@ class Heartbeat(WireRecord):
     # "all" (parse and encode), "encode" or "parse" (None: a worker from before roles: all)
     role: str | None = None
     files_parsed: int = 0
+    # for the dashboard: documents and chunks finished (its time series), where the models run
+    # ("cpu", "cuda:0"), what runs the forwards (torch, openvino), the largest batch in tokens
+    # (batch fill: an engine's mean_batch_tokens over it) and the host's load (1-minute load
+    # average over the CPU count; None where unknown)
+    documents_done: int = 0
+    chunks_done: int = 0
+    device: str | None = None
+    backend: str | None = None
+    max_batch_tokens: int | None = None
+    host_load: float | None = None
+    schedules: list[ScheduledReindex] = field(default_factory=list)
 
     @property
     def alive(self) -> bool:

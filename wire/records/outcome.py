@@ -2,7 +2,8 @@
 :meth:`PoolqClient.wait` (``ingest/job_index.py``): ``done`` with the job's ``result``, or
 ``failed`` with its ``error`` text and ``code`` (required for a failure: a job arq failed
 without running it has the code of the exception arq stored, ``internal`` for its own
-``JobExecutionFailed``). Never the job's documents.
+``JobExecutionFailed``), or ``cancelled`` (``wire/cancel.py``: its ``error`` says when and how
+far it got). Never the job's documents.
 
 :func:`job_result` reads a job's stored result back as its record: an :class:`IngestResult`,
 or a reindex's :class:`ReindexSummary` or :class:`ReindexSkipped`."""
@@ -26,7 +27,7 @@ JobResult: TypeAlias = IngestResult | ReindexSummary | ReindexSkipped
 class JobOutcomeRecord(WireRecord):
     wire_name = "job outcome"
 
-    status: Literal["done", "failed"]
+    status: Literal["done", "failed", "cancelled"]
     finished_at: float
     result: Any = None
     error: str | None = None

@@ -14,7 +14,10 @@ from poolq.wire.records.record import WireError, WireRecord
 class JobProgressRecord(WireRecord):
     """``documents`` in the job, ``done`` (finished: written, skipped or refused), ``chunks``
     chunked, ``points`` written, ``errors`` (refused documents), ``skipped`` (unchanged);
-    a parse job's ``parsed`` files and their ``pages``."""
+    a parse job's ``parsed`` files and their ``pages``; milliseconds spent chunking, encoding
+    and writing (``chunk_ms``, ``encode_ms``, ``write_ms``: a job's parts overlap, so these are
+    sums of each part's time), and ``updated_at`` (unix seconds of the last write, set by the
+    writer: how long a job has not moved)."""
 
     wire_name = "job progress"
 
@@ -26,6 +29,10 @@ class JobProgressRecord(WireRecord):
     skipped: int = 0
     parsed: int = 0
     pages: int = 0
+    chunk_ms: int = 0
+    encode_ms: int = 0
+    write_ms: int = 0
+    updated_at: int = 0
 
     def to_hash(self) -> dict[str, int]:
         """The mapping for ``HSET`` (Redis stores each value as its decimal text)."""

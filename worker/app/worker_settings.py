@@ -36,6 +36,7 @@ from poolq.worker.config.settings import Settings, load_settings
 from poolq.worker.engine.execution.thread_names import named
 from poolq.worker.observability import metrics
 from poolq.worker.observability.job_outcomes import named as labelled
+from poolq.worker.observability.series import SeriesWriter
 from poolq.worker.reliability.arq_overrides import (
     NotAPoolqWorkerError,
     PoolqWorker,
@@ -89,7 +90,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     rt.run_locks = RunLocks(rt.worker_id)  # one run at a time per job (run_lock.py)
     # liveness from a thread of its own (heartbeat.py): a busy loop or core cannot starve it
     ctx["heartbeat"] = HeartbeatThread(
-        settings.redis_url, rt.worker_id, rt.heartbeat, rt.run_locks
+        settings.redis_url, rt.worker_id, rt.heartbeat, rt.run_locks, series=SeriesWriter()
     ).start()
     arq_worker.admission = rt.admission  # jobs are taken by capacity (admission.py)
     ctx["metrics_task"] = asyncio.create_task(_metrics_loop(ctx))

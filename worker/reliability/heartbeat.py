@@ -6,7 +6,8 @@ Beating from the event loop let a busy loop (a long synchronous step, the GIL he
 neighbour thread) or a busy core starve the beat past its expiry: the worker was declared dead
 while it ran, and its jobs ran twice. This thread needs only a few milliseconds of CPU every
 ``HEARTBEAT_INTERVAL_S``, blocks on nothing the event loop or the compute thread hold, and also
-refreshes the run locks of the jobs the worker is running (``run_lock.py``).
+refreshes the run locks of the jobs the worker is running (``run_lock.py``) and, every
+``SERIES_STEP_S``, the dashboard's time series (``observability/series.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import redis as redis_sync
 from poolq.wire import constants
 from poolq.wire.connection import redact_text
 from poolq.wire.records.heartbeat import Heartbeat
+from poolq.worker.observability.series import SeriesWriter
 from poolq.worker.reliability.run_lock import RunLocks
 
 log = logging.getLogger("poolq.worker")
@@ -36,7 +38,9 @@ class HeartbeatThread:
         *,
         interval_s: float = constants.HEARTBEAT_INTERVAL_S,
         ttl_s: float = constants.HEARTBEAT_TTL_S,
+        series: SeriesWriter | None = None,
     ) -> None:
+        self.series = series
         self.key = constants.HEARTBEAT_KEY.format(worker_id=worker_id)
         self.payload = payload
         self.locks = locks
@@ -72,7 +76,10 @@ class HeartbeatThread:
     def beat(self) -> bool:
         """One beat (and the run locks' refresh); False when Redis did not take it."""
         try:
-            self._redis.set(self.key, self.payload().pack(), ex=int(self.ttl_s))
+            payload = self.payload()
+            self._redis.set(self.key, payload.pack(), ex=int(self.ttl_s))
+            if self.series is not None:
+                self.series.after_beat(self._redis, payload)
             if self.locks is not None:
                 self.locks.refresh(self._redis)
         except Exception as e:  # Redis restarting: the next beat will do

@@ -5,6 +5,9 @@ how each job ended recorded in the job index (``job_records.py``): done, or fail
 (a retry is neither). :func:`install_job_index` (in the worker's startup) counts the jobs arq
 fails without running them as failed too.
 
+A job whose cancel flag is set (``wire/cancel.py``) does not start, and a running one stops at
+its next batch boundary: it is recorded as ``cancelled``, neither retried nor dead-lettered.
+
 A transient failure is one that waiting can fix: Qdrant unavailable past the writer's own
 retries, Redis or the network down. Bad input is not: it fails at once, without retries.
 """
@@ -25,6 +28,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.wire import constants
+from poolq.wire.cancel import JobCancelledError, add_cancelled, cancel_key
 from poolq.wire.placement import retry_defer_ms
 from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
 from poolq.worker.observability.job_outcomes import named
@@ -111,6 +115,8 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
         vectorizer = getattr(rt, "vectorizer", None)
         unlisted = False  # the job's last writes left the running list already
         try:
+            if redis is not None and await redis.exists(cancel_key(job_id)):
+                raise JobCancelledError("cancelled before it started")
             result = await run_with_deadlines(
                 fn(ctx, *args, **kwargs),
                 what=f"job {job_id} {name} (try {job_try} of {max_tries})",
@@ -125,6 +131,12 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
             )
             if redis is not None:  # done: counted before it leaves the running list
                 unlisted = await _record_done(redis, job_id, result, ttl_s, running_key, locks)
+                ctx[job_records.OUTCOME_RECORDED] = unlisted
+        except JobCancelledError as e:  # not a failure: no retry, no dead letter
+            result = None
+            log.info("job %s %s %s", job_id, name, e, extra=fields)
+            if redis is not None:
+                unlisted = await _record_cancelled(redis, job_id, str(e), ttl_s, running_key, locks)
                 ctx[job_records.OUTCOME_RECORDED] = unlisted
         except Exception as e:
             seconds = time.perf_counter() - t0
@@ -232,6 +244,29 @@ async def _record_done(
         return True
     except Exception as e:
         log.warning("job %s: could not record its outcome in the job index: %s", job_id, e)
+        return False
+
+
+async def _record_cancelled(
+    redis: Any,
+    job_id: str,
+    note: str,
+    ttl_s: float,
+    running_key: str | None,
+    locks: RunLocks | None,
+) -> bool:
+    """A cancelled job's last writes, as :func:`_record_done`'s: outcome ``cancelled``."""
+    try:
+        async with redis.pipeline(transaction=True) as tr:
+            add_cancelled(tr, job_id, now=time.time(), note=note, ttl_s=ttl_s)
+            if running_key is not None:
+                tr.srem(running_key, job_id)
+            if locks is not None:
+                locks.add_release(tr, job_id)
+            await tr.execute()
+        return True
+    except Exception as e:
+        log.warning("job %s: could not record its cancel in the job index: %s", job_id, e)
         return False
 
 

@@ -10,17 +10,21 @@ worker's :class:`ProgressBoard`, which writes every running job that changed in 
 (one round trip a tick however many jobs run; a job that ends within a tick is written once,
 at its end), or, for a job run without one, by a ticker task of its own (and at its start). Writes of one job never
 cross: a job's milestones and the board's batches take the board's lock, so the hash's last
-write is the job's last state. Best effort: Redis trouble never fails the job.
+write is the job's last state. Best effort: Redis trouble never fails the job. Each write also
+sets ``updated_at`` (the dashboard's stall timer); :meth:`JobProgress.cancel_requested` reads
+the job's cancel flag (``wire/cancel.py``) at a batch boundary.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from poolq.wire import constants
+from poolq.wire.cancel import cancel_key
 from poolq.wire.records.progress import JobProgressRecord
 
 TICK_S = constants.JOB_PROGRESS_EVERY_S / 2
@@ -38,6 +42,9 @@ class JobProgress:
     skipped: int = 0
     parsed: int = 0  # a parse job's files read, and their pages
     pages: int = 0
+    chunk_ms: int = 0  # time spent in each stage (the parts of a job overlap: sums)
+    encode_ms: int = 0
+    write_ms: int = 0
     clock: Any = None  # the job's deadlines.JobClock: every change is progress
     board: ProgressBoard | None = None  # the worker's; None: a ticker task of the job's own
     _published: JobProgressRecord | None = None
@@ -50,7 +57,7 @@ class JobProgress:
     def state(self) -> JobProgressRecord:
         return JobProgressRecord(
             self.documents, self.done, self.chunks, self.points, self.errors, self.skipped,
-            self.parsed, self.pages,
+            self.parsed, self.pages, self.chunk_ms, self.encode_ms, self.write_ms,
         )  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -72,6 +79,16 @@ class JobProgress:
             return
         async with self.board.lock:
             await _write(self.redis, [self])
+
+    async def cancel_requested(self) -> bool:
+        """Whether the job was asked to stop (one ``EXISTS``; False without Redis, or when
+        Redis does not answer: a cancel is then seen at the next boundary)."""
+        if self.redis is None:
+            return False
+        try:
+            return bool(await self.redis.exists(cancel_key(self.job_id)))
+        except Exception:
+            return False
 
     async def _tick(self) -> None:
         while True:
@@ -107,7 +124,8 @@ async def _write(redis: Any, jobs: list[JobProgress]) -> None:
     with contextlib.suppress(Exception):  # best effort: never fail a job over progress
         async with redis.pipeline(transaction=False) as pipe:
             for p, state in changed:
-                pipe.hset(p.key, mapping=state.to_hash())
+                mapping = state.to_hash() | {"updated_at": int(time.time())}
+                pipe.hset(p.key, mapping=mapping)
                 pipe.expire(p.key, constants.JOB_PROGRESS_TTL_S)
             await pipe.execute()
         for p, state in changed:

@@ -7,6 +7,10 @@ The documents are cut into parts of about one write batch of chunks, all sent to
 once (the same group and turn: batching is as for one call), and each part is written as soon as
 its chunks are encoded, so documents finish (and a job's progress moves) while later parts are
 still being encoded. Every write records its metadata fields (``collection_fields.py``).
+
+Each part's write is a batch boundary: a job whose cancel flag is set (``wire/cancel.py``)
+stops there with :class:`~poolq.wire.cancel.JobCancelledError`; the parts written before it
+stay written.
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from poolq.sinks.points import PointRecord
+from poolq.wire.cancel import JobCancelledError
 from poolq.wire.documents import Document, DocumentError
 from poolq.wire.records.codes import error_code
 from poolq.worker.chunks.chunking import Chunk
@@ -90,13 +96,14 @@ async def ingest_documents(
         return out
     # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
     # (a parsed document section by section: chunks/sections.py)
+    t0 = time.perf_counter()
     chunked = await asyncio.to_thread(
         chunk_documents, rt.vectorizer.chunk_many, docs, rt.vectorizer.chunk_parsed_many
     )
     out.chunks = sum(len(c) for c in chunked)
     parts = split_parts(chunked, max(1, rt.writer.batch_points))
     if progress is not None:
-        progress.add(chunks=out.chunks)
+        progress.add(chunks=out.chunks, chunk_ms=_ms_since(t0))
         if len(parts) > 1:  # one part: its write publishes the count (one round trip less)
             await progress.publish()
     now = datetime.now(UTC).isoformat()
@@ -120,18 +127,24 @@ async def ingest_documents(
             f"{d.id}#{c.index}" for d, cs in zip(part_docs, part_chunks, strict=True) for c in cs
         ]
         # every part of the job is queued at once; jobs share the engines by tokens
+        t_encode = time.perf_counter()
         encoded = await rt.vectorizer.encode(
             texts, ids, group=group, lane=lane, on_queued=part_queued, encodings=encodings
         )
         points, replace_docs, errors = _points(rt, part_docs, part_chunks, encoded, now)
         out.errors += errors
         if progress is not None:
-            progress.add(errors=len(errors), done=len(errors))
+            progress.add(errors=len(errors), done=len(errors), encode_ms=_ms_since(t_encode))
+            if await progress.cancel_requested():  # the batch boundary (module docstring)
+                raise JobCancelledError(
+                    f"cancelled after {out.documents} of {len(docs)} documents were written"
+                )
+        t_write = time.perf_counter()
         written = await rt.writer.write(collection, points, replace_docs=replace_docs)
         out.points += written
         out.documents += len(replace_docs)
         if progress is not None:
-            progress.add(points=written, done=len(replace_docs))
+            progress.add(points=written, done=len(replace_docs), write_ms=_ms_since(t_write))
             await progress.publish()
 
     waiting = len(parts)
@@ -152,6 +165,10 @@ async def ingest_documents(
         raise
     await _record_fields(rt, collection, docs)
     return out
+
+
+def _ms_since(t0: float) -> int:
+    return round((time.perf_counter() - t0) * 1000)
 
 
 def _points(

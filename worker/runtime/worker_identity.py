@@ -7,6 +7,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from poolq.wire.records.heartbeat import Heartbeat
@@ -31,3 +32,21 @@ def heartbeat_of(rt: Any, **fields: Any) -> Heartbeat:
         jobs_retried=rt.jobs_retried,
         **fields,
     )
+
+
+def host_load() -> float | None:
+    """The host's 1-minute load average over its CPU count (1.0: every CPU busy); None where
+    the platform has no load average."""
+    try:
+        return round(os.getloadavg()[0] / (os.cpu_count() or 1), 3)
+    except OSError:
+        return None
+
+
+def engines_device(engines: Iterable[Any]) -> str | None:
+    """Where the first engine's model runs ("cpu", "cuda:0"; None: not said)."""
+    for e in engines:
+        device = getattr(getattr(e, "model", None), "device", None)
+        if device is not None:
+            return str(device)
+    return None

@@ -16,8 +16,14 @@ from poolq.worker.engine.execution.thread_names import name_os_thread
 from poolq.worker.runtime.admission import Admission, default_bound
 from poolq.worker.runtime.collection_fields import RecentFields
 from poolq.worker.runtime.query import QueryService
+from poolq.worker.runtime.schedule_report import ScheduleReport
 from poolq.worker.runtime.vectorizer import Vectorizer
-from poolq.worker.runtime.worker_identity import heartbeat_of, new_worker_id
+from poolq.worker.runtime.worker_identity import (
+    engines_device,
+    heartbeat_of,
+    host_load,
+    new_worker_id,
+)
 
 if TYPE_CHECKING:
     from poolq.worker.runtime.search_service import SearchService
@@ -51,12 +57,15 @@ class Runtime:
     jobs_done: int = 0
     jobs_failed: int = 0  # failed for good (dead-lettered)
     jobs_retried: int = 0  # failed transiently, sent back to the queue
+    documents_done: int = 0  # documents ingest jobs wrote, and their chunks (the dashboard)
+    chunks_done: int = 0
     search_service: SearchService | None = None
     redis: Any = None  # the worker's Redis (arq's pool), set at start-up; None outside a worker
     admission: Admission | None = None  # which jobs the worker may take now (set in open)
     run_locks: Any = None  # reliability.run_lock.RunLocks of the jobs it runs (set at start-up)
     recent_fields: RecentFields = field(default_factory=RecentFields)  # metadata keys recorded
     _queries: QueryService | None = None
+    _schedule_report: ScheduleReport | None = None
     _collections: set[str] = field(default_factory=set)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -129,7 +138,26 @@ class Runtime:
                 m: pm.int8_report.as_dict() for m, pm in models.items() if pm.int8_report
             },
             role=self.settings.role,
+            documents_done=self.documents_done,
+            chunks_done=self.chunks_done,
+            device=engines_device(self.vectorizer.engines.values()),
+            backend=self.settings.backend or "torch",
+            max_batch_tokens=max(
+                (
+                    int(getattr(getattr(e, "scheduler", None), "max_batch_tokens", 0))
+                    for e in self.vectorizer.engines.values()
+                ),
+                default=None,
+            )
+            or None,
+            host_load=host_load(),
+            schedules=self.schedule_report().records(),
         )
+
+    def schedule_report(self) -> ScheduleReport:
+        if self._schedule_report is None:
+            self._schedule_report = ScheduleReport(tuple(self.settings.reindex or ()))
+        return self._schedule_report
 
     def limits(self) -> WorkerLimits:
         """What this worker refuses past (clients check before sending a job)."""

@@ -84,6 +84,8 @@ async def ingest(
             on_queued=rt.admission.queued if rt.admission is not None else None,
         )
     rt.jobs_done += 1
+    rt.documents_done += outcome.documents
+    rt.chunks_done += outcome.points
     return IngestResult(
         points=outcome.points + earlier_points,
         documents=outcome.documents + len(earlier),
