@@ -14,6 +14,8 @@ except ImportError:  # pragma: no cover - a client-only install
 
 if typer is not None:
     from poolq.worker.cli import (  # noqa: F401  (each registers its command on `app`)
+        cancel,
+        dashboard,
         demo,
         dlq,
         encode,
