@@ -7,7 +7,7 @@ Against a real S3 API on this machine (moto's server, ``tests/sources/s3_server.
   obstore (``get_async``, ``--in-flight`` at once), s3fs (``cat`` of the listing: its own
   concurrent batches) and boto3 (a pool of ``--in-flight`` threads); objects/s each;
 * poolq's list-and-fetch stage (``worker/fetch/objects.py`` listing pages,
-  ``worker/reindex/objects.py`` fetching ``--in-flight`` at once): its ratio to the chosen
+  ``worker/reindex/objects.py`` fetching ``--in-flight`` at once, as a sync does): its ratio to the chosen
   library's own loop (obstore) must be >= 0.8;
 * a second sync over the unchanged prefix: listing plus comparison with the collection's
   inventory, no fetch; seconds per 10,000 objects must be <= 2.
@@ -104,14 +104,18 @@ def boto3_loop(in_flight: int) -> int:
 async def poolq_stage(in_flight: int) -> int:
     from poolq.wire.uris import parse_uri
     from poolq.worker.fetch.fetcher import Fetcher
-    from poolq.worker.reindex.objects import fetch_objects
+    from poolq.worker.reindex.objects import fetch_each
 
     fetcher = Fetcher()
     prefix = parse_uri(f"s3://{BUCKET}/{PREFIX}")
     n = 0
+
+    async def count(_: Any, got: Any) -> None:
+        nonlocal n
+        n += not isinstance(got, Exception)
+
     async for page in fetcher.objects.pages(prefix):
-        async for _, got in fetch_objects(fetcher, page, 1 << 30, in_flight):
-            n += not isinstance(got, Exception)
+        await fetch_each(fetcher, page, 1 << 30, count, in_flight)
     return n
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from poolq.wire import constants
+from poolq.wire.files import uri_problem
 from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
 from poolq.wire.serialization import serialize
 
@@ -105,8 +106,11 @@ def plan_jobs(
 
 
 def check_files(files: Sequence[Any], limits: Limits) -> None:
-    """``ValueError`` naming the first file sent by its bytes that is over ``max_file_bytes``."""
+    """``ValueError`` naming the first file sent by its bytes that is over ``max_file_bytes``,
+    or given by a URI that names no document the workers can fetch."""
     for position, doc in enumerate(files):
+        if isinstance(doc, Mapping) and "uri" in doc and (bad := uri_problem(doc["uri"])):
+            raise ValueError(f"file {_ref(doc, position)}: uri: {bad}; nothing was enqueued")
         data = doc.get("bytes") if isinstance(doc, Mapping) else None
         if isinstance(data, bytes | bytearray) and len(data) > limits.max_file_bytes:
             raise ValueError(

@@ -82,7 +82,7 @@ def parse_uri(text: str) -> SourceUri:
     if scheme not in SCHEMES:
         raise UriError(f"{text!r}: scheme {scheme!r} is not read (use one of {', '.join(SCHEMES)})")
     if scheme == "file":
-        if not parts.path.startswith("/"):
+        if parts.netloc not in ("", "localhost") or not parts.path.startswith("/"):
             raise UriError(f"{text!r}: a file URI needs an absolute path (file:///path)")
         return SourceUri(scheme, "", parts.path.lstrip("/"), text)
     if not parts.netloc:

@@ -1,5 +1,6 @@
-"""``poolq enqueue``: documents from a JSONL file, or the files of a folder (PDF, HTML, DOCX,
-PPTX, EPUB, Markdown, text: parsed by the workers), as jobs.
+"""``poolq enqueue``: documents from a JSONL file, the files of a folder (PDF, HTML, DOCX,
+PPTX, EPUB, Markdown, text: parsed by the workers), the objects of a store's prefix or a file of
+URLs (``enqueue_uris.py``: fetched by the workers), as jobs.
 
 Everything is checked before anything is enqueued: ``--job-size`` against the workers' limit of
 documents per job, each document against a worker's rules and size limit (what fails is
@@ -20,6 +21,7 @@ from typing import Any
 
 from poolq.ingest.cli.command_env import CLIENT_ERRORS, error, resolve_redis_url
 from poolq.ingest.cli.enqueue_input import Prepared, prepare
+from poolq.ingest.cli.enqueue_uris import ListingError, prepare_prefix, prepare_urls
 from poolq.ingest.cli.enqueue_wait import ProgressBar, summarize, summary_line
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.job_plan import JOB_ENVELOPE_BYTES, Limits
@@ -27,6 +29,7 @@ from poolq.ingest.outage import outage_limit_s
 from poolq.ingest.priority import check_priority, job_priority
 from poolq.wire.connection import RedisUnavailableError
 from poolq.wire.sources import FolderFile
+from poolq.wire.uris import UriError
 
 EXIT_FAILED, EXIT_NOTHING, EXIT_TIMEOUT, EXIT_REDIS_LOST, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 FILE_ENVELOPE_BYTES = 1024  # a file document's id, source and metadata around its bytes
@@ -69,6 +72,12 @@ class Args:
     priority: str = "auto"
     redis_outage_limit_s: float | None = None
     max_file_bytes: int | None = None  # None: the workers' limit (constants.MAX_FILE_BYTES)
+    uri: str | None = None  # a store's prefix or one object's URI (then input_path is unused)
+    urls: bool = False  # input_path holds one URL a line
+
+    @property
+    def input_name(self) -> str:
+        return self.uri if self.uri is not None else str(self.input_path)
 
 
 async def _enqueue(a: Args, url: str, run: Run) -> None:
@@ -81,16 +90,22 @@ async def _enqueue(a: Args, url: str, run: Run) -> None:
                 f"--job-size {a.job_size} is over {limits.describe()} limit of "
                 f"{limits.max_documents_per_job} documents per job; nothing was enqueued"
             )
-        run.prepared = prep = prepare(
-            a.input_path, a.collection, limits,
-            include=a.include, exclude=a.exclude, hidden=a.hidden,
-        )  # fmt: skip
+        if a.uri is not None:  # listed here, fetched by the workers
+            prep = prepare_prefix(a.uri, limits, include=a.include, exclude=a.exclude)
+        elif a.urls:
+            prep = prepare_urls(a.input_path)
+        else:
+            prep = prepare(
+                a.input_path, a.collection, limits,
+                include=a.include, exclude=a.exclude, hidden=a.hidden,
+            )  # fmt: skip
+        run.prepared = prep
         for note in prep.notes:
             say(note)
         for p in prep.problems:
             say(p.line())
         if not prep.count:
-            say(f"warning: no documents in {a.input_path}")
+            say(f"warning: no documents in {a.input_name}")
             return
         if prep.problems:
             say(f"{len(prep.problems)} of {prep.read} documents not sent")
@@ -154,7 +169,17 @@ async def send_files(
 def run_enqueue(a: Args) -> int:
     run = Run()
     try:
-        if a.input_path.is_file() and (a.include or a.exclude or a.hidden):
+        if a.urls and (a.include or a.exclude or a.hidden or a.uri is not None):
+            raise UsageError("--urls reads a file of URLs; --include, --exclude and --hidden "
+                             "choose files in a folder or objects under a prefix")  # fmt: skip
+        if a.uri is not None and a.hidden:
+            raise UsageError(f"--hidden chooses files in a folder; {a.uri!r} is a URI")
+        if (
+            a.uri is None
+            and a.input_path.is_file()
+            and (a.include or a.exclude or a.hidden)
+            and not a.urls
+        ):
             raise UsageError(
                 f"--include, --exclude and --hidden choose files in a folder; "
                 f"{str(a.input_path)!r} is a file"
@@ -180,6 +205,9 @@ def run_enqueue(a: Args) -> int:
         # gone while waiting, for longer than redis_outage_limit_s: the jobs stay queued
         error("enqueue", f"{exc}; the jobs stay queued: follow them with {run.follow()}")
         return EXIT_REDIS_LOST
+    except (ListingError, UriError) as exc:  # a prefix that cannot be listed: nothing enqueued
+        error("enqueue", exc)
+        return EXIT_NOTHING
     except CLIENT_ERRORS as exc:  # UsageError, a missing input, Redis down: nothing enqueued
         error("enqueue", exc)
         return EXIT_NOTHING

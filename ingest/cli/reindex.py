@@ -14,7 +14,8 @@ from poolq.ingest.cli.command_env import CLIENT_ERRORS, error, resolve_redis_url
 from poolq.ingest.client import PoolqClient
 from poolq.wire.connection import redact_text
 from poolq.wire.records.outcome import JobResult
-from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
+from poolq.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexSummary
+from poolq.wire.uris import UriError, is_uri, parse_uri
 
 
 async def _run(
@@ -32,10 +33,10 @@ async def _run(
             done = await client.finished([job_id])
             records = await client.reindex_progress(collection)
             rec = records[0] if records and records[0].job_id == job_id else None
-            if rec is not None and rec.to_encode:
+            if rec is not None and (rec.to_encode or rec.listed):
                 bar.total = rec.to_encode
                 bar.n = rec.done
-                bar.set_postfix_str(rec.state)
+                bar.set_postfix_str(rec.state + sync_counts(rec))
                 bar.refresh()
             if job_id in done:
                 bar.close()
@@ -47,8 +48,18 @@ async def _run(
             await asyncio.sleep(0.25)
 
 
+def sync_counts(rec: ReindexProgress) -> str:
+    """A store's sync so far: listed, fetched, parsed, encoded and deleted."""
+    if not rec.listed:
+        return ""
+    return (
+        f" listed {rec.listed}, fetched {rec.fetched}, parsed {rec.parsed}, encoded {rec.done}, "
+        f"deleted {rec.removed or 0}"
+    )
+
+
 def run_reindex(
-    source: Path,
+    source: Path | str,
     collection: str,
     full: bool,
     keep_old: bool,
@@ -58,13 +69,24 @@ def run_reindex(
 ) -> int:
     """What ``poolq reindex`` does; returns its exit status (0 done, 1 the job failed, was
     skipped or had document errors, 2 nothing could be enqueued or followed)."""
-    if not source.exists():
-        error("reindex", f"source {str(source)!r} does not exist")
-        return 2
+    if isinstance(source, str) and is_uri(source):
+        try:
+            if not parse_uri(source).is_prefix:
+                raise UriError(f"{source!r}: a sync reads a prefix; end it with '/'")
+        except UriError as bad:
+            error("reindex", f"--source: {bad}")
+            return 2
+        where = source  # the worker lists and fetches it
+    else:
+        source = Path(source)
+        if not source.exists():
+            error("reindex", f"source {str(source)!r} does not exist")
+            return 2
+        where = str(source.resolve())
     try:
         job_id, result, job_error = asyncio.run(
             _run(
-                str(source.resolve()),
+                where,
                 collection,
                 full,
                 keep_old,
@@ -110,4 +132,6 @@ def summary_line(r: ReindexSummary) -> str:
         line += f"; alias {r.collection!r} -> {r.target!r}"
         if r.dropped:
             line += f", dropped {r.dropped!r}"
+    if r.listed is not None:  # a store's prefix
+        line += f"; {r.listed} objects listed, {r.fetched} fetched"
     return line

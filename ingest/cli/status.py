@@ -25,6 +25,10 @@ def format_reindex(r: dict[str, Any]) -> str:
         line += f"; {counts}"
     if r.get("to_encode"):
         line += f"; encoded {r.get('done', 0)}/{r['to_encode']}"
+    if r.get("listed"):  # a store's prefix
+        line += (
+            f"; listed {r['listed']}, fetched {r.get('fetched', 0)}, parsed {r.get('parsed', 0)}"
+        )
     if r.get("error"):
         line += f"; error: {r['error']}"
     if r.get("updated_at"):

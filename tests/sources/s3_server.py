@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from typing import Any
 
 import boto3
@@ -74,6 +75,11 @@ class S3Server:
             self.process.terminate()
             self.process.wait(10)
             self.process = None
+
+    def reset(self) -> None:
+        """Forget every bucket (moto keeps them in this process across servers)."""
+        req = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")
+        urllib.request.urlopen(req, timeout=10).close()
 
     def client(self) -> Any:
         return boto3.client(

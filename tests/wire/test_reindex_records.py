@@ -44,6 +44,7 @@ def summary(**changes: Any) -> ReindexSummary:
         switched_from="kb__1", dropped="kb__1", points=7,
         errors=[DocumentErrorRecord("b", "text", "text: empty", ErrorCode.BAD_REQUEST)],
         encoded_chunks=7, engine_requests=14, write_calls=2, points_written=7, seconds=1.25,
+        listed=4, fetched=3,
     )  # fmt: skip
     return ReindexSummary(**(fields | changes))
 
@@ -73,6 +74,7 @@ def test_the_wire_keeps_the_keys_and_their_order_clients_always_saw() -> None:
         "collection", "source", "full", "documents", "target", "new", "changed", "stale",
         "metadata_only", "unchanged", "removed", "switched_from", "dropped", "points", "errors",
         "encoded_chunks", "engine_requests", "write_calls", "points_written", "seconds",
+        "listed", "fetched",
     ]  # fmt: skip
     assert summary().to_wire()["errors"] == [
         {"id": "b", "field": "text", "error": "text: empty", "code": "bad_request"}
@@ -103,7 +105,7 @@ def test_progress_before_planning_has_no_counts_on_the_wire() -> None:
     )
     assert set(start.to_wire()) == {
         "collection", "source", "full", "job_id", "state", "started_at", "done", "to_encode",
-        "parsed", "pages",
+        "parsed", "pages", "listed", "fetched",
     }  # fmt: skip
 
 
@@ -140,16 +142,20 @@ def _without(key: str) -> dict[str, Any]:
 
 
 def test_the_cli_summary_line_is_unchanged() -> None:
-    assert summary_line(summary()) == (
+    assert summary_line(summary(listed=None, fetched=None)) == (
         "full rebuild of 'kb': 3 documents (3 new, 0 changed, 0 stale, 0 metadata only, "
         "0 unchanged, 1 removed); 7 chunks encoded, 7 points written, 1 errors in 1.25s; "
         "alias 'kb' -> 'kb__2', dropped 'kb__1'"
     )
-    incremental = summary(full=False, target="kb", switched_from=None, dropped=None, errors=[])
+    incremental = summary(
+        full=False, target="kb", switched_from=None, dropped=None, errors=[], listed=None,
+        fetched=None,
+    )  # fmt: skip
     assert summary_line(incremental) == (
         "incremental of 'kb': 3 documents (3 new, 0 changed, 0 stale, 0 metadata only, "
         "0 unchanged, 1 removed); 7 chunks encoded, 7 points written, 0 errors in 1.25s"
     )
+    assert summary_line(summary()).endswith("; 4 objects listed, 3 fetched")
 
 
 # ---------------------------------------------------------------- the real job, strictly

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from poolq.ingest.cli.enqueue import EPILOG, JSON_SHAPES, Args, run_enqueue
+from poolq.wire.uris import is_uri
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
     json_option,
@@ -19,14 +20,22 @@ from poolq.worker.cli.options import (
 
 @app.command(epilog=EPILOG)
 def enqueue(
-    input_path: Path = typer.Argument(
+    input_path: str = typer.Argument(
         ...,
         metavar="INPUT",
-        help="A JSONL file (one {id, text, metadata} object a line) or a folder of documents "
+        help="A JSONL file (one {id, text, metadata} object a line), a folder of documents "
         "(PDF, HTML, DOCX, PPTX, EPUB, Markdown, text; the type is sniffed from the bytes, and "
         "images, stylesheets and archives are skipped): a file's id is its absolute path, "
         "metadata.path and the citation's source its path inside the folder; hidden files and "
-        "folders are skipped.",
+        "folders are skipped. Or a store's prefix (s3://bucket/prefix/, gs://, az://: every "
+        "object of a type the workers parse, by name; needs poolq[sources]) or one object's "
+        "URI: the workers fetch each object, whose id and citation source are its URI.",
+    ),
+    urls: bool = typer.Option(
+        False,
+        "--urls",
+        help="INPUT is a file of URLs (https://, s3://...), one a line: the "
+        "workers fetch each; blank lines and # comments are skipped.",
     ),
     collection: str = typer.Option(..., "--collection", help="Qdrant collection to write."),
     wait: bool = typer.Option(
@@ -80,9 +89,11 @@ def enqueue(
     ),
 ) -> None:
     """Enqueue documents for ingestion (and optionally wait for them)."""
+    uri = input_path if is_uri(input_path) else None
     args = Args(
-        input_path, collection, wait, job_size, redis_url, timeout_s, force,
+        Path(input_path), collection, wait, job_size, redis_url, timeout_s, force,
         tuple(include), tuple(exclude), hidden, as_json, priority=priority,
         redis_outage_limit_s=redis_outage_limit_s, max_file_bytes=max_file_bytes,
+        uri=uri, urls=urls,
     )  # fmt: skip
     raise typer.Exit(run_enqueue(args))

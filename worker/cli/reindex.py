@@ -3,8 +3,6 @@ one reindex now, a worker runs it; ``--wait`` follows it with progress)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from poolq.ingest.cli.reindex import run_reindex
@@ -14,11 +12,13 @@ from poolq.worker.cli.options import redis_url_option, timeout_option
 
 @app.command()
 def reindex(
-    source: Path = typer.Option(
+    source: str = typer.Option(
         ...,
         "--source",
-        help="A JSONL file or a folder of .txt/.md files (hidden ones skipped; a file's id is "
-        "its absolute path, metadata.path the path inside the folder).",
+        help="A JSONL file, a folder of documents (hidden ones skipped; a file's id is its "
+        "absolute path, metadata.path the path inside the folder), or a store's prefix "
+        "(s3://bucket/prefix/, gs://, az://: each object's id is its URI; the worker lists and "
+        "fetches it with the cloud's standard credentials).",
     ),
     collection: str = typer.Option(..., "--collection", help="Collection (alias) to reindex."),
     full: bool = typer.Option(

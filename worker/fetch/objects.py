@@ -17,12 +17,12 @@ from datetime import timedelta
 from typing import Any
 
 import obstore
-from obstore.exceptions import NotFoundError, PermissionDeniedError, UnauthenticatedError
-from obstore.store import S3Store, from_url
+from obstore import store as stores
+from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 
 from poolq.wire.records.codes import ErrorCode
+from poolq.wire.store_config import allows_http, s3_config
 from poolq.wire.uris import SourceUri
-from poolq.worker.fetch.credentials import allows_http, s3_config
 from poolq.worker.fetch.errors import FetchRefused, ObjectGone, StoreUnavailable, Transient
 from poolq.worker.fetch.retry import Backoff, default_backoff
 
@@ -56,7 +56,7 @@ class Fetched:
 
 
 def _classify(uri: str, exc: Exception) -> Exception:
-    if isinstance(exc, NotFoundError):
+    if isinstance(exc, FileNotFoundError):  # (obstore raises the built-in for a 404)
         return ObjectGone(uri, "not found (deleted since it was listed)")
     if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
         return FetchRefused(uri, "access denied: check the store's credentials in the environment")
@@ -77,15 +77,17 @@ class ObjectStores:
             if uri.scheme == "s3":
                 config = s3_config()
                 options = dict(CLIENT_OPTIONS, allow_http=allows_http(config))
-                self._stores[key] = S3Store(
-                    uri.bucket, config=config, client_options=options,  # type: ignore[arg-type]
-                    retry_config=STORE_RETRIES,  # type: ignore[arg-type]
+                s3: Any = stores.S3Store  # (its config is a TypedDict; ours a plain dict)
+                self._stores[key] = s3(
+                    uri.bucket, config=config, client_options=options,
+                    retry_config=STORE_RETRIES,
                 )  # fmt: skip
             else:
                 options = dict(CLIENT_OPTIONS, allow_http=allows_http({}))
+                from_url: Any = stores.from_url
                 self._stores[key] = from_url(
-                    f"{uri.scheme}://{uri.bucket}", client_options=options,  # type: ignore[arg-type]
-                    retry_config=STORE_RETRIES,  # type: ignore[arg-type]
+                    f"{uri.scheme}://{uri.bucket}", client_options=options,
+                    retry_config=STORE_RETRIES,
                 )  # fmt: skip
         return self._stores[key]
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from poolq.sinks.inventory import StoredDocument
 from poolq.wire.documents import Document
 from poolq.wire.uris import SourceUri, chosen
-from poolq.worker.fetch.errors import FetchError
+from poolq.worker.fetch.errors import FetchError, StoreUnavailable
 from poolq.worker.fetch.fetcher import Fetcher
 from poolq.worker.fetch.objects import Fetched, ListedObject
 
@@ -101,38 +101,36 @@ def plan_page(
     return plan
 
 
-async def fetch_objects(
-    fetcher: Fetcher, objects: Sequence[ListedObject], max_bytes: int, in_flight: int = IN_FLIGHT
-) -> AsyncIterator[tuple[ListedObject, Fetched | FetchError]]:
-    """Each object's bytes or its fetch error, as they arrive, ``in_flight`` at a time. A store
-    that stays down (:class:`~poolq.worker.fetch.errors.StoreUnavailable`) is raised."""
-    from poolq.worker.fetch.errors import StoreUnavailable
+async def fetch_each(
+    fetcher: Fetcher,
+    objects: Sequence[ListedObject],
+    max_bytes: int,
+    handle: Callable[[ListedObject, Fetched | FetchError], Awaitable[None]],
+    in_flight: int = IN_FLIGHT,
+) -> None:
+    """Fetch each object, ``in_flight`` at a time, and ``handle(object, bytes or its fetch
+    error)`` while still holding its slot (so at most ``in_flight`` objects' bytes are held: a
+    slow parse slows the fetches down). A store that stays down
+    (:class:`~poolq.worker.fetch.errors.StoreUnavailable`) cancels the rest and is raised."""
+    room = asyncio.Semaphore(in_flight)
 
-    todo = iter(objects)
-    running: dict[asyncio.Task[Fetched], ListedObject] = {}
+    async def one(obj: ListedObject) -> None:
+        async with room:
+            got: Fetched | FetchError
+            try:
+                got = await fetcher.objects.get(_uri(obj), max_bytes)
+            except StoreUnavailable:
+                raise
+            except FetchError as e:
+                got = e
+            await handle(obj, got)
 
-    def start() -> None:
-        for obj in todo:
-            running[asyncio.ensure_future(fetcher.objects.get(_uri(obj), max_bytes))] = obj
-            if len(running) >= in_flight:
-                return
-
-    start()
     try:
-        while running:
-            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                obj = running.pop(task)
-                exc = task.exception()
-                if isinstance(exc, StoreUnavailable):
-                    raise exc
-                if exc is not None and not isinstance(exc, FetchError):
-                    raise exc
-                yield obj, exc if isinstance(exc, FetchError) else task.result()
-            start()
-    finally:
-        for task in running:
-            task.cancel()
+        async with asyncio.TaskGroup() as group:
+            for obj in objects:
+                group.create_task(one(obj))
+    except BaseExceptionGroup as eg:
+        raise eg.exceptions[0] from None
 
 
 def _uri(obj: ListedObject) -> SourceUri:

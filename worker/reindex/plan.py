@@ -21,6 +21,7 @@ dropped after the switch unless ``keep_old``.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +106,20 @@ def check_source_allowed(source: str, roots: Sequence[str]) -> None:
     raise SourceNotAllowedError(
         f"source {source!r} is outside the worker's source roots {list(roots)}; "
         "set source_roots (POOLQ_SOURCE_ROOTS, separated by ':') to allow it"
+    )
+
+
+def check_uri_allowed(source: str, roots: Sequence[str]) -> None:
+    """A store's prefix is read only when the worker allows it: under a URI of
+    ``POOLQ_SOURCE_URIS`` (separated by spaces or commas), or scheduled by its own config
+    (``roots`` holds the sources the config names)."""
+    allowed = [u for u in os.environ.get("POOLQ_SOURCE_URIS", "").replace(",", " ").split() if u]
+    allowed += [r for r in roots if "://" in r]
+    if any(source == a or source.startswith(a if a.endswith("/") else a + "/") for a in allowed):
+        return
+    raise SourceNotAllowedError(
+        f"source {source!r} is not among the worker's allowed URIs {allowed}; set "
+        "POOLQ_SOURCE_URIS (separated by spaces or commas) to allow it"
     )
 
 

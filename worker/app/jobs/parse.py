@@ -1,7 +1,8 @@
 """The parse job: files in, documents with their layout handed on as ingest jobs.
 
 ``parse(ctx, collection, files, force=False, priority="bulk")`` reads each file document
-(``wire/files.py``: its bytes, or a path the worker can read) in the worker's parse children
+(``wire/files.py``: its bytes, a path the worker can read, or a URI it fetches:
+``worker/fetch/``) in the worker's parse children
 (``parse/sandbox.py``), turns each into a document that carries its layout
 (``parse/layout.py``), and enqueues those on the ingest queue as jobs of the existing kind, ids
 ``{job_id}.encode{n}``: the encode stage then gives them the ingest job's retries, dead letters,
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,9 @@ from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.job_args import IngestArgs, ParseArgs
 from poolq.wire.records.results import IngestResult
 from poolq.wire.serialization import serialize
+from poolq.wire.uris import parse_uri
+from poolq.worker.fetch.errors import FetchError, ObjectGone
+from poolq.worker.fetch.fetcher import Fetcher
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.layout import file_hash, parsed_document
 from poolq.worker.runtime.job_progress import JobProgress
@@ -95,6 +100,11 @@ async def _parse_one(
 ) -> tuple[dict[str, Any], int] | DocumentError:
     """The ingest document of ``f`` and its pages, or its error (naming the file)."""
     data = f.data
+    if f.uri is not None:
+        try:
+            data = await _fetch(f.uri, rt.settings)
+        except ParseError as e:
+            return DocumentError(f.id, "uri", f"{f.source}: {e.message}", e.code)
     if data is None:
         assert f.path is not None
         try:
@@ -109,6 +119,31 @@ async def _parse_one(
         f.id, parsed, source=f.source, metadata=f.metadata, hashed=file_hash(data)
     )
     return doc, parsed.pages or 0
+
+
+_FETCHERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fetcher] = (
+    weakref.WeakKeyDictionary()
+)  # one per event loop: the store and HTTP clients pool their connections
+
+
+async def _fetch(uri: str, settings: Any) -> bytes:
+    """The bytes of a document given by URI (``file://``: as a path, inside the allowed roots),
+    else :class:`ParseError` with the fetch's code. A 404 is ``corrupt`` here: the caller named
+    one object, and it is not there."""
+    parsed = parse_uri(uri)
+    if parsed.scheme == "file":
+        return await asyncio.to_thread(read_path, "/" + parsed.key, settings)
+    allowed = os.environ.get("POOLQ_SOURCE_URIS", "").replace(",", " ").split()
+    if allowed and not any(uri.startswith(a) for a in allowed):
+        raise ParseError(ErrorCode.UNSUPPORTED, "outside the URIs this worker may fetch")
+    loop = asyncio.get_running_loop()
+    fetcher = _FETCHERS.get(loop) or _FETCHERS.setdefault(loop, Fetcher())
+    try:
+        return (await fetcher.fetch(uri, settings.max_file_bytes)).data
+    except ObjectGone as e:
+        raise ParseError(ErrorCode.CORRUPT, f"cannot be fetched: {e.message}") from None
+    except FetchError as e:
+        raise ParseError(e.code, f"cannot be fetched: {e.message}") from None
 
 
 def read_path(path: str, settings: Any) -> bytes:

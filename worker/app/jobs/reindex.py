@@ -28,6 +28,8 @@ from poolq.wire.records.errors import ErrorRecord
 from poolq.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexSummary
 from poolq.wire.records.results import DocumentErrorRecord
 from poolq.wire.sources import FolderFile
+from poolq.wire.uris import is_uri
+from poolq.worker.app.jobs.reindex_objects import sync_objects
 from poolq.worker.parse.limits import ParseLimits
 from poolq.worker.parse.sandbox import DEFAULT_PARSE_WORKERS, ParsePool
 from poolq.worker.reindex.files import FolderRead, read_folder_files
@@ -38,6 +40,7 @@ from poolq.worker.reindex.plan import (
     ReindexOptions,
     ReindexPlan,
     check_source_allowed,
+    check_uri_allowed,
     plan_reindex,
     read_source,
 )
@@ -76,7 +79,10 @@ async def run_reindex(
 ) -> ReindexSummary | ReindexSkipped:
     """Run one reindex in the worker (see the module docstring); returns its summary."""
     t0 = time.perf_counter()
-    check_source_allowed(options.source, rt.settings.allowed_source_roots())
+    if is_uri(options.source):  # a store's prefix: reindex_objects.py
+        check_uri_allowed(options.source, rt.settings.allowed_source_roots())
+    else:
+        check_source_allowed(options.source, rt.settings.allowed_source_roots())
     alias = options.collection
     lock_key = constants.REINDEX_LOCK_KEY.format(collection=alias)
     if redis is not None:
@@ -103,6 +109,12 @@ async def run_reindex(
     writes_0, points_0 = rt.writer.write_calls, rt.writer.points_written
     try:
         await progress.publish(force=True)
+        if is_uri(options.source):
+            synced = await sync_objects(rt, options, job_id=job_id, redis=redis, progress=progress)
+            if isinstance(synced, ReindexSummary):
+                await progress.publish(force=True, state="done", result=synced)
+                log.info("sync of %r done: %s", alias, synced.counts())
+            return synced
         docs, doc_errors, source_errors, files = await asyncio.to_thread(
             read_source, options.source, rt.settings.max_document_bytes
         )

@@ -1,4 +1,6 @@
-"""An object store's settings from its cloud's standard environment and config files.
+"""An object store's settings from its cloud's standard environment and config files (the
+client's ``poolq enqueue s3://...`` listing and the workers' fetches read them alike; the
+standard library only).
 
 obstore reads the environment itself (for S3: ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 ``AWS_SESSION_TOKEN``, ``AWS_REGION``/``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL``; for GCS

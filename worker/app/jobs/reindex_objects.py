@@ -1,0 +1,292 @@
+"""A reindex whose source is a store's prefix (``s3://bucket/prefix/``, ``gs://``, ``az://``):
+the sync, one listing page at a time (planned in ``worker/reindex/objects.py``).
+
+For each page: the unchanged objects are skipped (not fetched), the others fetched, those whose
+bytes did not change only get their tag written, the rest parsed in this reindex's parse
+children and encoded; stored documents the page no longer lists are deleted. Then the page is
+checkpointed (``SOURCE_SYNC_KEY``): a sync that is killed, or parked because the store stayed
+down, resumes after the last page it finished. A parked sync enqueues its own resume
+(``POOLQ_SOURCE_PARK_S`` later, default 300 s) and returns a skipped result that says why.
+A full rebuild writes every object into a new collection and switches the alias at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from poolq.sinks.aliases import new_physical_name
+from poolq.sinks.inventory import StoredDocument, document_inventory
+from poolq.sinks.points import point_id
+from poolq.wire import constants
+from poolq.wire import payload as fields
+from poolq.wire.documents import Document, DocumentError, validate_document
+from poolq.wire.records.job_args import ReindexArgs
+from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
+from poolq.wire.records.sync import SyncCheckpoint
+from poolq.wire.uris import parse_uri
+from poolq.worker.fetch.errors import FetchError, ObjectGone, StoreUnavailable
+from poolq.worker.fetch.fetcher import Fetcher
+from poolq.worker.fetch.objects import Fetched, ListedObject
+from poolq.worker.parse.errors import ParseError
+from poolq.worker.parse.layout import file_hash, parsed_document
+from poolq.worker.parse.limits import ParseLimits
+from poolq.worker.parse.sandbox import DEFAULT_PARSE_WORKERS, ParsePool
+from poolq.worker.reindex.objects import StoredUnder, fetch_each, object_metadata, plan_page
+from poolq.worker.reindex.plan import BATCH_DOCUMENTS, BATCHES_IN_FLIGHT
+from poolq.worker.runtime.pipeline import ingest_documents
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from poolq.worker.runtime.worker_runtime import Runtime
+
+DEFAULT_PARK_S = 300.0
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name, "")
+    try:
+        return float(raw) if raw.strip() else default
+    except ValueError:
+        raise ValueError(f"{name}: expected a number, got {raw!r}") from None
+
+
+async def _load(redis: Redis | None, key: str) -> SyncCheckpoint | None:
+    if redis is None:
+        return None
+    raw = await redis.get(key)
+    if not raw:
+        return None
+    try:
+        return SyncCheckpoint.unpack(raw)
+    except ValueError:
+        return None
+
+
+async def _save(redis: Redis | None, key: str, ck: SyncCheckpoint) -> None:
+    if redis is not None:
+        await redis.set(key, ck.pack(), ex=constants.SOURCE_SYNC_TTL_S)
+
+
+class _Page:
+    """What one page did: documents to encode, tags to update, deletions, errors."""
+
+    def __init__(self) -> None:
+        self.docs: list[Document] = []
+        self.kinds: dict[str, str] = {}  # doc id -> new, changed or stale
+        self.tags: list[tuple[StoredDocument, dict[str, Any]]] = []
+        self.gone: list[StoredDocument] = []
+        self.errors: list[DocumentError] = []
+        self.fetched = self.parsed = self.pages = 0
+
+
+async def sync_objects(
+    rt: Runtime, options: ReindexArgs, *, job_id: str, redis: Redis | None, progress: Any
+) -> ReindexSummary | ReindexSkipped:
+    """Run the sync (see the module docstring); ``progress``: the reindex's progress publisher."""
+    t0 = time.perf_counter()
+    prefix = parse_uri(options.source)
+    if not prefix.is_prefix:
+        raise ValueError(
+            f"source {options.source!r}: a sync reads a prefix; end it with '/' ({options.source}/)"
+        )
+    alias, version = options.collection, rt.vectorizer.version
+    max_bytes = int(_env_float("POOLQ_MAX_FILE_BYTES", constants.MAX_FILE_BYTES))
+    key = constants.SOURCE_SYNC_KEY.format(collection=alias)
+    ck = await _load(redis, key)
+    if ck is not None and not ck.matches(options.source, alias, options.full):
+        ck = None
+    stored: dict[str, StoredDocument] = {}
+    if options.full:
+        target = ck.target if ck is not None else new_physical_name(alias)
+        if ck is None:
+            await rt.writer.create_for_rebuild(rt.schema(target))
+            current = await rt.writer.resolve(alias)
+            for name in await rt.writer.physical_collections(alias):
+                if name not in (current, target):
+                    await rt.writer.drop_collection(name)
+    else:
+        await rt.ensure_collection(alias)
+        target = alias
+        stored = await rt.writer.read(lambda s: document_inventory(s, alias))
+    ck = ck or SyncCheckpoint(source=options.source, collection=alias, full=options.full,
+                              target=target)  # fmt: skip
+    under = StoredUnder(stored, prefix)
+    texts_0 = sum(e.stats.texts for e in rt.vectorizer.engines.values())
+    writes_0, points_0 = rt.writer.write_calls, rt.writer.points_written
+    errors: list[DocumentError] = []
+    fetcher = Fetcher()
+    pool = ParsePool(DEFAULT_PARSE_WORKERS, ParseLimits(max_file_bytes=max_bytes))
+    await progress.publish(force=True, state="syncing", listed=ck.listed, fetched=ck.fetched)
+    try:
+        after_key = None if ck.after is None else parse_uri(ck.after).key
+        async for listing in fetcher.objects.pages(prefix, after=after_key):
+            plan = plan_page(listing, under, prefix, version, after=ck.after, full=options.full)
+            page = await _fetch_and_parse(fetcher, pool, plan.to_fetch, stored, prefix, version,
+                                          max_bytes, options.full)  # fmt: skip
+            ck = replace(
+                ck, listed=ck.listed + len(listing), unchanged=ck.unchanged + len(plan.unchanged)
+            )
+            await progress.publish(listed=ck.listed, fetched=ck.fetched + page.fetched)
+            chunks, points = await _encode(rt, target, page.docs, job_id, errors)
+            for have, meta in page.tags:  # same bytes, new tag: the metadata in place
+                await rt.writer.set_payload(
+                    target, [point_id(have.doc_id, i) for i in range(have.chunk_count)],
+                    {fields.METADATA: meta, fields.META_HASH: Document("-", "-", meta).metadata_hash},
+                )  # fmt: skip
+            removed = plan.removed + page.gone
+            ids = [point_id(s.doc_id, i) for s in removed for i in range(s.chunk_count)]
+            if ids:
+                await rt.writer.delete_points(target, ids)
+            errors += page.errors
+            kinds = list(page.kinds.values())
+            ck = replace(
+                ck, after=listing[-1].uri, fetched=ck.fetched + page.fetched,
+                parsed=ck.parsed + page.parsed, pages=ck.pages + page.pages,
+                new=ck.new + kinds.count("new"), changed=ck.changed + kinds.count("changed"),
+                stale=ck.stale + kinds.count("stale"),
+                metadata_only=ck.metadata_only + len(page.tags), removed=ck.removed + len(removed),
+                encoded_chunks=ck.encoded_chunks + chunks, points=ck.points + points,
+                errors=ck.errors + len(page.errors), parked=None,
+            )  # fmt: skip
+            await _save(redis, key, ck)
+            await progress.publish(force=True, **_progress(ck))
+        # stored documents after the last listed key: gone from the store
+        tail = [under.stored[i] for i in under.removed_through(ck.after, None, set())]
+        if tail:
+            await rt.writer.delete_points(
+                target, [point_id(s.doc_id, i) for s in tail for i in range(s.chunk_count)]
+            )
+            ck = replace(ck, removed=ck.removed + len(tail))
+    except StoreUnavailable as e:
+        return await _park(redis, key, ck, options, progress, e)
+    finally:
+        await pool.close()
+        await fetcher.close()
+    previous = dropped = None
+    if options.full:
+        await progress.publish(force=True, state="building indexes")
+        await rt.writer.finish_build(target)
+        await progress.publish(force=True, state="switching alias")
+        previous = await rt.writer.point_alias(alias, target)
+        rt.forget_collection(alias)
+        if previous is not None and not options.keep_old:
+            await rt.writer.drop_collection(previous)
+            dropped = previous
+    if redis is not None:
+        with contextlib.suppress(Exception):
+            await redis.delete(key)
+    return ReindexSummary(
+        collection=alias, source=options.source, full=options.full,
+        documents=ck.new + ck.changed + ck.stale + ck.metadata_only + ck.unchanged,
+        target=target, new=ck.new, changed=ck.changed, stale=ck.stale,
+        metadata_only=ck.metadata_only, unchanged=ck.unchanged, removed=ck.removed,
+        switched_from=previous, dropped=dropped, points=ck.points,
+        errors=[e.as_record() for e in errors], encoded_chunks=ck.encoded_chunks,
+        engine_requests=sum(e.stats.texts for e in rt.vectorizer.engines.values()) - texts_0,
+        write_calls=rt.writer.write_calls - writes_0,
+        points_written=rt.writer.points_written - points_0,
+        seconds=round(time.perf_counter() - t0, 3), listed=ck.listed, fetched=ck.fetched,
+    )  # fmt: skip
+
+
+def _progress(ck: SyncCheckpoint) -> dict[str, Any]:
+    return {
+        "listed": ck.listed, "fetched": ck.fetched, "parsed": ck.parsed, "pages": ck.pages,
+        "done": ck.new + ck.changed + ck.stale, "to_encode": ck.new + ck.changed + ck.stale,
+        "new": ck.new, "changed": ck.changed, "stale": ck.stale,
+        "metadata_only": ck.metadata_only, "unchanged": ck.unchanged, "removed": ck.removed,
+    }  # fmt: skip
+
+
+async def _fetch_and_parse(
+    fetcher: Fetcher, pool: ParsePool, objects: list[ListedObject],
+    stored: dict[str, StoredDocument], prefix: Any, version: str, max_bytes: int, full: bool,
+) -> _Page:  # fmt: skip
+    page = _Page()
+    parse_room = asyncio.Semaphore(2 * pool.workers)
+
+    async def handle(obj: ListedObject, got: Fetched | FetchError) -> None:
+        have = stored.get(obj.uri)
+        if isinstance(got, ObjectGone):  # deleted since it was listed: not an error
+            if have is not None:
+                page.gone.append(have)
+            return
+        if isinstance(got, FetchError):
+            page.errors.append(DocumentError(obj.uri, "uri", got.message, got.code))
+            return
+        page.fetched += 1
+        hashed = file_hash(got.data)
+        meta = object_metadata(prefix, obj)
+        same_bytes = have is not None and have.file_hash == hashed
+        if not full and same_bytes and have is not None and have.profile_version == version:
+            page.tags.append((have, meta))
+            return
+        async with parse_room:
+            try:
+                parsed = await pool.parse(got.data, prefix.relative(obj.key))
+            except ParseError as e:
+                page.errors.append(
+                    DocumentError(obj.uri, "file", f"{obj.uri}: {e.message}", e.code)
+                )
+                return
+        raw = parsed_document(obj.uri, parsed, source=obj.uri, metadata=meta, hashed=hashed)
+        doc = validate_document(raw, 0)
+        if isinstance(doc, DocumentError):
+            page.errors.append(doc)
+            return
+        page.docs.append(doc)
+        page.parsed += 1
+        page.pages += parsed.pages or 0
+        page.kinds[doc.id] = "new" if have is None else "stale" if same_bytes else "changed"
+
+    await fetch_each(fetcher, objects, max_bytes, handle)
+    return page
+
+
+async def _encode(
+    rt: Runtime, target: str, docs: list[Document], job_id: str, errors: list[DocumentError]
+) -> tuple[int, int]:
+    """Chunks encoded and points written for ``docs``, a few batches at a time."""
+    slots = asyncio.Semaphore(BATCHES_IN_FLIGHT)
+    chunks = points = 0
+
+    async def one(batch: list[Document]) -> None:
+        nonlocal chunks, points
+        async with slots:
+            outcome = await ingest_documents(rt, target, batch, group=job_id)
+        errors.extend(outcome.errors)
+        chunks += outcome.chunks
+        points += outcome.points
+
+    await asyncio.gather(
+        *(one(docs[i : i + BATCH_DOCUMENTS]) for i in range(0, len(docs), BATCH_DOCUMENTS))
+    )
+    return chunks, points
+
+
+async def _park(
+    redis: Redis | None, key: str, ck: SyncCheckpoint, options: ReindexArgs, progress: Any,
+    exc: StoreUnavailable,
+) -> ReindexSkipped:  # fmt: skip
+    """The store stayed down: keep the checkpoint, enqueue the resume, say so."""
+    park_s = _env_float("POOLQ_SOURCE_PARK_S", DEFAULT_PARK_S)
+    ck = replace(ck, parked=exc.message)
+    await _save(redis, key, ck)
+    resume = f"reindex-resume-{uuid.uuid4().hex}"
+    if redis is not None:
+        args, _ = options.call()
+        await redis.enqueue_job(constants.REINDEX_JOB, *args, _job_id=resume, _defer_by=park_s)  # type: ignore[attr-defined]
+    why = (
+        f"parked: the store of {options.source} is unavailable ({exc.message}); "
+        f"{ck.listed} objects listed so far; resumes from its checkpoint in {park_s:g}s "
+        f"(job {resume})"
+    )
+    await progress.publish(force=True, state="parked", error=why, **_progress(ck))
+    return ReindexSkipped(collection=options.collection, skipped=why)
