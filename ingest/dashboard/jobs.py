@@ -147,18 +147,21 @@ def _documents(args: Any, result: Any) -> list[dict[str, Any]]:
     docs = args[1] if isinstance(args, list | tuple) and len(args) > 1 else []
     if not isinstance(docs, list):
         return []
-    errors: dict[str, str] = {}
+    errors: dict[str, dict[str, Any]] = {}
     if isinstance(result, dict):
         for e in result.get("errors") or []:
             if isinstance(e, dict):
-                errors[str(e.get("id"))] = f"{e.get('field', '')}: {e.get('error', '')}"
+                errors[str(e.get("id"))] = {"error": str(e.get("error", "")), "code": e.get("code")}
     shown = []
     for d in docs[:DOCUMENTS_SHOWN]:
         if not isinstance(d, dict):
             continue
         doc_id = str(d.get("id", ""))
         size = len(d["text"]) if isinstance(d.get("text"), str) else len(d.get("bytes") or b"")
-        shown.append({"id": doc_id, "size": size, "error": errors.get(doc_id)})
+        err = errors.get(doc_id) or {}
+        shown.append(
+            {"id": doc_id, "size": size, "error": err.get("error"), "code": err.get("code")}
+        )
     return shown
 
 
