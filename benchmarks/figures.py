@@ -2,9 +2,10 @@
 that JSON alone (so a plot can be redrawn from a saved run, and a run's numbers and its picture
 never disagree).
 
-``--figures DIR`` on a benchmark writes ``DIR/<name>.json`` and ``DIR/<name>.png``; the page's
-plots live in ``docs/images/perf-<name>.png`` (``python -m benchmarks.figures NAME JSON PNG``
-redraws one from a saved run). matplotlib comes with the ``docs`` extra.
+``--figures DIR`` on a benchmark writes ``DIR/<name>.json`` and ``DIR/<name>.png``. The page's
+runs are kept in ``benchmarks/runs/<name>.json`` and their plots in
+``docs/images/perf-<name>.png``; ``python -m benchmarks.figures NAME JSON PNG`` redraws one from
+a saved run. matplotlib comes with the ``docs`` extra.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def _search_latency(ax: Any, run: dict[str, Any]) -> None:
 
 def _host_path(ax: Any, run: dict[str, Any]) -> None:
     """CPU ms per chunk by process on the server path, beside the peer building the upserts."""
-    procs = run["cpu_ms_per_chunk"]  # process -> ms
+    # process -> ms; the Qdrant-protocol stand-in is the server's side, not poolq's
+    procs = {k: v for k, v in run["cpu_ms_per_chunk"].items() if "not counted" not in k}
     names = [*procs, "peer: qdrant-client gRPC upserts", "poolq: upserts encoded + sent"]
     ms = [*procs.values(), run["peer_grpc_ms"], run["poolq_upsert_ms"]]
     colors = ["#3182bd"] * len(procs) + ["#e6550d", "#31a354"]
