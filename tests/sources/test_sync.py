@@ -1,0 +1,184 @@
+"""A collection kept in step with a bucket prefix by a worker, against a real S3 API (moto's
+server), a real Redis and a worker process: new objects indexed, unchanged ones neither fetched
+nor parsed, changed ones (by ETag, then content hash) re-encoded, deleted ones removed; the
+store killed and brought back mid-sync with every object landing once; a store that stays down
+parks the sync, which resumes by itself; ``poolq enqueue s3://...`` and a URL list."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+
+import pytest
+
+from poolq.ingest.client import PoolqClient
+from poolq.wire import constants
+from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
+from poolq.worker.dev.local_redis import LocalRedis
+from poolq.worker.dev.local_worker import WorkerProcess
+from tests.cli_process import poolq
+from tests.parse.made_files import html_page
+from tests.sources.s3_server import S3Server
+
+pytestmark = pytest.mark.slow
+BUCKET = "team-docs"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sources-sync")
+    with S3Server() as s3, pytest.MonkeyPatch.context() as mp:
+        for name, value in s3.env().items():  # the CLI's listing reads them too
+            mp.setenv(name, value)
+        env = {
+            **s3.env(),
+            "POOLQ_SOURCE_URIS": f"s3://{BUCKET}/",
+            "POOLQ_SOURCE_RETRY_S": "10",
+            "POOLQ_SOURCE_PARK_S": "2",
+        }
+        with LocalRedis(tmp / "redis") as redis, WorkerProcess(redis.url, tmp / "qdrant", env=env):
+            yield redis.url, s3, s3.bucket(BUCKET), tmp
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def sync(url, prefix, collection, *, full=False, during=None):
+    async with PoolqClient(url) as client:
+        job_id = await client.reindex(f"s3://{BUCKET}/{prefix}", collection, full=full)
+        if during is not None:
+            await during(client)
+        (outcome,) = await client.wait([job_id], timeout_s=300)
+        assert outcome.status == "done", outcome.error
+        (progress,) = await client.reindex_progress(collection)
+        return outcome.result, progress
+
+
+async def hits(url, query, collection):
+    async with PoolqClient(url) as client:
+        return await client.search(query, collection, limit=3)
+
+
+def test_a_prefix_synced_again_and_again(live):
+    url, _, s3, _ = live
+    put = lambda key, body: s3.put_object(Bucket=BUCKET, Key=f"kb/{key}", Body=body)  # noqa: E731
+    put("house.md", b"# House\n\nThe spare key is under the blue pot.")
+    put("car.txt", b"Tyre pressure: 2.3 bar front, 2.5 bar rear.")
+    put("garden/roses.html", html_page("<h1>Roses</h1><p>Prune roses in March.</p>"))
+    put("photo.png", b"\x89PNG\r\n\x1a\n....")  # no document: left out by its name
+    first, progress = run(sync(url, "kb/", "kb"))
+    assert isinstance(first, ReindexSummary)
+    assert (first.new, first.unchanged, first.removed, first.errors) == (3, 0, 0, [])
+    assert (progress.listed, progress.fetched, progress.parsed) == (4, 3, 3)
+    (hit, *_) = run(hits(url, "where is the spare key", "kb"))
+    assert hit.citation.source == f"s3://{BUCKET}/kb/house.md"
+
+    again, progress = run(sync(url, "kb/", "kb"))
+    assert (again.new, again.changed, again.unchanged, again.removed) == (0, 0, 3, 0)
+    assert again.fetched == 0 and again.encoded_chunks == 0 and progress.parsed == 0
+
+    put("house.md", b"# House\n\nThe spare key is now in the shed.")  # a new ETag
+    s3.delete_object(Bucket=BUCKET, Key="kb/car.txt")
+    put("garden/tulips.md", b"# Tulips\n\nPlant tulips in October.")
+    changed, progress = run(sync(url, "kb/", "kb"))
+    assert (changed.new, changed.changed, changed.unchanged, changed.removed) == (1, 1, 1, 1)
+    assert changed.fetched == 2 and progress.parsed == 2
+    (hit, *_) = run(hits(url, "where is the spare key", "kb"))
+    assert "shed" in hit.text
+
+    rebuilt, _ = run(sync(url, "kb/", "kb", full=True))
+    assert rebuilt.new == 3 and rebuilt.fetched == 3 and rebuilt.switched_from is not None
+
+
+def test_the_store_killed_and_restarted_mid_sync_every_object_lands_once(live):
+    url, server, s3, _ = live
+    for i in range(40):
+        s3.put_object(
+            Bucket=BUCKET, Key=f"many/{i:03d}.md", Body=f"# Note {i}\n\nFact {i}.".encode()
+        )
+
+    async def kill_and_restart(client):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            records = await client.reindex_progress("many")
+            if records and records[0].state == "syncing":
+                break
+            await asyncio.sleep(0.02)
+        server.stop()
+        threading.Timer(3.0, server.start).start()
+
+    first, _ = run(sync(url, "many/", "many", during=kill_and_restart))
+    assert (first.new, first.errors) == (40, [])
+    assert first.seconds >= 2.5  # it waited for the store to come back
+    again, _ = run(sync(url, "many/", "many"))
+    assert (again.new, again.changed, again.unchanged, again.fetched) == (0, 0, 40, 0)
+
+
+def test_a_store_that_stays_down_parks_the_sync_which_resumes(live):
+    url, server, s3, _ = live
+    s3.put_object(Bucket=BUCKET, Key="parked/a.md", Body=b"# A\n\nThe boiler is in the attic.")
+    server.stop()
+    try:
+        parked, progress = run(sync(url, "parked/", "parked"))
+    finally:
+        server.start()
+    assert isinstance(parked, ReindexSkipped) and parked.skipped.startswith("parked: ")
+    assert "resumes from its checkpoint" in parked.skipped and progress.state == "parked"
+
+    async def resumed():
+        async with PoolqClient(url) as client:
+            assert await client.redis.exists(constants.SOURCE_SYNC_KEY.format(collection="parked"))
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                (p,) = await client.reindex_progress("parked")
+                if p.state == "done":
+                    return p
+                await asyncio.sleep(0.2)
+            raise AssertionError(f"not resumed: {p}")
+
+    done = run(resumed())
+    assert done.result is not None and done.result.new == 1
+
+
+def test_poolq_enqueue_lists_a_prefix_and_reads_a_url_list(live, tmp_path):
+    url, _, s3, _ = live
+    s3.put_object(Bucket=BUCKET, Key="enq/a.md", Body=b"# Fuses\n\nThe fuse box is by the door.")
+    s3.put_object(Bucket=BUCKET, Key="enq/skip/b.md", Body=b"# Skip\n\nNot this one.")
+    s3.put_object(Bucket=BUCKET, Key="enq/c.txt", Body=b"x" * 3000)
+    r = poolq("enqueue", f"s3://{BUCKET}/enq/", "--collection", "enq", "--exclude", "skip/*",
+              "--max-file-bytes", "2000", "--wait", "--redis-url", url)  # fmt: skip
+    assert r.returncode == 1, r.stderr  # one object over the limit: named, not sent
+    assert f"s3://{BUCKET}/enq/c.txt" in r.stderr and "--max-file-bytes" in r.stderr
+    assert "skipped 1 objects excluded: skip/b.md" in r.stderr
+    (hit, *_) = run(hits(url, "where is the fuse box", "enq"))
+    assert hit.citation.source == f"s3://{BUCKET}/enq/a.md"
+
+    urls = tmp_path / "urls.txt"
+    urls.write_text(f"# one a line\ns3://{BUCKET}/enq/skip/b.md\nftp://nope/x\n")
+    r = poolq("enqueue", str(urls), "--urls", "--collection", "enq", "--wait", "--redis-url", url)
+    assert r.returncode == 1 and "urls.txt:3" in r.stderr and "'ftp'" in r.stderr, r.stderr
+    assert "1 points" in r.stdout or "documents" in r.stdout, r.stdout
+    assert os.environ["AWS_SECRET_ACCESS_KEY"] not in r.stderr + r.stdout
+
+
+def test_no_credential_is_logged_or_written_to_redis(live):
+    url, server, _, _ = live
+    secret = server.env()["AWS_SECRET_ACCESS_KEY"]
+    logs = list(live_tmp(live).glob("worker-*.log"))
+    assert logs and not any(secret in p.read_text(errors="replace") for p in logs)
+
+    async def scan():
+        async with PoolqClient(url) as client:
+            async for key in client.redis.scan_iter(count=1000):
+                kind = await client.redis.type(key)
+                if kind == b"string":
+                    assert secret.encode() not in (await client.redis.get(key) or b""), key
+
+    run(scan())
+
+
+def live_tmp(live):
+    return live[3]
