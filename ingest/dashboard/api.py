@@ -21,7 +21,6 @@ from poolq.ingest.client import NoWorkerError, PoolqClient
 from poolq.ingest.dashboard import views
 from poolq.ingest.dashboard.auth import authorized
 from poolq.ingest.dashboard.jobs import job_detail
-from poolq.ingest.dashboard.overview import overview
 from poolq.wire.search_results import SEARCH_MODES, SearchError
 
 
@@ -35,7 +34,7 @@ def _bad(message: str, status: int = 400) -> JSONResponse:
 
 
 async def get_overview(request: Request) -> Response:
-    return JSONResponse(await overview(client_of(request).redis, now=time.time()))
+    return JSONResponse(await request.app.state.live.get(client_of(request).redis))
 
 
 async def get_jobs(request: Request) -> Response:

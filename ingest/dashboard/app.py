@@ -17,6 +17,7 @@ from starlette.staticfiles import StaticFiles
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.dashboard import api, pages
 from poolq.ingest.dashboard.auth import LOCAL_NAMES, RISK, Guard, is_local
+from poolq.ingest.dashboard.live import LiveOverview
 
 STATIC = Path(__file__).parent / "static"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
@@ -41,6 +42,7 @@ def create_app(redis_url: str, *, token: str | None = None, host: str = DEFAULT_
         lifespan=lifespan,
     )
     app.state.token = token or None
+    app.state.live = LiveOverview()  # the overview's shared tick (live.py)
     hosts = frozenset() if host in ("0.0.0.0", "::", "") else frozenset({*LOCAL_NAMES, host})
     return Guard(app, hosts=hosts)
 

@@ -1,14 +1,15 @@
-"""The overview: one live tick of the dashboard, in a fixed number of Redis commands whatever
-the number of jobs (no KEYS, no SCAN, no read of any job): three round trips, at most 19
-commands (``benchmarks/bench_dashboard.py`` counts them).
+"""The overview: what the dashboard's live tick reads, in a fixed number of Redis commands
+whatever the number of jobs (no KEYS, no SCAN, no read of any job), in three parts that
+:class:`~.live.LiveOverview` refreshes at their own pace:
 
-* queue depth per lane: the ingest queue's interactive jobs (scored ahead of every bulk job,
-  ``wire/placement.py``), its bulk jobs, the parse queue, and the deferred jobs of both (due
-  later: retries waiting out their backoff), less the running jobs arq keeps in its queue;
-* jobs by status: queued, running (the live workers' job lists), done, failed and cancelled
-  within the job index's TTL, and the dead letters;
-* workers alive, and the charts' time series (``wire/series.py``), each metric's ring read
-  whole (at most ``2 * SERIES_SLOTS`` fields).
+* :func:`queues`: queue depth per lane, the ingest queue's interactive jobs (scored ahead of
+  every bulk job, ``wire/placement.py``), its bulk jobs, the parse queue, and the deferred
+  jobs (due later: retries waiting out their backoff), less the running jobs arq keeps in its
+  queue (the live workers' job lists): at most 7 commands;
+* :func:`counts`: done, failed and cancelled within the job index's TTL, the dead letters, the
+  workers seen lately and their heartbeats: 6 commands;
+* :func:`series`: the charts' rings (``wire/series.py``), each read whole (at most
+  ``2 * SERIES_SLOTS`` fields): 5 commands.
 """
 
 from __future__ import annotations
@@ -40,19 +41,10 @@ def rates(series: dict[str, list[tuple[float, int]]], now: float) -> dict[str, f
     return out
 
 
-async def overview(redis: Any, *, now: float) -> dict[str, Any]:
-    """The overview's map (``GET /api/overview``): ``lanes`` (queue depth per lane),
-    ``counts`` (jobs by status), ``workers_alive``, ``workers_seen``, ``rates`` and
-    ``series`` (metric -> ``[unix seconds, value]`` of the last hour)."""
-    now_ms = round(now * 1000)
-    head = now_ms - constants.INTERACTIVE_HEAD_START_MS  # interactive jobs score at or below
+async def counts(redis: Any, *, now: float) -> dict[str, Any]:
+    """Jobs ended within the TTL by status, dead letters, and the live workers' ids."""
     cutoff = now - constants.JOB_INDEX_TTL_S
     async with redis.pipeline(transaction=False) as p:
-        p.zcount(INGEST, "-inf", head)
-        p.zcount(INGEST, f"({head}", now_ms)
-        p.zcount(INGEST, f"({now_ms}", "+inf")
-        p.zcount(PARSE, "-inf", now_ms)
-        p.zcount(PARSE, f"({now_ms}", "+inf")
         for key in (
             constants.JOB_INDEX_DONE_KEY,
             constants.JOB_INDEX_FAILED_KEY,
@@ -61,66 +53,96 @@ async def overview(redis: Any, *, now: float) -> dict[str, Any]:
             p.zcount(key, cutoff, "+inf")
         p.hlen(constants.DEAD_LETTER_KEY)
         p.zrangebyscore(constants.WORKER_LAST_SEEN_KEY, now - WORKERS_LISTED_S, "+inf")
-        for metric in METRICS:
-            p.hgetall(series_key(metric))
         r = await p.execute()
-    interactive, bulk, deferred, parse, parse_later = (int(x) for x in r[:5])
-    done, failed, cancelled, dead = (int(x) for x in r[5:9])
-    seen = [_text(w) for w in r[9]]
-    series = {m: read_ring(raw, now) for m, raw in zip(METRICS, r[10:], strict=True)}
-    beats = [constants.HEARTBEAT_KEY.format(worker_id=w) for w in seen]
+    done, failed, cancelled, dead = (int(x) for x in r[:4])
+    beats = [constants.HEARTBEAT_KEY.format(worker_id=_text(w)) for w in r[4]]
     records = [
         h for raw in (await redis.mget(beats) if beats else []) if (h := read_heartbeat(raw))
     ]
-    live = [h.worker_id for h in records if h.alive]
-    running: list[str] = []
-    if live:
-        async with redis.pipeline(transaction=False) as p:
+    return {
+        "done": done,
+        "failed": failed,
+        "cancelled": cancelled,
+        "dead_letters": dead,
+        "live": [h.worker_id for h in records if h.alive],
+        "seen": len(records),
+    }
+
+
+async def series(redis: Any, *, now: float) -> dict[str, list[tuple[float, int]]]:
+    async with redis.pipeline(transaction=False) as p:
+        for metric in METRICS:
+            p.hgetall(series_key(metric))
+        raws = await p.execute()
+    return {m: read_ring(raw, now) for m, raw in zip(METRICS, raws, strict=True)}
+
+
+async def queues(redis: Any, *, now: float, live: list[str]) -> dict[str, int]:
+    """Queue depth per lane (interactive, bulk, parse, deferred) and ``running``."""
+    now_ms = round(now * 1000)
+    head = now_ms - constants.INTERACTIVE_HEAD_START_MS  # interactive jobs score at or below
+    async with redis.pipeline(transaction=False) as p:
+        p.zcount(INGEST, "-inf", head)
+        p.zcount(INGEST, f"({head}", now_ms)
+        p.zcount(INGEST, f"({now_ms}", "+inf")
+        p.zcard(PARSE)
+        if live:
             p.sunion([constants.WORKER_JOBS_KEY.format(worker_id=w) for w in live])
-            running_raw = (await p.execute())[0]
-        running = sorted(_text(j) for j in running_raw)
+        r = await p.execute()
+    interactive, bulk, deferred, parse = (int(x) for x in r[:4])
+    running = sorted(_text(j) for j in r[4]) if live else []
     if running:  # running jobs stay in arq's queue until they end: not queued
         async with redis.pipeline(transaction=False) as p:
             p.zmscore(INGEST, running)
             p.zmscore(PARSE, running)
             in_ingest, in_parse = await p.execute()
         for s in in_ingest:
-            if s is None:
-                continue
-            if s <= head:
-                interactive -= 1
-            elif s <= now_ms:
-                bulk -= 1
-            else:
-                deferred -= 1
-        for s in in_parse:
-            if s is None:
-                continue
-            if s <= now_ms:
-                parse -= 1
-            else:
-                parse_later -= 1
-    lanes = {
+            if s is not None:
+                if s <= head:
+                    interactive -= 1
+                elif s <= now_ms:
+                    bulk -= 1
+                else:
+                    deferred -= 1
+        parse -= sum(s is not None for s in in_parse)
+    return {
         "interactive": max(0, interactive),
         "bulk": max(0, bulk),
         "parse": max(0, parse),
-        "deferred": max(0, deferred) + max(0, parse_later),
+        "deferred": max(0, deferred),
+        "running": len(running),
     }
+
+
+def assemble(
+    now: float, lanes: dict[str, int], c: dict[str, Any], s: dict[str, list[tuple[float, int]]]
+) -> dict[str, Any]:
+    """The overview's map (``GET /api/overview``): ``lanes`` (queue depth per lane),
+    ``counts`` (jobs by status), ``workers_alive``, ``workers_seen``, ``rates`` and
+    ``series`` (metric -> ``[unix seconds, value]`` of the last hour)."""
+    depth = {k: v for k, v in lanes.items() if k != "running"}
     return {
         "now": now,
-        "lanes": lanes,
+        "lanes": depth,
         "counts": {
-            "queued": lanes["interactive"] + lanes["bulk"] + lanes["parse"],
-            "deferred": lanes["deferred"],
-            "running": len(running),
-            "done": done,
-            "failed": failed,
-            "cancelled": cancelled,
-            "dead_letters": dead,
+            "queued": depth["interactive"] + depth["bulk"] + depth["parse"],
+            "deferred": depth["deferred"],
+            "running": lanes["running"],
+            "done": c["done"],
+            "failed": c["failed"],
+            "cancelled": c["cancelled"],
+            "dead_letters": c["dead_letters"],
         },
-        "workers_alive": len(live),
-        "workers_seen": len(records),
-        "rates": rates(series, now),
-        "series": {m: [[t, v] for t, v in pts] for m, pts in series.items()},
+        "workers_alive": len(c["live"]),
+        "workers_seen": c["seen"],
+        "rates": rates(s, now),
+        "series": {m: [[t, v] for t, v in pts] for m, pts in s.items()},
         "counters": list(COUNTERS),
     }
+
+
+async def overview(redis: Any, *, now: float) -> dict[str, Any]:
+    """Every part read now (what one uncached tick costs: at most 18 commands)."""
+    c = await counts(redis, now=now)
+    s = await series(redis, now=now)
+    return assemble(now, await queues(redis, now=now, live=c["live"]), c, s)

@@ -1,7 +1,7 @@
 """The dashboard's pages, rendered on the server from the same reads as the API (Jinja2,
 autoescaped: a document id or an error holding markup shows as text). Each page's ``<main>``
 is also served alone (``?part=main``): the page's script fetches it again every
-``REFRESH_S`` (the overview every second) and puts it in place, so the live view needs no
+``REFRESH_S`` (the overview every 2 s) and puts it in place, so the live view needs no
 rendering code in the browser."""
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ from poolq.ingest.dashboard import views
 from poolq.ingest.dashboard.api import client_of
 from poolq.ingest.dashboard.charts import chart
 from poolq.ingest.dashboard.jobs import STATUS_FILTERS, job_detail
-from poolq.ingest.dashboard.overview import overview
 from poolq.wire.search_results import SEARCH_MODES, SearchError
 
 TEMPLATES = Path(__file__).parent / "templates"
 ENV = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(default=True))
-REFRESH_S = {"overview": 1, "jobs": 2, "job": 2, "workers": 2, "dlq": 5, "reindex": 5}
+REFRESH_S = {"overview": 2, "jobs": 2, "job": 2, "workers": 2, "dlq": 5, "reindex": 5}
 
 
 def _ago(seconds: float | None) -> str:
@@ -60,8 +59,8 @@ def render(request: Request, page: str, **data: Any) -> Response:
 
 
 async def overview_page(request: Request) -> Response:
-    now = time.time()
-    data = await overview(client_of(request).redis, now=now)
+    data = await request.app.state.live.get(client_of(request).redis)
+    now = data["now"]
     charts = [chart(m, data["series"].get(m, []), now) for m in ("depth", *data["counters"])]
     return render(request, "overview", o=data, charts=charts)
 
