@@ -16,6 +16,7 @@ import pytest
 from poolq.ingest.client import PoolqClient
 from poolq.wire import constants
 from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
+from poolq.wire.records.sync import SyncCheckpoint
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.cli_process import poolq
@@ -182,3 +183,30 @@ def test_no_credential_is_logged_or_written_to_redis(live):
 
 def live_tmp(live):
     return live[3]
+
+
+def test_a_killed_sync_resumes_after_its_last_checkpointed_page(live):
+    """What a worker killed mid-sync leaves: a checkpoint after the pages it finished. The next
+    run lists from there and keeps the counts; it does not start over."""
+    url, _, s3, _ = live
+    for name in "abcde":
+        s3.put_object(
+            Bucket=BUCKET, Key=f"resume/{name}.md", Body=f"# {name}\n\nNote {name}.".encode()
+        )
+    ck = SyncCheckpoint(
+        source=f"s3://{BUCKET}/resume/", collection="resume", full=False, target="resume",
+        after=f"s3://{BUCKET}/resume/c.md", listed=3, fetched=3, parsed=3, new=3,
+    )  # fmt: skip
+
+    async def plant():
+        async with PoolqClient(url) as client:
+            await client.redis.set(constants.SOURCE_SYNC_KEY.format(collection="resume"), ck.pack())
+
+    run(plant())
+    resumed, progress = run(sync(url, "resume/", "resume"))
+    assert (resumed.listed, resumed.fetched, resumed.new) == (5, 5, 5)
+    assert progress.parsed == 5
+    # only d and e were fetched by this run (a, b and c were the killed run's): the collection
+    # holds those two, and the next sync finds the other three new
+    after, _ = run(sync(url, "resume/", "resume"))
+    assert (after.new, after.unchanged, after.listed) == (3, 2, 5)
