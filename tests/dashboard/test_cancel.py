@@ -44,11 +44,11 @@ def test_a_running_job_stops_at_a_batch_boundary_and_keeps_its_points(redis_serv
             return job_id, queued, asked, outcome, prog, await c.dead_letters()
 
     with WorkerProcess(redis_server.url, qpath) as worker:
-        job_id, queued, asked, outcome, prog, dead = asyncio.run(go())
+        _, queued, asked, outcome, prog, dead = asyncio.run(go())
         assert asked.state == "cancelling"
         assert outcome.status == "cancelled" and outcome.error.startswith("cancelled after")
         assert dead == []
-        assert 0 < prog.points and prog.done < DOCS
+        assert prog.points > 0 and prog.done < DOCS
         # the small job queued behind it: cancelled before it runs, by the command
         out = subprocess.run(
             [sys.executable, "-m", "poolq.worker", "cancel", queued, "--redis-url", redis_server.url, "--json"],
