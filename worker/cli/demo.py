@@ -7,15 +7,24 @@
    as ``poolq search`` does: the hybrid hits of one query, then a table of every query's top
    hit in every mode, with a line on why rerank (MaxSim on MiniLM token states, which are not
    trained for late interaction) may disagree with the others.
+
+While it runs, ``poolq dashboard`` serves the demo's Redis (read-only, its URL printed first:
+http://127.0.0.1:8765/, or a free port when that one is taken), so the queue can be watched
+draining in a browser; the demo ends with the command that serves a dashboard of one's own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -120,6 +129,52 @@ def check_enqueue(rc: int, log: Path) -> None:
         raise SystemExit(rc)
 
 
+DASHBOARD_PORT = 8765
+
+
+def _port() -> int:
+    """The dashboard's default port when it is free, else one the system picks."""
+    for port in (DASHBOARD_PORT, 0):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise RuntimeError("no free port")  # pragma: no cover
+
+
+@contextlib.contextmanager
+def dashboard(redis_url: str, log: Path) -> Iterator[None]:
+    """``poolq dashboard`` on the demo's Redis while the demo runs (read-only), its URL
+    printed; nothing where the dashboard extra is not installed."""
+    try:
+        import starlette  # noqa: F401
+    except ImportError:
+        yield
+        return
+    port = _port()
+    env = {k: v for k, v in os.environ.items() if k != "POOLQ_DASHBOARD_TOKEN"}
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "poolq.worker", "dashboard", "--port", str(port),
+             "--redis-url", redis_url],
+            stdout=out, stderr=subprocess.STDOUT, env=env,
+        )  # fmt: skip
+        print(
+            f"dashboard: http://127.0.0.1:{port}/ (watch the queue drain; up while the demo runs)"
+        )
+        try:
+            yield
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
 def run_demo(workdir: Path | None = None) -> None:
     work = workdir or Path("poolq_data/demo")
     qdrant_path = work / "qdrant"
@@ -129,7 +184,10 @@ def run_demo(workdir: Path | None = None) -> None:
     n = _sample_corpus(corpus)
     with LocalRedis(Path(tempfile.mkdtemp(prefix="poolq-redis-"))) as redis_server:
         print(f"redis-server on {redis_server.url}")
-        with WorkerProcess(redis_server.url, qdrant_path, log=work / "worker.log"):
+        with (
+            dashboard(redis_server.url, work / "dashboard.log"),
+            WorkerProcess(redis_server.url, qdrant_path, log=work / "worker.log"),
+        ):
             print(f"worker started (log: {work / 'worker.log'}); enqueueing {n} documents")
             from poolq.ingest.cli.enqueue import Args, run_enqueue
 
@@ -139,6 +197,10 @@ def run_demo(workdir: Path | None = None) -> None:
             check_enqueue(rc, work / "worker.log")
             _describe_collection()
             _searches(redis_server.url)
+    print(
+        f"\nthe dashboard of your own Redis: poolq dashboard --redis-url URL "
+        f"(http://127.0.0.1:{DASHBOARD_PORT}/)"
+    )
 
 
 @app.command()
