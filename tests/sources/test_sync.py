@@ -210,3 +210,29 @@ def test_a_killed_sync_resumes_after_its_last_checkpointed_page(live):
     # holds those two, and the next sync finds the other three new
     after, _ = run(sync(url, "resume/", "resume"))
     assert (after.new, after.unchanged, after.listed) == (3, 2, 5)
+
+
+def test_a_new_etag_over_the_same_bytes_only_updates_the_tag(live):
+    """A multipart re-upload of the same bytes gets another ETag (``<md5>-<parts>``): fetched
+    and hashed, but neither parsed nor encoded again; the next sync does not fetch it."""
+    url, _, s3, _ = live
+    body = b"# Meter\n\nThe water meter is in the cellar."
+    s3.put_object(Bucket=BUCKET, Key="etag/meter.md", Body=body)
+    first, _ = run(sync(url, "etag/", "etag"))
+    assert first.new == 1
+    up = s3.create_multipart_upload(Bucket=BUCKET, Key="etag/meter.md")
+    part = s3.upload_part(
+        Bucket=BUCKET, Key="etag/meter.md", UploadId=up["UploadId"], PartNumber=1, Body=body
+    )
+    s3.complete_multipart_upload(
+        Bucket=BUCKET, Key="etag/meter.md", UploadId=up["UploadId"],
+        MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]},
+    )  # fmt: skip
+    assert s3.head_object(Bucket=BUCKET, Key="etag/meter.md")["ETag"].endswith('-1"')
+    retagged, progress = run(sync(url, "etag/", "etag"))
+    assert (retagged.metadata_only, retagged.changed, retagged.fetched) == (1, 0, 1)
+    assert retagged.encoded_chunks == 0 and progress.parsed == 0
+    again, _ = run(sync(url, "etag/", "etag"))
+    assert (again.unchanged, again.fetched, again.metadata_only) == (1, 0, 0)
+    (hit, *_) = run(hits(url, "where is the water meter", "etag"))
+    assert hit.citation.source == f"s3://{BUCKET}/etag/meter.md"
