@@ -17,6 +17,7 @@ from poolq.wire import constants
 if TYPE_CHECKING:
     from poolq.ingest.client_reads import StatusReport
     from poolq.ingest.job_index import JobOutcome
+    from poolq.wire.records.cancel import CancelRequest
     from poolq.wire.search_results import SearchResult
 
 
@@ -73,6 +74,10 @@ class SyncPoolqClient:
     def search(self, query: str, collection: str, **kwargs: Any) -> SearchResult:
         """See :meth:`PoolqClient.search` (documents by default; ``group_by=None``: chunks)."""
         return self._run(self._client.search(query, collection, **kwargs))
+
+    def cancel(self, job_id: str) -> CancelRequest:
+        """See :meth:`PoolqClient.cancel`."""
+        return self._run(self._client.cancel(job_id))
 
     def close(self) -> None:
         """Close the connection (a second call does nothing)."""
