@@ -17,6 +17,7 @@ import contextlib
 import os
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -128,12 +129,18 @@ async def sync_objects(
         after_key = None if ck.after is None else parse_uri(ck.after).key
         async for listing in fetcher.objects.pages(prefix, after=after_key):
             plan = plan_page(listing, under, prefix, version, after=ck.after, full=options.full)
+
+            # (the checkpoint moves only once the page is done: a page cut short is redone)
+            async def tick(
+                page: _Page, base: SyncCheckpoint = ck, listed: int = len(listing)
+            ) -> None:
+                await progress.publish(
+                    listed=base.listed + listed, fetched=base.fetched + page.fetched,
+                    parsed=base.parsed + page.parsed,
+                )  # fmt: skip
+
             page = await _fetch_and_parse(fetcher, pool, plan.to_fetch, stored, prefix, version,
-                                          max_bytes, options.full)  # fmt: skip
-            ck = replace(
-                ck, listed=ck.listed + len(listing), unchanged=ck.unchanged + len(plan.unchanged)
-            )
-            await progress.publish(listed=ck.listed, fetched=ck.fetched + page.fetched)
+                                          max_bytes, options.full, tick)  # fmt: skip
             chunks, points = await _encode(rt, target, page.docs, job_id, errors)
             for have, meta in page.tags:  # same bytes, new tag: the metadata in place
                 await rt.writer.set_payload(
@@ -147,7 +154,8 @@ async def sync_objects(
             errors += page.errors
             kinds = list(page.kinds.values())
             ck = replace(
-                ck, after=listing[-1].uri, fetched=ck.fetched + page.fetched,
+                ck, after=listing[-1].uri, listed=ck.listed + len(listing),
+                unchanged=ck.unchanged + len(plan.unchanged), fetched=ck.fetched + page.fetched,
                 parsed=ck.parsed + page.parsed, pages=ck.pages + page.pages,
                 new=ck.new + kinds.count("new"), changed=ck.changed + kinds.count("changed"),
                 stale=ck.stale + kinds.count("stale"),
@@ -208,6 +216,7 @@ def _progress(ck: SyncCheckpoint) -> dict[str, Any]:
 async def _fetch_and_parse(
     fetcher: Fetcher, pool: ParsePool, objects: list[ListedObject],
     stored: dict[str, StoredDocument], prefix: Any, version: str, max_bytes: int, full: bool,
+    tick: Callable[[_Page], Awaitable[None]],
 ) -> _Page:  # fmt: skip
     page = _Page()
     parse_room = asyncio.Semaphore(2 * pool.workers)
@@ -222,6 +231,7 @@ async def _fetch_and_parse(
             page.errors.append(DocumentError(obj.uri, "uri", got.message, got.code))
             return
         page.fetched += 1
+        await tick(page)
         hashed = file_hash(got.data)
         meta = object_metadata(prefix, obj)
         same_bytes = have is not None and have.file_hash == hashed
@@ -244,6 +254,7 @@ async def _fetch_and_parse(
         page.docs.append(doc)
         page.parsed += 1
         page.pages += parsed.pages or 0
+        await tick(page)
         page.kinds[doc.id] = "new" if have is None else "stale" if same_bytes else "changed"
 
     await fetch_each(fetcher, objects, max_bytes, handle)
