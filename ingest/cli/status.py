@@ -39,7 +39,7 @@ def format_reindex(r: dict[str, Any]) -> str:
 STATUS_JSON = (
     'one line, one object: {"counts": {"queued", "running", "done", "failed", "deferred", '
     '"not_found", and with job ids "refused": ingest jobs whose every document was refused '
-    '(without job ids they count as done)}, "jobs": [{"job_id", "status", "result", "error"}] '
+    '(without job ids they count as done) and "cancelled" (see poolq cancel)}, "jobs": [{"job_id", "status", "result", "error"}] '
     "(the given jobs; [] "
     'without), "workers": a list of heartbeat records, "reindex": a list of progress records, '
     '"workers_alive": n, "last_heartbeat_age_s": seconds since a worker was last seen (null: '
@@ -51,7 +51,9 @@ def counts_line(c: dict[str, int]) -> str:
     line = f"jobs: {c['queued']} queued, {c['running']} running, {c['done']} done, "
     line += f"{c['failed']} failed"
     extra = [
-        f"{c[k]} {k.replace('_', ' ')}" for k in ("refused", "deferred", "not_found") if c.get(k)
+        f"{c[k]} {k.replace('_', ' ')}"
+        for k in ("refused", "cancelled", "deferred", "not_found")
+        if c.get(k)
     ]
     return line + (f" ({', '.join(extra)})" if extra else "")
 
