@@ -87,8 +87,10 @@ async def run_reindex(
     lock_key = constants.REINDEX_LOCK_KEY.format(collection=alias)
     if redis is not None:
         got = await redis.set(lock_key, job_id, nx=True, ex=rt.settings.reindex_timeout_s)
-        if not got:
-            holder = await redis.get(lock_key)
+        holder = None if got else await redis.get(lock_key)
+        # the same job run again (its worker died: the job's run lock says no other run is
+        # alive) takes its own lock over; a sync then resumes from its checkpoint
+        if holder is not None and holder != job_id.encode():
             return ReindexSkipped(
                 collection=alias,
                 skipped=f"another reindex of {alias!r} is running (job {holder!r})",

@@ -33,7 +33,7 @@ from poolq.wire.records.sync import SyncCheckpoint
 from poolq.wire.uris import parse_uri
 from poolq.worker.fetch.errors import FetchError, ObjectGone, StoreUnavailable
 from poolq.worker.fetch.fetcher import Fetcher
-from poolq.worker.fetch.objects import Fetched, ListedObject
+from poolq.worker.fetch.objects import PAGE_OBJECTS, Fetched, ListedObject
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.layout import file_hash, parsed_document
 from poolq.worker.parse.limits import ParseLimits
@@ -127,7 +127,10 @@ async def sync_objects(
     await progress.publish(force=True, state="syncing", listed=ck.listed, fetched=ck.fetched)
     try:
         after_key = None if ck.after is None else parse_uri(ck.after).key
-        async for listing in fetcher.objects.pages(prefix, after=after_key):
+        page_objects = int(_env_float("POOLQ_SOURCE_PAGE_OBJECTS", PAGE_OBJECTS))
+        async for listing in fetcher.objects.pages(
+            prefix, after=after_key, page_objects=page_objects
+        ):
             plan = plan_page(listing, under, prefix, version, after=ck.after, full=options.full)
 
             # (the checkpoint moves only once the page is done: a page cut short is redone)
