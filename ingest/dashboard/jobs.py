@@ -101,7 +101,8 @@ async def rows(
                 "status": outcome.status if outcome is not None else status,
                 "info": info.to_wire() if info is not None else None,
                 "progress": rec.to_wire() if rec is not None else None,
-                "tries": int(raw_try) if raw_try else 0,
+                # arq's try counter lives while the job does (None: not known any more)
+                "tries": int(raw_try) if raw_try else (0 if status == "queued" else None),
                 "stalled_s": stalled,
                 "outcome": _outcome_json(outcome) if outcome is not None else None,
             }
@@ -182,6 +183,7 @@ async def job_detail(redis: Any, job_id: str, *, now: float) -> dict[str, Any] |
         with contextlib.suppress(Exception):
             res = deserialize_result(raw, deserializer=deserialize)
             docs = _documents(res.args, res.result if res.success else None)
+            row["tries"] = res.job_try
             timings["queued_s"] = round((res.start_time - res.enqueue_time).total_seconds(), 3)
             timings["run_s"] = round((res.finish_time - res.start_time).total_seconds(), 3)
     else:

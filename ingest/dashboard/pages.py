@@ -7,6 +7,7 @@ rendering code in the browser."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,13 @@ def _when(t: float | None) -> str:
     return "—" if not t else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
+def _pretty(value: Any) -> str:
+    """A record as indented JSON text (autoescaped where it is shown)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
 ENV.filters["ago"] = _ago
+ENV.filters["pretty"] = _pretty
 ENV.filters["when"] = _when
 
 
