@@ -56,3 +56,28 @@ def test_a_file_document_may_be_given_by_uri():
     assert bad.field == "uri" and "prefix" in bad.message
     both = validate_file({"id": "x", "uri": "s3://b/k", "bytes": b"x"}, 0, max_file_bytes=10)
     assert "exactly one of bytes, path and uri" in both.message
+
+
+def test_a_url_list_names_each_bad_line_and_keeps_the_rest(tmp_path):
+    from poolq.ingest.cli.enqueue_uris import prepare_urls
+
+    urls = tmp_path / "urls.txt"
+    urls.write_text(
+        "# docs\nhttps://example.org/a.html\n\nftp://example.org/b\ns3://bucket/dir/\n"
+        "https://example.org/a.html\ns3://bucket/c.pdf\n"
+    )
+    prep = prepare_urls(urls)
+    assert [d["uri"] for d in prep.documents] == ["https://example.org/a.html", "s3://bucket/c.pdf"]
+    lines = [p.line() for p in prep.problems]
+    assert lines[0].startswith(f"{urls}:4: ") and "'ftp'" in lines[0]
+    assert lines[1].startswith(f"{urls}:5: ") and "a prefix" in lines[1]
+    assert lines[2].startswith(f"{urls}:6: ") and "first at" in lines[2] and f"{urls}:2" in lines[2]
+    assert prep.read == 5
+
+
+def test_the_client_refuses_a_bad_uri_before_enqueueing():
+    from poolq.ingest.job_plan import Limits, check_files
+
+    with pytest.raises(ValueError, match=r"file 'x': uri: .*scheme 'ftp'.*nothing was enqueued"):
+        check_files([{"id": "x", "uri": "ftp://h/a.pdf"}], Limits())
+    check_files([{"id": "y", "uri": "s3://b/a.pdf"}], Limits())
