@@ -9,7 +9,6 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import secrets
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
@@ -105,6 +104,3 @@ class Guard:
             await send(message)
 
         await self.app(scope, receive, headed)
-
-
-Handler = Callable[[Request], Awaitable[Response]]
