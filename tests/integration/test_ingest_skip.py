@@ -100,6 +100,9 @@ def test_first_ingest_writes_everything_and_publishes_its_progress(env):
     result = outcome.result
     assert result.skipped == 0 and result.documents == N_DOCS and result.errors == []
     final, ttl = progress_of(server.url, job_id)
+    # the dashboard's: time in each stage, and when the record was last written
+    stages = {k: final.pop(k) for k in ("chunk_ms", "encode_ms", "write_ms", "updated_at")}
+    assert stages["encode_ms"] > 0 and stages["updated_at"] > time.time() - 900
     assert final == {
         "documents": N_DOCS,
         "done": N_DOCS,
