@@ -32,7 +32,6 @@ from poolq.wire.records.results import IngestResult
 from poolq.wire.serialization import serialize
 from poolq.wire.uris import parse_uri
 from poolq.worker.fetch.errors import FetchError, ObjectGone
-from poolq.worker.fetch.fetcher import Fetcher
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.layout import file_hash, parsed_document
 from poolq.worker.runtime.job_progress import JobProgress
@@ -121,9 +120,9 @@ async def _parse_one(
     return doc, parsed.pages or 0
 
 
-_FETCHERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Fetcher] = (
+_FETCHERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
     weakref.WeakKeyDictionary()
-)  # one per event loop: the store and HTTP clients pool their connections
+)  # a Fetcher per event loop: the store and HTTP clients pool their connections
 
 
 async def _fetch(uri: str, settings: Any) -> bytes:
@@ -136,6 +135,13 @@ async def _fetch(uri: str, settings: Any) -> bytes:
     allowed = os.environ.get("POOLQ_SOURCE_URIS", "").replace(",", " ").split()
     if allowed and not any(uri.startswith(a) for a in allowed):
         raise ParseError(ErrorCode.UNSUPPORTED, "outside the URIs this worker may fetch")
+    try:  # obstore and httpx: the sources extra (in parse and worker), imported when needed
+        from poolq.worker.fetch.fetcher import Fetcher
+    except ImportError as e:
+        raise ParseError(
+            ErrorCode.UNSUPPORTED, f"this worker cannot fetch URIs ({e.name} is not installed: "
+            "pip install 'poolq[sources]')",
+        ) from None  # fmt: skip
     loop = asyncio.get_running_loop()
     fetcher = _FETCHERS.get(loop) or _FETCHERS.setdefault(loop, Fetcher())
     try:
