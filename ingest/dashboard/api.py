@@ -128,7 +128,9 @@ async def get_search(request: Request) -> Response:
         return _bad(f"mode: expected one of {', '.join(SEARCH_MODES)}")
     t0 = time.perf_counter()
     try:
-        result = await client_of(request).search(query, collection, mode=mode, timeout_s=30.0)
+        result = await views.search(
+            client_of(request), request.app.state.direct, query, collection, mode
+        )
     except SearchError as e:
         return _bad(str(e))
     except NoWorkerError as e:

@@ -1,7 +1,8 @@
 """The dashboard's Starlette application (:func:`create_app`) and its server (:func:`serve`,
 ``poolq dashboard``). One :class:`~poolq.ingest.client.PoolqClient` serves every request; the
 application imports no worker code, torch or Qdrant client (searches go through the workers,
-as ``poolq search`` does)."""
+as ``poolq search`` does), unless it is given ``direct``: ``poolq dashboard --direct`` passes
+``poolq search --direct``'s search, which encodes in this process and queries Qdrant itself."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -19,15 +21,25 @@ from poolq.ingest.dashboard import api, pages
 from poolq.ingest.dashboard.auth import LOCAL_NAMES, RISK, Guard, is_local
 from poolq.ingest.dashboard.live import LiveOverview
 
+if TYPE_CHECKING:
+    from poolq.ingest.cli.search import DirectSearch
+
 STATIC = Path(__file__).parent / "static"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
 TOKEN_ENV = "POOLQ_DASHBOARD_TOKEN"
 
 
-def create_app(redis_url: str, *, token: str | None = None, host: str = DEFAULT_HOST) -> Guard:
+def create_app(
+    redis_url: str,
+    *,
+    token: str | None = None,
+    host: str = DEFAULT_HOST,
+    direct: DirectSearch | None = None,
+) -> Guard:
     """The dashboard for the Redis at ``redis_url``. ``token``: what actions need (None:
     read-only); ``host``: the address served, the one ``Host`` accepted besides the local
-    names (any, when it is 0.0.0.0 or ::)."""
+    names (any, when it is 0.0.0.0 or ::); ``direct``: searches run with it instead of
+    through the workers."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -43,6 +55,7 @@ def create_app(redis_url: str, *, token: str | None = None, host: str = DEFAULT_
     )
     app.state.token = token or None
     app.state.live = LiveOverview()  # the overview's shared tick (live.py)
+    app.state.direct = direct
     hosts = frozenset() if host in ("0.0.0.0", "::", "") else frozenset({*LOCAL_NAMES, host})
     return Guard(app, hosts=hosts)
 
@@ -52,7 +65,14 @@ def url_of(host: str, port: int) -> str:
     return f"http://[{shown}]:{port}/" if ":" in shown else f"http://{shown}:{port}/"
 
 
-def serve(redis_url: str, *, host: str, port: int, token: str | None) -> None:
+def serve(
+    redis_url: str,
+    *,
+    host: str,
+    port: int,
+    token: str | None,
+    direct: DirectSearch | None = None,
+) -> None:
     """Serve until interrupted; warns on stderr when a non-local address is served without a
     token (:data:`~poolq.ingest.dashboard.auth.RISK`)."""
     import uvicorn
@@ -62,7 +82,7 @@ def serve(redis_url: str, *, host: str, port: int, token: str | None) -> None:
     mode = "actions need the token" if token else "read-only (no --token)"
     print(f"poolq dashboard: {url_of(host, port)} ({mode})", file=sys.stderr, flush=True)
     uvicorn.run(
-        create_app(redis_url, token=token, host=host),
+        create_app(redis_url, token=token, host=host, direct=direct),
         host=host,
         port=port,
         log_level="warning",

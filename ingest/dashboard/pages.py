@@ -101,7 +101,9 @@ async def reindex_page(request: Request) -> Response:
 async def _one_search(request: Request, query: str, collection: str, mode: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
-        result = await client_of(request).search(query, collection, mode=mode, timeout_s=30.0)  # type: ignore[arg-type]
+        result = await views.search(
+            client_of(request), request.app.state.direct, query, collection, mode
+        )
     except (SearchError, NoWorkerError, TimeoutError, RuntimeError) as e:
         return {"mode": mode, "error": str(e)}
     latency = round((time.perf_counter() - t0) * 1000, 1)
@@ -112,12 +114,12 @@ async def search_page(request: Request) -> Response:
     q = request.query_params
     query, collection = q.get("q", ""), q.get("collection", "")
     results: list[dict[str, Any]] = []
-    if query.strip() and collection:
-        results = list(
-            await asyncio.gather(
-                *(_one_search(request, query, collection, m) for m in SEARCH_MODES)
-            )
-        )
+    if query.strip() and collection and request.app.state.direct is None:
+        # through the workers: every mode at once
+        searches = (_one_search(request, query, collection, m) for m in SEARCH_MODES)
+        results = list(await asyncio.gather(*searches))
+    elif query.strip() and collection:  # encoded here (--direct): one mode after the other
+        results = [await _one_search(request, query, collection, m) for m in SEARCH_MODES]
     return render(request, "search", query=query, collection=collection, results=results)
 
 

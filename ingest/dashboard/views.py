@@ -5,6 +5,7 @@ with their progress, the reindexes and their schedules. Each is a map of the cli
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ from poolq.ingest.client import PoolqClient
 from poolq.ingest.dashboard.jobs import list_jobs
 from poolq.ingest.job_progress import read_progress
 from poolq.wire.records.heartbeat import Heartbeat
+from poolq.wire.search_results import SearchRequest, SearchResult
 
 
 def engine_figures(h: Heartbeat) -> dict[str, Any]:
@@ -88,3 +90,15 @@ async def jobs(
         now=time.time(),
         live=live,
     )
+
+
+async def search(
+    client: PoolqClient, direct: Any, query: str, collection: str, mode: Any
+) -> SearchResult:
+    """One search through the workers (as ``poolq search``), or with ``direct`` (``poolq
+    search --direct``'s search, run in a thread: it encodes and queries here)."""
+    if direct is None:
+        return await client.search(query, collection, mode=mode, timeout_s=30.0)
+    request = SearchRequest(collection, mode, group_by="doc_id")
+    result: SearchResult = await asyncio.to_thread(direct, query, request)
+    return result

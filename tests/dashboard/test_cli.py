@@ -58,3 +58,21 @@ def test_the_sync_client_cancels_a_queued_job(redis_server):
         assert client.cancel(job_id).state == "cancelled"
         assert client.status([job_id]).jobs[0].status == "cancelled"
         assert client.cancel("no-such-job").state == "not_found"
+
+
+def test_direct_search_runs_here_and_names_a_missing_folder(redis_server, tmp_path):
+    """``--direct``: the search page uses ``poolq search --direct``'s search (settings read
+    when it runs); a folder that is not there is named in every mode, nothing loaded."""
+    from starlette.testclient import TestClient
+
+    from poolq.ingest.dashboard.app import create_app
+    from poolq.worker.cli.search import direct_search
+
+    missing = tmp_path / "no-such-folder"
+    direct = direct_search(None, redis_server.url, None, missing, None)
+    app = create_app(redis_server.url, direct=direct)
+    with TestClient(app, base_url="http://127.0.0.1") as tc:
+        page = tc.get("/search?q=hello&collection=docs").text
+        assert page.count("no embedded Qdrant folder") == 4
+        r = tc.get("/api/search?q=hello&collection=docs&mode=dense")
+        assert r.status_code == 400 and str(missing) in r.json()["error"]
