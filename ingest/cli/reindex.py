@@ -71,7 +71,13 @@ def run_reindex(
     skipped or had document errors, 2 nothing could be enqueued or followed)."""
     if isinstance(source, str) and is_uri(source):
         try:
-            if not parse_uri(source).is_prefix:
+            uri = parse_uri(source)
+            if not uri.is_object_store:
+                raise UriError(
+                    f"{source!r}: a sync reads a store's prefix (s3://, gs://, az://); give a "
+                    "folder or a JSONL file as a path"
+                )
+            if not uri.is_prefix:
                 raise UriError(f"{source!r}: a sync reads a prefix; end it with '/'")
         except UriError as bad:
             error("reindex", f"--source: {bad}")

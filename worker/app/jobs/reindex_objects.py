@@ -3,7 +3,7 @@ the sync, one listing page at a time (planned in ``worker/reindex/objects.py``).
 
 For each page: the unchanged objects are skipped (not fetched), the others fetched, those whose
 bytes did not change only get their tag written, the rest parsed in this reindex's parse
-children and encoded; stored documents the page no longer lists are deleted. Then the page is
+children (``sync_page.py``) and encoded; stored documents the page no longer lists are deleted. Then the page is
 checkpointed (``SOURCE_SYNC_KEY``): a sync that is killed, or parked because the store stayed
 down, resumes after the last page it finished. A parked sync enqueues its own resume
 (``POOLQ_SOURCE_PARK_S`` later, default 300 s) and returns a skipped result that says why.
@@ -17,7 +17,6 @@ import contextlib
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -26,19 +25,18 @@ from poolq.sinks.inventory import StoredDocument, document_inventory
 from poolq.sinks.points import point_id
 from poolq.wire import constants
 from poolq.wire import payload as fields
-from poolq.wire.documents import Document, DocumentError, validate_document
+from poolq.wire.documents import Document, DocumentError
 from poolq.wire.records.job_args import ReindexArgs
 from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
 from poolq.wire.records.sync import SyncCheckpoint
 from poolq.wire.uris import parse_uri
-from poolq.worker.fetch.errors import FetchError, ObjectGone, StoreUnavailable
+from poolq.worker.app.jobs.sync_page import PageRead, fetch_and_parse
+from poolq.worker.fetch.errors import StoreUnavailable
 from poolq.worker.fetch.fetcher import Fetcher
-from poolq.worker.fetch.objects import PAGE_OBJECTS, Fetched, ListedObject
-from poolq.worker.parse.errors import ParseError
-from poolq.worker.parse.layout import file_hash, parsed_document
+from poolq.worker.fetch.objects import PAGE_OBJECTS
 from poolq.worker.parse.limits import ParseLimits
 from poolq.worker.parse.sandbox import DEFAULT_PARSE_WORKERS, ParsePool
-from poolq.worker.reindex.objects import StoredUnder, fetch_each, object_metadata, plan_page
+from poolq.worker.reindex.objects import StoredUnder, plan_page
 from poolq.worker.reindex.plan import BATCH_DOCUMENTS, BATCHES_IN_FLIGHT
 from poolq.worker.runtime.pipeline import ingest_documents
 
@@ -75,24 +73,16 @@ async def _save(redis: Redis | None, key: str, ck: SyncCheckpoint) -> None:
         await redis.set(key, ck.pack(), ex=constants.SOURCE_SYNC_TTL_S)
 
 
-class _Page:
-    """What one page did: documents to encode, tags to update, deletions, errors."""
-
-    def __init__(self) -> None:
-        self.docs: list[Document] = []
-        self.kinds: dict[str, str] = {}  # doc id -> new, changed or stale
-        self.tags: list[tuple[StoredDocument, dict[str, Any]]] = []
-        self.gone: list[StoredDocument] = []
-        self.errors: list[DocumentError] = []
-        self.fetched = self.parsed = self.pages = 0
-
-
 async def sync_objects(
     rt: Runtime, options: ReindexArgs, *, job_id: str, redis: Redis | None, progress: Any
 ) -> ReindexSummary | ReindexSkipped:
     """Run the sync (see the module docstring); ``progress``: the reindex's progress publisher."""
     t0 = time.perf_counter()
     prefix = parse_uri(options.source)
+    if not prefix.is_object_store:
+        raise ValueError(
+            f"source {options.source!r}: a sync reads a store's prefix (s3://, gs://, az://)"
+        )
     if not prefix.is_prefix:
         raise ValueError(
             f"source {options.source!r}: a sync reads a prefix; end it with '/' ({options.source}/)"
@@ -135,14 +125,14 @@ async def sync_objects(
 
             # (the checkpoint moves only once the page is done: a page cut short is redone)
             async def tick(
-                page: _Page, base: SyncCheckpoint = ck, listed: int = len(listing)
+                page: PageRead, base: SyncCheckpoint = ck, listed: int = len(listing)
             ) -> None:
                 await progress.publish(
                     listed=base.listed + listed, fetched=base.fetched + page.fetched,
                     parsed=base.parsed + page.parsed,
                 )  # fmt: skip
 
-            page = await _fetch_and_parse(fetcher, pool, plan.to_fetch, stored, prefix, version,
+            page = await fetch_and_parse(fetcher, pool, plan.to_fetch, stored, prefix, version,
                                           max_bytes, options.full, tick)  # fmt: skip
             chunks, points = await _encode(rt, target, page.docs, job_id, errors)
             for have, meta in page.tags:  # same bytes, new tag: the metadata in place
@@ -214,54 +204,6 @@ def _progress(ck: SyncCheckpoint) -> dict[str, Any]:
         "new": ck.new, "changed": ck.changed, "stale": ck.stale,
         "metadata_only": ck.metadata_only, "unchanged": ck.unchanged, "removed": ck.removed,
     }  # fmt: skip
-
-
-async def _fetch_and_parse(
-    fetcher: Fetcher, pool: ParsePool, objects: list[ListedObject],
-    stored: dict[str, StoredDocument], prefix: Any, version: str, max_bytes: int, full: bool,
-    tick: Callable[[_Page], Awaitable[None]],
-) -> _Page:  # fmt: skip
-    page = _Page()
-    parse_room = asyncio.Semaphore(2 * pool.workers)
-
-    async def handle(obj: ListedObject, got: Fetched | FetchError) -> None:
-        have = stored.get(obj.uri)
-        if isinstance(got, ObjectGone):  # deleted since it was listed: not an error
-            if have is not None:
-                page.gone.append(have)
-            return
-        if isinstance(got, FetchError):
-            page.errors.append(DocumentError(obj.uri, "uri", got.message, got.code))
-            return
-        page.fetched += 1
-        await tick(page)
-        hashed = file_hash(got.data)
-        meta = object_metadata(prefix, obj)
-        same_bytes = have is not None and have.file_hash == hashed
-        if not full and same_bytes and have is not None and have.profile_version == version:
-            page.tags.append((have, meta))
-            return
-        async with parse_room:
-            try:
-                parsed = await pool.parse(got.data, prefix.relative(obj.key))
-            except ParseError as e:
-                page.errors.append(
-                    DocumentError(obj.uri, "file", f"{obj.uri}: {e.message}", e.code)
-                )
-                return
-        raw = parsed_document(obj.uri, parsed, source=obj.uri, metadata=meta, hashed=hashed)
-        doc = validate_document(raw, 0)
-        if isinstance(doc, DocumentError):
-            page.errors.append(doc)
-            return
-        page.docs.append(doc)
-        page.parsed += 1
-        page.pages += parsed.pages or 0
-        await tick(page)
-        page.kinds[doc.id] = "new" if have is None else "stale" if same_bytes else "changed"
-
-    await fetch_each(fetcher, objects, max_bytes, handle)
-    return page
 
 
 async def _encode(
