@@ -203,6 +203,8 @@ def worker(
         redis_url or "", parse_workers, parse_timeout_s, parse_memory_mb, max_file_bytes,
         shutdown_grace_s,
     )  # fmt: skip
+    if max_file_bytes is not None:  # a store sync's fetches read the same limit
+        os.environ["POOLQ_MAX_FILE_BYTES"] = str(max_file_bytes)
     if role == "parse":
         from poolq.worker.cli.parse_role import run_parse_role
         from poolq.worker.config.locations import resolve_locations as locations
