@@ -1,0 +1,83 @@
+"""A store sync's plan, page by page: each object compared on its own with the stored
+documents (no timestamp watermark), deletions settled up to each page's last key, and the
+retry's backoff with jitter bounded by its budget."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from poolq.sinks.inventory import StoredDocument
+from poolq.wire.uris import parse_uri
+from poolq.worker.fetch.errors import StoreUnavailable, Transient
+from poolq.worker.fetch.objects import ListedObject
+from poolq.worker.fetch.retry import Backoff
+from poolq.worker.reindex.objects import StoredUnder, metadata_hash, object_metadata, plan_page
+
+PREFIX = parse_uri("s3://b/docs/")
+
+
+def obj(key: str, etag: str = '"e1"') -> ListedObject:
+    return ListedObject(f"docs/{key}", f"s3://b/docs/{key}", 10, etag, None)
+
+
+def stored(*objects: ListedObject, version: str = "v1") -> dict[str, StoredDocument]:
+    return {
+        o.uri: StoredDocument(o.uri, "h", metadata_hash(object_metadata(PREFIX, o)), version, 2)
+        for o in objects
+    }
+
+
+def test_objects_that_share_a_timestamp_are_compared_one_by_one():
+    a, b, c = obj("a.md"), obj("b.md"), obj("c.md")
+    have = stored(a, b, c)
+    b2 = obj("b.md", '"e2"')  # changed, at the same second as the others
+    plan = plan_page([a, b2, c], StoredUnder(have, PREFIX), PREFIX, "v1", after=None)
+    assert [o.key for o in plan.unchanged] == ["docs/a.md", "docs/c.md"]
+    assert [o.key for o in plan.to_fetch] == ["docs/b.md"] and plan.removed == []
+
+
+def test_deletions_are_settled_page_by_page_in_key_order():
+    a, b, c, d, e = (obj(f"{k}.md") for k in "abcde")
+    elsewhere = ListedObject("other/x.md", "s3://b/other/x.md", 10, '"e1"', None)
+    under = StoredUnder({**stored(a, b, c, d, e), **stored(elsewhere)}, PREFIX)
+    first = plan_page([a, c], under, PREFIX, "v1", after=None)
+    assert [s.doc_id for s in first.removed] == ["s3://b/docs/b.md"]  # not d, e: later pages
+    second = plan_page([e], under, PREFIX, "v1", after=c.uri)
+    assert [s.doc_id for s in second.removed] == ["s3://b/docs/d.md"]
+    assert under.removed_through(e.uri, None, set()) == []  # nothing past the last key
+
+
+def test_other_profile_versions_and_full_rebuilds_fetch_and_non_documents_are_left_out():
+    a = obj("a.md")
+    under = StoredUnder(stored(a, version="v0"), PREFIX)
+    plan = plan_page([a, obj("logo.png")], under, PREFIX, "v1", after=None)
+    assert [o.key for o in plan.to_fetch] == ["docs/a.md"]
+    assert [(o.key, why) for o, why in plan.left_out] == [("docs/logo.png", "not a document")]
+    full = plan_page([a], StoredUnder(stored(a), PREFIX), PREFIX, "v1", after=None, full=True)
+    assert full.to_fetch == [a]
+
+
+def test_backoff_retries_transient_failures_then_gives_up_within_its_budget():
+    tries = []
+
+    async def flaky():
+        tries.append(time.monotonic())
+        if len(tries) < 3:
+            raise Transient("s3://b/k", "HTTP 503")
+        return "ok"
+
+    assert asyncio.run(Backoff(base_s=0.01, cap_s=0.05, budget_s=5).run(flaky)) == "ok"
+    assert len(tries) == 3
+
+    async def down():
+        raise Transient("s3://b/k", "connection refused")
+
+    t0 = time.monotonic()
+    with pytest.raises(StoreUnavailable, match=r"connection refused.*still failing after 0\.3s"):
+        asyncio.run(Backoff(base_s=0.01, cap_s=0.05, budget_s=0.3).run(down))
+    assert 0.25 <= time.monotonic() - t0 < 2
+    waits = [Backoff(base_s=1, cap_s=4).wait_s(10) for _ in range(200)]
+    assert all(0 <= w <= 4 for w in waits) and len(set(waits)) > 100  # jittered, capped
