@@ -89,8 +89,9 @@ def parse_uri(text: str) -> SourceUri:
         raise UriError(f"{text!r}: no bucket or host after {scheme}://")
     if parts.username or parts.password:
         raise UriError(f"{scheme}://…: credentials in a URI are not read; use the environment")
-    if scheme in OBJECT_SCHEMES and (parts.query or parts.fragment):
-        raise UriError(f"{text!r}: an object URI takes no query or fragment")
+    if scheme in OBJECT_SCHEMES:  # the key is everything after the bucket, '?' and '#' too
+        bucket, _, key = text.split("://", 1)[1].partition("/")
+        return SourceUri(scheme, bucket, key, text)
     return SourceUri(scheme, parts.netloc, parts.path.lstrip("/"), text)
 
 

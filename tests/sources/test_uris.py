@@ -81,3 +81,9 @@ def test_the_client_refuses_a_bad_uri_before_enqueueing():
     with pytest.raises(ValueError, match=r"file 'x': uri: .*scheme 'ftp'.*nothing was enqueued"):
         check_files([{"id": "x", "uri": "ftp://h/a.pdf"}], Limits())
     check_files([{"id": "y", "uri": "s3://b/a.pdf"}], Limits())
+
+
+def test_an_object_key_keeps_question_marks_and_hashes():
+    u = parse_uri("s3://b/notes/q?a#1.md")
+    assert (u.bucket, u.key, u.is_prefix) == ("b", "notes/q?a#1.md", False)
+    assert u.object_uri(u.key) == "s3://b/notes/q?a#1.md"
