@@ -18,6 +18,7 @@ from poolq.ingest.sample_corpus import passages
 from poolq.wire import constants
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
+from tests.dashboard import seed
 from tests.dashboard.browser import IMAGES, LAUNCH_ARGS, DashboardProcess, chromium
 
 pytestmark = pytest.mark.slow
@@ -53,6 +54,8 @@ def env(tmp_path_factory):
             )
             # a job that fails for good at once (its collection is no string): a dead letter
             await c.redis.enqueue_job(constants.INGEST_JOB, 123, [], _job_id="dead-on-arrival")
+            # and a dead letter whose error holds markup (the worker's own writer)
+            await seed.dead(c.redis, "markup-error", ValueError(f"bad input {EVIL_ID}"))
             return ids, bad[0]
 
     ids, bad = run(enqueue())
@@ -149,6 +152,9 @@ def test_4_dead_letter_retry_needs_the_token(env, page):
     page.goto(env["dash"].url + "/dlq")
     page.wait_for_selector("tr.dead[data-job='dead-on-arrival']", timeout=60_000)
     assert "bad_request" in page.inner_text("tr.dead[data-job='dead-on-arrival']")
+    error = page.locator("tr.dead[data-job='markup-error'] td.error").inner_text()
+    assert error == f"ValueError: bad input {EVIL_ID}"  # shown as text
+    assert page.evaluate("window.pwned") is None
     shot(page, "dlq")
     button = "tr.dead[data-job='dead-on-arrival'] button:has-text('retry')"
     page.fill("#token", "")
