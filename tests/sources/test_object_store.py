@@ -124,3 +124,10 @@ def test_a_store_that_stays_down_is_unavailable_after_the_budget(s3_server):
     with pytest.raises(StoreUnavailable):
         asyncio.run(fetcher.fetch(f"s3://{BUCKET}/manuals/000.md", 1000))
     assert time.monotonic() - t0 < 60
+
+
+def test_a_missing_bucket_is_refused_at_once_not_retried(s3_server):
+    t0 = time.monotonic()
+    with pytest.raises(FetchRefused, match="no such bucket"):
+        asyncio.run(list_all(ObjectStores(Backoff(budget_s=30)), "s3://no-such-bucket/docs/"))
+    assert time.monotonic() - t0 < 10

@@ -10,6 +10,7 @@ classified (``errors.py``) and retried here with backoff and jitter (``retry.py`
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from poolq.wire.uris import SourceUri
 from poolq.worker.fetch.errors import FetchRefused, ObjectGone, StoreUnavailable, Transient
 from poolq.worker.fetch.retry import Backoff, default_backoff
 
+STATUS = re.compile(r"status code: (\d{3})")  # in obstore's messages: the store's answer
 PAGE_OBJECTS = 1000  # objects per listing page (S3 returns at most 1000 per request)
 CLIENT_OPTIONS = {"timeout": "60s", "connect_timeout": "5s", "user_agent": "poolq"}
 STORE_RETRIES = {"max_retries": 2, "retry_timeout": timedelta(seconds=10)}
@@ -61,7 +63,15 @@ def _classify(uri: str, exc: Exception) -> Exception:
     if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
         return FetchRefused(uri, "access denied: check the store's credentials in the environment")
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return Transient(uri, first[:300])
+    status = STATUS.search(str(exc))
+    code = int(status.group(1)) if status else 0
+    if code == 404:
+        return ObjectGone(uri, "not found (HTTP 404)")
+    if code in (401, 403):
+        return FetchRefused(uri, f"access denied (HTTP {code}): check the store's credentials")
+    if 400 <= code < 500 and code not in (408, 429):
+        return FetchRefused(uri, f"refused (HTTP {code}): {first[:200]}")
+    return Transient(uri, first[:300])  # 429, 5xx, timeouts, resets, connection refused
 
 
 class ObjectStores:
@@ -112,6 +122,8 @@ class ObjectStores:
                 return
             except Exception as e:
                 err = _classify(prefix.text, e)
+                if isinstance(err, ObjectGone):
+                    raise FetchRefused(prefix.text, "cannot be listed: no such bucket") from None
                 if not isinstance(err, Transient):
                     raise err from None
                 deadline = deadline or time.monotonic() + self.backoff.budget_s
