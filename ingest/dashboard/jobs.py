@@ -143,6 +143,18 @@ async def list_jobs(
     return out[:limit]
 
 
+async def _run_ms(redis: Any, job_id: str) -> int | None:
+    """How long a finished job ran (arq's result), in milliseconds (None: not known)."""
+    raw = await redis.get(result_key_prefix + job_id)
+    if raw is None:
+        return None
+    try:
+        res = deserialize_result(raw, deserializer=deserialize)
+    except Exception:
+        return None
+    return round((res.finish_time - res.start_time).total_seconds() * 1000)
+
+
 def _documents(args: Any, result: Any) -> list[dict[str, Any]]:
     """A job's documents (id, characters or file bytes, and its error if it was refused)."""
     docs = args[1] if isinstance(args, list | tuple) and len(args) > 1 else []
@@ -169,7 +181,9 @@ def _documents(args: Any, result: Any) -> list[dict[str, Any]]:
 async def job_detail(redis: Any, job_id: str, *, now: float) -> dict[str, Any] | None:
     """One job's page (``GET /api/jobs/{id}``): its row, its documents (the first
     :data:`DOCUMENTS_SHOWN`), and its timings: queued and run seconds (arq's) and the
-    stages' milliseconds (chunk, encode, write: its progress record). None: no such job."""
+    stages' milliseconds: parse (a parse job's run, or for the ingest jobs it handed on, ids
+    ``{parse job}.encode{n}``, their parse job's), chunk, encode and write (the job's progress
+    record). None: no such job."""
     (o,) = await outcomes(redis, [job_id], queue_name=constants.INGEST_QUEUE)
     status = o.status if o.status not in ("deferred",) else "queued"
     (row,) = await rows(redis, [(job_id, status)], now=now)
@@ -186,11 +200,15 @@ async def job_detail(redis: Any, job_id: str, *, now: float) -> dict[str, Any] |
             row["tries"] = res.job_try
             timings["queued_s"] = round((res.start_time - res.enqueue_time).total_seconds(), 3)
             timings["run_s"] = round((res.finish_time - res.start_time).total_seconds(), 3)
+            if res.function == constants.PARSE_JOB:
+                timings["parse_ms"] = round(timings["run_s"] * 1000)
     else:
         raw = await redis.get(job_key_prefix + job_id)
         if raw is not None:
             with contextlib.suppress(Exception):
                 docs = _documents(deserialize_job(raw, deserializer=deserialize).args, None)
+    if ".encode" in job_id and "parse_ms" not in timings:
+        timings["parse_ms"] = await _run_ms(redis, job_id.rsplit(".encode", 1)[0])
     prog = row["progress"] or {}
     for stage in ("chunk", "encode", "write"):
         timings[f"{stage}_ms"] = prog.get(f"{stage}_ms")

@@ -7,8 +7,10 @@ text. The same tests save the screenshots of the docs (docs/images/dashboard-*.p
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
+import urllib.request
 
 import pytest
 
@@ -54,12 +56,19 @@ def env(tmp_path_factory):
             )
             # a job that fails for good at once (its collection is no string): a dead letter
             await c.redis.enqueue_job(constants.INGEST_JOB, 123, [], _job_id="dead-on-arrival")
+            # a file: a parse job, then the ingest job it hands on
+            (parse,) = await c.enqueue(
+                COLLECTION,
+                [{"id": "notes.md", "bytes": b"# Notes\n\nWhales sing in warm seas.\n"}],
+                limits=Limits(),
+            )
             # and a dead letter whose error holds markup (the worker's own writer)
             await seed.dead(c.redis, "markup-error", ValueError(f"bad input {EVIL_ID}"))
-            return ids, bad[0]
+            return ids, bad[0], parse
 
-    ids, bad = run(enqueue())
+    ids, bad, parse = run(enqueue())
     state = {"redis": redis, "dash": dash, "ids": ids, "bad": bad, "tmp": tmp, "worker": None}
+    state["parse"] = parse
     yield state
     if state["worker"] is not None:
         state["worker"].stop()
@@ -192,3 +201,19 @@ def test_6_workers_and_reindex_pages(env, page):
     page.goto(env["dash"].url + "/reindex")
     assert page.locator("h1").inner_text() == "Reindex"
     shot(page, "reindex")
+
+
+def test_7_a_parsed_files_job_shows_its_parse_encode_and_write_times(env, page):
+    url = env["dash"].url
+
+    def job(job_id):
+        with urllib.request.urlopen(f"{url}/api/jobs/{job_id}", timeout=10) as r:
+            return json.load(r)
+
+    until(lambda: job(env["parse"])["status"] == "done", 120, "the parse job ends")
+    (child,) = job(env["parse"])["outcome"]["result"]["next_jobs"]
+    until(lambda: job(child)["status"] == "done", 120, "its ingest job ends")
+    timings = job(child)["timings"]
+    assert timings["parse_ms"] > 0 and timings["encode_ms"] > 0 and timings["write_ms"] >= 0
+    page.goto(f"{url}/jobs/{child}")
+    assert "parse" in page.inner_text("table.timings")
