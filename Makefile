@@ -10,7 +10,7 @@ TYPECHECK := build/typecheck
 # runs it in a subprocess with this folder first on PYTHONPATH (torch etc. from the venv).
 PYLATE_REF := build/pylate-ref
 
-.PHONY: install test test-fast lint typecheck docs demo bench profile clean
+.PHONY: install test test-fast lint typecheck docs screenshots demo bench profile clean
 
 install: $(STAMP)
 
@@ -58,6 +58,10 @@ typecheck: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
+# the dashboard's screenshots in docs/images, taken by its browser tests (a real worker, Chromium)
+screenshots: install
+	POOLQ_SCREENSHOTS=docs/images $(BIN)/python -m pytest -q tests/dashboard/test_browser.py
+
 demo: install
 	$(BIN)/poolq demo
 
@@ -65,7 +69,7 @@ demo: install
 BENCHMARKS := bench_encode_vs_st bench_ingest_vs_engine bench_store_scale eval_search bench_search_latency \
 	bench_cli_startup bench_startup int8_quality bench_cpu_peers bench_contention \
 	bench_reindex bench_status soak bench_export bench_host_path bench_architectures bench_ov_worker \
-	bench_parse bench_documents_e2e eval_documents
+	bench_parse bench_documents_e2e eval_documents bench_sources bench_dashboard
 bench: install
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; \

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -26,7 +27,12 @@ LAUNCH_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+# Every run takes the screenshots; `make screenshots` (POOLQ_SCREENSHOTS=docs/images) keeps them
+# for the docs, so a plain test run leaves the committed images alone.
+IMAGES = Path(
+    os.environ.get("POOLQ_SCREENSHOTS")
+    or Path(tempfile.gettempdir()) / f"poolq-dashboard-screenshots-{os.getuid()}"
+)
 
 
 def chromium() -> str:

@@ -2,7 +2,8 @@
 ingests: the overview's depth falls, a job's progress bar reaches 100%, a refused document's
 error code shows, a dead letter's retry works with the token and is refused without it, a
 search returns cited hits in every mode, and markup in a document id or an error shows as
-text. The same tests save the screenshots of the docs (docs/images/dashboard-*.png)."""
+text. The same tests take the screenshots of the docs (`make screenshots` saves them in
+docs/images/dashboard-*.png)."""
 
 from __future__ import annotations
 
