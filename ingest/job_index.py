@@ -37,6 +37,7 @@ from arq.constants import in_progress_key_prefix, result_key_prefix
 from arq.jobs import deserialize_result
 
 from poolq.wire import constants
+from poolq.wire.placement import due_ms, resting_scores
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.errors import failure_of
 from poolq.wire.records.heartbeat import Heartbeat, read_heartbeat
@@ -162,7 +163,7 @@ async def _finished(
             if score is None:
                 score = replies[k * step + 3]
             status = "running" if running else "not_found" if score is None else (
-                "deferred" if float(score) > now_ms else "queued"
+                "deferred" if due_ms(float(score), now_ms) > now_ms else "queued"
             )  # fmt: skip
             found[j] = JobOutcome(j, status)
     return found
@@ -219,6 +220,7 @@ async def index_status(
         for q in queues:
             p.zcount(q, "-inf", now_ms)
             p.zcount(q, f"({now_ms}", "+inf")
+            p.zcount(q, *resting_scores(now_ms))  # due by score, resting out a backoff
         p.zcount(DONE, cutoff, "+inf")
         p.zcount(FAILED, cutoff, "+inf")
         for key in (DONE, FAILED):
@@ -226,17 +228,18 @@ async def index_status(
         if live:
             p.sunion([constants.WORKER_JOBS_KEY.format(worker_id=w) for w in live])
         replies = await p.execute()
-    n = 2 * len(queues)
+    n = 3 * len(queues)
     waiting, (done, failed), newest = replies[:n], replies[n : n + 2], replies[n + 2 :]
-    due, later = sum(waiting[0::2]), sum(waiting[1::2])
+    resting = sum(waiting[2::3])
+    due, later = sum(waiting[0::3]) - resting, sum(waiting[1::3]) + resting
     running = sorted(_text(j) for j in newest.pop()) if live else []
     queued = []  # running jobs arq keeps in their queue until they end
     for q in queues:
         scores = await redis.zmscore(q, running) if running else []
-        queued += [s for s in scores if s is not None]
+        queued += [due_ms(s, now_ms) for s in scores if s is not None]
     counts = dict.fromkeys(STATUSES, 0) | {
-        "queued": max(0, due - sum(s <= now_ms for s in queued)),
-        "deferred": max(0, later - sum(s > now_ms for s in queued)),
+        "queued": max(0, due - sum(d <= now_ms for d in queued)),
+        "deferred": max(0, later - sum(d > now_ms for d in queued)),
         "running": len(running),
         "done": done,
         "failed": failed,

@@ -48,6 +48,13 @@ def due_ms(score: float, now_ms: int) -> int:
     return score + HEAD_START_MS if score < now_ms - HEAD_START_MS // 2 else score
 
 
+def resting_scores(now_ms: int) -> tuple[str, str]:
+    """The ZCOUNT bounds (both exclusive) of the interactive jobs resting out a retry's backoff
+    at ``now_ms``: scored ahead of every bulk job yet not due (:func:`due_ms` > ``now_ms``).
+    Status reports count them as deferred, not queued."""
+    return f"({now_ms - HEAD_START_MS}", f"({now_ms - HEAD_START_MS // 2}"
+
+
 def retry_defer_ms(priority: object, delay_ms: int, now_ms: int) -> int:
     """The ``defer`` (ms) of arq's ``Retry`` that re-scores a job of ``priority`` to
     :func:`score_ms` with ``delay_ms``: arq sets the score to its now + defer (``run_job`` adds

@@ -4,8 +4,8 @@ whatever the number of jobs (no KEYS, no SCAN, no read of any job), in three par
 
 * :func:`queues`: queue depth per lane, the ingest queue's interactive jobs (scored ahead of
   every bulk job, ``wire/placement.py``), its bulk jobs, the parse queue, and the deferred
-  jobs (due later: retries waiting out their backoff), less the running jobs arq keeps in its
-  queue (the live workers' job lists): at most 7 commands;
+  jobs (due later, or interactive retries resting out their backoff), less the running jobs
+  arq keeps in its queue (the live workers' job lists): at most 8 commands;
 * :func:`counts`: done, failed and cancelled within the job index's TTL, the dead letters, the
   workers seen lately and their heartbeats: 6 commands;
 * :func:`series`: the charts' rings (``wire/series.py``), each read whole (at most
@@ -18,6 +18,7 @@ from typing import Any
 
 from poolq.ingest.job_index import WORKERS_LISTED_S
 from poolq.wire import constants
+from poolq.wire.placement import due_ms, resting_scores
 from poolq.wire.records.heartbeat import read_heartbeat
 from poolq.wire.series import COUNTERS, METRICS, read_ring, series_key
 
@@ -86,11 +87,13 @@ async def queues(redis: Any, *, now: float, live: list[str]) -> dict[str, int]:
         p.zcount(INGEST, f"({head}", now_ms)
         p.zcount(INGEST, f"({now_ms}", "+inf")
         p.zcard(PARSE)
+        p.zcount(INGEST, *resting_scores(now_ms))  # interactive, resting out a retry's backoff
         if live:
             p.sunion([constants.WORKER_JOBS_KEY.format(worker_id=w) for w in live])
         r = await p.execute()
-    interactive, bulk, deferred, parse = (int(x) for x in r[:4])
-    running = sorted(_text(j) for j in r[4]) if live else []
+    interactive, bulk, deferred, parse, resting = (int(x) for x in r[:5])
+    bulk, deferred = bulk - resting, deferred + resting
+    running = sorted(_text(j) for j in r[5]) if live else []
     if running:  # running jobs stay in arq's queue until they end: not queued
         async with redis.pipeline(transaction=False) as p:
             p.zmscore(INGEST, running)
@@ -98,12 +101,12 @@ async def queues(redis: Any, *, now: float, live: list[str]) -> dict[str, int]:
             in_ingest, in_parse = await p.execute()
         for s in in_ingest:
             if s is not None:
-                if s <= head:
-                    interactive -= 1
-                elif s <= now_ms:
-                    bulk -= 1
-                else:
+                if due_ms(s, now_ms) > now_ms:
                     deferred -= 1
+                elif s <= head:
+                    interactive -= 1
+                else:
+                    bulk -= 1
         parse -= sum(s is not None for s in in_parse)
     return {
         "interactive": max(0, interactive),

@@ -13,7 +13,9 @@ from arq.connections import ArqRedis, create_pool
 from arq.constants import in_progress_key_prefix
 from arq.worker import func
 
+from poolq.ingest.dashboard.overview import queues as overview_queues
 from poolq.ingest.dead_letters import retry as dlq_retry
+from poolq.ingest.job_index import index_status, outcomes
 from poolq.sinks.store.errors import SinkUnavailableError
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
@@ -113,6 +115,15 @@ async def test_a_retried_interactive_job_stays_ahead_of_a_bulk_backlog(redis_ser
         assert due_ms(score, now_ms) >= now_ms + RETRY_BACKOFF_S[0] * 1000 - 500
         await w.start_jobs([b"inter"])  # polled again at once: it rests out its backoff
         assert w.tasks["inter"].done() and "inter" in w.resting
+        # a person asking sees it resting (deferred), not queued; the backlog stays queued
+        (outcome,) = await outcomes(pool, ["inter"], queue_name=QUEUE)
+        assert outcome.status == "deferred"
+        counts, _ = await index_status(
+            pool, queue_name=QUEUE, now=time.time(), ttl_s=60, limit=0, live=[]
+        )
+        assert (counts["deferred"], counts["queued"]) == (1, BACKLOG)
+        lanes = await overview_queues(pool, now=time.time(), live=[])
+        assert (lanes["interactive"], lanes["bulk"], lanes["deferred"]) == (0, BACKLOG, 1)
     finally:
         gate.set()
         await asyncio.gather(*w.tasks.values(), return_exceptions=True)
