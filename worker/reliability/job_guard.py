@@ -115,7 +115,7 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
         vectorizer = getattr(rt, "vectorizer", None)
         unlisted = False  # the job's last writes left the running list already
         try:
-            if redis is not None and await redis.exists(cancel_key(job_id)):
+            if redis is not None and await _cancel_requested(redis, job_id):
                 raise JobCancelledError("cancelled before it started")
             result = await run_with_deadlines(
                 fn(ctx, *args, **kwargs),
@@ -183,6 +183,17 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
         return result
 
     return run
+
+
+async def _cancel_requested(redis: Any, job_id: str) -> bool:
+    """Whether the job's cancel flag is set; False when Redis cannot say (a Redis outage must
+    neither mask the job's own outcome nor turn into a retry of its own: the running job sees
+    the flag at its next batch boundary)."""
+    try:
+        return bool(await redis.exists(cancel_key(job_id)))
+    except Exception as e:
+        log.warning("job %s: could not read its cancel flag, running it: %s", job_id, e)
+        return False
 
 
 async def _wait_for_other_run(redis: Any, locks: RunLocks, job_id: str) -> Any:
