@@ -130,13 +130,20 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
                 ),
             )
             if redis is not None:  # done: counted before it leaves the running list
-                unlisted = await _record_done(redis, job_id, result, ttl_s, running_key, locks)
+                done = functools.partial(
+                    job_records.add_outcome, job_id=job_id, success=True, result=result,
+                    ttl_s=ttl_s,
+                )  # fmt: skip
+                unlisted = await _record_end(redis, job_id, done, ttl_s, running_key, locks)
                 ctx[job_records.OUTCOME_RECORDED] = unlisted
         except JobCancelledError as e:  # not a failure: no retry, no dead letter
             result = None
             log.info("job %s %s %s", job_id, name, e, extra=fields)
             if redis is not None:
-                unlisted = await _record_cancelled(redis, job_id, str(e), ttl_s, running_key, locks)
+                cancelled = functools.partial(
+                    add_cancelled, job_id=job_id, now=time.time(), note=str(e), ttl_s=ttl_s
+                )
+                unlisted = await _record_end(redis, job_id, cancelled, ttl_s, running_key, locks)
                 ctx[job_records.OUTCOME_RECORDED] = unlisted
         except Exception as e:
             seconds = time.perf_counter() - t0
@@ -232,21 +239,22 @@ async def _listed(redis: Any, running_key: str | None, job_id: str) -> None:
             await redis.sadd(running_key, job_id)
 
 
-async def _record_done(
+async def _record_end(
     redis: Any,
     job_id: str,
-    result: Any,
+    add_outcome: Callable[[Any], None],
     ttl_s: float,
     running_key: str | None,
     locks: RunLocks | None,
 ) -> bool:
-    """A job's last writes in one transaction: its outcome recorded, then it leaves the
-    running list and its run lock is released. False (logged) if Redis failed: the outcome is
-    then missing (``poolq status`` falls back on arq's result) and the guard's ``finally``
-    unlists the job itself; the lock, already counted released, expires."""
+    """A job's last writes in one transaction: its outcome recorded (``add_outcome`` queues it
+    on the transaction), then it leaves the running list and its run lock is released. False
+    (logged) if Redis failed: the outcome is then missing (``poolq status`` falls back on arq's
+    result) and the guard's ``finally`` unlists the job itself; the lock, already counted
+    released, expires."""
     try:
         async with redis.pipeline(transaction=True) as tr:
-            job_records.add_outcome(tr, job_id, success=True, result=result, ttl_s=ttl_s)
+            add_outcome(tr)
             if running_key is not None:
                 tr.srem(running_key, job_id)
             if locks is not None:
@@ -254,30 +262,7 @@ async def _record_done(
             await tr.execute()
         return True
     except Exception as e:
-        log.warning("job %s: could not record its outcome in the job index: %s", job_id, e)
-        return False
-
-
-async def _record_cancelled(
-    redis: Any,
-    job_id: str,
-    note: str,
-    ttl_s: float,
-    running_key: str | None,
-    locks: RunLocks | None,
-) -> bool:
-    """A cancelled job's last writes, as :func:`_record_done`'s: outcome ``cancelled``."""
-    try:
-        async with redis.pipeline(transaction=True) as tr:
-            add_cancelled(tr, job_id, now=time.time(), note=note, ttl_s=ttl_s)
-            if running_key is not None:
-                tr.srem(running_key, job_id)
-            if locks is not None:
-                locks.add_release(tr, job_id)
-            await tr.execute()
-        return True
-    except Exception as e:
-        log.warning("job %s: could not record its cancel in the job index: %s", job_id, e)
+        log.warning("job %s: could not record its end in the job index: %s", job_id, e)
         return False
 
 

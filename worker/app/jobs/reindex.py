@@ -29,6 +29,7 @@ from poolq.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexS
 from poolq.wire.records.results import DocumentErrorRecord
 from poolq.wire.sources import FolderFile
 from poolq.wire.uris import is_uri
+from poolq.worker.app.jobs.alias_switch import switch_alias
 from poolq.worker.app.jobs.reindex_objects import sync_objects
 from poolq.worker.parse.limits import ParseLimits
 from poolq.worker.parse.sandbox import DEFAULT_PARSE_WORKERS, ParsePool
@@ -196,14 +197,9 @@ async def run_reindex(
         previous: str | None = None  # the collection the alias named before a full rebuild
         dropped: str | None = None
         if options.full:
-            await progress.publish(force=True, state="building indexes")
-            await rt.writer.finish_build(target)  # before the switch: searches never wait
-            await progress.publish(force=True, state="switching alias")
-            previous = await rt.writer.point_alias(alias, target)
-            rt.forget_collection(alias)
-            if previous is not None and not options.keep_old:
-                await rt.writer.drop_collection(previous)
-                dropped = previous
+            previous, dropped = await switch_alias(
+                rt, progress, alias, target, keep_old=options.keep_old
+            )
 
         summary = ReindexSummary(
             collection=alias,

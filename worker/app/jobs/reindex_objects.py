@@ -30,6 +30,7 @@ from poolq.wire.records.job_args import ReindexArgs
 from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
 from poolq.wire.records.sync import SyncCheckpoint
 from poolq.wire.uris import parse_uri
+from poolq.worker.app.jobs.alias_switch import switch_alias
 from poolq.worker.app.jobs.sync_page import PageRead, fetch_and_parse
 from poolq.worker.fetch.errors import StoreUnavailable
 from poolq.worker.fetch.fetcher import Fetcher
@@ -172,14 +173,9 @@ async def sync_objects(
         await fetcher.close()
     previous = dropped = None
     if options.full:
-        await progress.publish(force=True, state="building indexes")
-        await rt.writer.finish_build(target)
-        await progress.publish(force=True, state="switching alias")
-        previous = await rt.writer.point_alias(alias, target)
-        rt.forget_collection(alias)
-        if previous is not None and not options.keep_old:
-            await rt.writer.drop_collection(previous)
-            dropped = previous
+        previous, dropped = await switch_alias(
+            rt, progress, alias, target, keep_old=options.keep_old
+        )
     if redis is not None:
         with contextlib.suppress(Exception):
             await redis.delete(key)
