@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 STATIC = Path(__file__).parent / "static"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
-TOKEN_ENV = "POOLQ_DASHBOARD_TOKEN"
 
 
 def create_app(

@@ -34,6 +34,7 @@ from poolq.worker.config.event_loop import event_loop_policy
 from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
 from poolq.worker.engine.execution.thread_names import named
+from poolq.worker.engine.process_options import process_options_set
 from poolq.worker.observability import metrics
 from poolq.worker.observability.job_outcomes import named as labelled
 from poolq.worker.observability.series import SeriesWriter
@@ -170,7 +171,12 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
 
 def run_worker(settings: Settings, *, burst: bool = False) -> None:
     """``poolq worker``: a :class:`PoolqWorker` with :func:`worker_kwargs`, on the event loop ``settings.event_loop`` chooses (``config/event_loop.py``)."""
-    with event_loop_policy(settings.event_loop) as loop:
+    with (
+        process_options_set(  # every model load of the worker follows them
+            backend=settings.backend, auto_bf16=settings.auto_bf16, cache_dir=settings.cache_dir
+        ),
+        event_loop_policy(settings.event_loop) as loop,
+    ):
         log.info("event loop: %s", loop)
         PoolqWorker(burst=burst, **worker_kwargs(settings)).run()
 
