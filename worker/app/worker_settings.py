@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from poolq.sinks.folder_lock import hold_folder
+from poolq.sinks.store.errors import is_transient
 from poolq.sinks.store.heap import keep_freed_memory
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
@@ -123,13 +124,14 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 def worker_kwargs(settings: Settings) -> dict[str, Any]:
     return {
         "functions": [
-            guarded_function(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries),
             guarded_function(
-                reindex,
-                name=constants.REINDEX_JOB,
-                max_tries=REINDEX_MAX_TRIES,
-                timeout=settings.reindex_timeout_s,
+                ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries,
+                transient=is_transient,
             ),
+            guarded_function(
+                reindex, name=constants.REINDEX_JOB, max_tries=REINDEX_MAX_TRIES,
+                transient=is_transient, timeout=settings.reindex_timeout_s,
+            ),  # fmt: skip
             guarded_function(rejected_payload, name=REJECTED_JOB, max_tries=1),
         ],
         # (guarded functions carry their name for metrics already: job_guard.py)
