@@ -57,7 +57,7 @@ def create_app(
             *pages.ROUTES,
             icon,
             Mount("/static", StaticFiles(directory=STATIC)),
-        ],  # fmt: skip
+        ],
         lifespan=lifespan,
     )
     app.state.token = token or None
