@@ -82,7 +82,6 @@ def test_openvino_with_dtype_auto_runs_float32_on_a_native_bf16_cpu(minilm, monk
     ``backend = "openvino"`` and no dtype the model loads in float32 instead of failing."""
     from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
     from poolq.worker.engine.cpu import cpu_features
-
     from poolq.worker.engine.process_options import process_options_set
 
     monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset({"avx512f", "amx_bf16"}))

@@ -41,7 +41,7 @@ def test_bad_settings_are_named(tmp_path):
     cfg.write_text("[worker]\nnope = 1\n")
     with pytest.raises(ValueError, match=r"unknown keys \['nope'\]"):
         load_settings(cfg, environ={})
-    with pytest.raises(ValueError, match="^POOLQ_MAX_JOBS: expected an integer, got 'many'$"):
+    with pytest.raises(ValueError, match=r"^POOLQ_MAX_JOBS: expected an integer, got 'many'$"):
         load_settings(None, environ={"POOLQ_MAX_JOBS": "many"})
     with pytest.raises(ValueError, match="redis_url: expected a redis://"):
         load_settings(None, {"redis_url": "http://x"}, environ={})
@@ -153,7 +153,10 @@ def test_qdrant_transport_and_grpc_urls():
             {"POOLQ_QDRANT_GRPC_PORT": "7000", "POOLQ_QDRANT_URL": "grpc://q:1"},
             "qdrant_grpc_port is for an http(s):// URL",
         ),
-        ({"POOLQ_QDRANT_WRITES_IN_FLIGHT": "0"}, "POOLQ_QDRANT_WRITES_IN_FLIGHT: expected an integer >= 1"),
+        (
+            {"POOLQ_QDRANT_WRITES_IN_FLIGHT": "0"},
+            "POOLQ_QDRANT_WRITES_IN_FLIGHT: expected an integer >= 1",
+        ),
     ]
     for environ, message in bad:
         with pytest.raises(ValueError) as e:

@@ -20,7 +20,6 @@ from poolq.worker.engine.checkpoints.description import Int8Floors
 from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.cpu.int8_gate import Int8QualityError, encode_texts
 from poolq.worker.engine.models.packed_encoder import PackedEncoder
-from poolq.worker.engine.openvino import backend as ov_backend
 from poolq.worker.engine.openvino import graph
 from poolq.worker.engine.openvino.buckets import bucket_lengths, plan_calls
 from poolq.worker.engine.openvino.encoder import OpenVinoEncoder

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 import redis

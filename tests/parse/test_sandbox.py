@@ -4,7 +4,6 @@ child processes; a marked file makes the child's reader misbehave (``fault_child
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 

@@ -192,7 +192,12 @@ async def test_a_transient_failure_on_the_last_try_is_dead_lettered_and_raised(
 
 async def test_a_permanent_failure_is_dead_lettered_on_its_first_try(redis: Redis) -> None:
     ctx = job_ctx(redis, job_try=1)
-    run = guarded(failing(ValueError("document 'd': no text")), name="ingest", transient=is_transient, max_tries=5)
+    run = guarded(
+        failing(ValueError("document 'd': no text")),
+        name="ingest",
+        transient=is_transient,
+        max_tries=5,
+    )
     with pytest.raises(ValueError, match="no text"):
         await run(ctx, "c", [])
     entries = await dead_letters(redis)
@@ -210,7 +215,9 @@ async def test_redis_down_neither_masks_the_error_nor_the_retry(
     try:
         with pytest.raises(RedisConnectionError):  # the real error a down Redis gives
             await redis.ping()
-        run = guarded(failing(ValueError("bad")), name="ingest", transient=is_transient, max_tries=3)
+        run = guarded(
+            failing(ValueError("bad")), name="ingest", transient=is_transient, max_tries=3
+        )
         with (
             caplog.at_level(logging.ERROR, logger="poolq.jobs"),
             pytest.raises(ValueError, match="bad"),  # not the dead-letter list's ConnectionError
@@ -219,7 +226,9 @@ async def test_redis_down_neither_masks_the_error_nor_the_retry(
         (failed,) = [r for r in caplog.records if "could not record it" in r.getMessage()]
         assert failed.exc_info is not None and isinstance(failed.exc_info[1], RedisConnectionError)
         with pytest.raises(Retry):
-            await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=3)(job_ctx(redis))
+            await guarded(
+                failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=3
+            )(job_ctx(redis))
     finally:
         await redis.aclose()
 
@@ -235,13 +244,19 @@ async def test_failing_redis_calls_are_all_tried_and_mask_nothing(redis: Redis) 
     calls = await command_calls(redis)
     assert (calls.get("sadd"), calls.get("hset"), calls.get("srem")) == (1, 1, 1)
     with pytest.raises(Retry):
-        await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=3)(job_ctx(redis))
+        await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=3)(
+            job_ctx(redis)
+        )
     assert await redis.get(RUNNING) == b"not a set"
 
 
 async def test_without_redis_or_runtime_the_decisions_are_the_same() -> None:
     with pytest.raises(Retry) as info:
-        await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=2)({"job_try": 1})
+        await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=2)(
+            {"job_try": 1}
+        )
     assert info.value.defer_score == 2_000
     with pytest.raises(TimeoutError):
-        await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=2)({"job_try": 2})
+        await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=2)(
+            {"job_try": 2}
+        )

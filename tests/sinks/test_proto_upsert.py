@@ -201,4 +201,6 @@ def test_point_ids_are_the_uuid5_of_the_json_pair(doc_id, index):
 
     from poolq.sinks.points import POINT_ID_NAMESPACE
 
-    assert point_id(doc_id, index) == str(uuid.uuid5(POINT_ID_NAMESPACE, json.dumps([doc_id, index])))
+    assert point_id(doc_id, index) == str(
+        uuid.uuid5(POINT_ID_NAMESPACE, json.dumps([doc_id, index]))
+    )

@@ -125,12 +125,17 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
     return {
         "functions": [
             guarded_function(
-                ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries,
+                ingest,
+                name=constants.INGEST_JOB,
+                max_tries=settings.max_tries,
                 transient=is_transient,
             ),
             guarded_function(
-                reindex, name=constants.REINDEX_JOB, max_tries=REINDEX_MAX_TRIES,
-                transient=is_transient, timeout=settings.reindex_timeout_s,
+                reindex,
+                name=constants.REINDEX_JOB,
+                max_tries=REINDEX_MAX_TRIES,
+                transient=is_transient,
+                timeout=settings.reindex_timeout_s,
             ),  # fmt: skip
             guarded_function(rejected_payload, name=REJECTED_JOB, max_tries=1),
         ],

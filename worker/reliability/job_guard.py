@@ -87,9 +87,7 @@ def guarded_function(
     return func(run, name=name, max_tries=max_tries, **arq_options)
 
 
-def guarded(
-    fn: JobFn, *, name: str, max_tries: int, transient: Transient | None = None
-) -> JobFn:
+def guarded(fn: JobFn, *, name: str, max_tries: int, transient: Transient | None = None) -> JobFn:
     """Wrap a job coroutine (see the module docstring)."""
 
     @functools.wraps(fn)
