@@ -136,7 +136,7 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
                 max_tries=REINDEX_MAX_TRIES,
                 transient=is_transient,
                 timeout=settings.reindex_timeout_s,
-            ),  # fmt: skip
+            ),
             guarded_function(rejected_payload, name=REJECTED_JOB, max_tries=1),
         ],
         # (guarded functions carry their name for metrics already: job_guard.py)
