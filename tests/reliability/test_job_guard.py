@@ -70,6 +70,7 @@ def test_transient_errors_are_retried_with_the_backoff_of_their_try(e: BaseExcep
 def test_without_a_store_only_redis_and_deadlines_are_transient() -> None:
     """The parse role's guard has no store classifier (and imports no store)."""
     assert is_transient_job_error(RedisConnectionError("down"))
+    assert is_transient_job_error(ConnectionError("refused"))
     assert not is_transient_job_error(SinkUnavailableError("upsert", 4, ConnectionError("x")))
     assert not is_transient_job_error(http_error(503))
 

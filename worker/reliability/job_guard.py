@@ -8,7 +8,8 @@ fails without running them as failed too.
 A job whose cancel flag is set (``wire/cancel.py``) does not start, and a running one stops at
 its next batch boundary: it is recorded as ``cancelled``, neither retried nor dead-lettered.
 
-A transient failure is one that waiting can fix: Redis down, a job that stalled, and what the
+A transient failure is one that waiting can fix: Redis or the network down, a call that timed
+out, a job that stalled, and what the
 worker's own classifier says (``transient``: the encode worker's is the store's,
 ``sinks/store/errors.is_transient``: Qdrant unavailable past the writer's own retries, the
 network down). Bad input is not: it fails at once, without retries. The guard itself imports no
@@ -46,8 +47,8 @@ Transient = Callable[[BaseException], bool]  # whether waiting may fix an error 
 
 
 def is_transient_job_error(e: BaseException, transient: Transient | None = None) -> bool:
-    if isinstance(e, RedisConnectionError | RedisTimeoutError):
-        return True
+    if isinstance(e, RedisConnectionError | RedisTimeoutError | ConnectionError | TimeoutError):
+        return True  # Redis or the network down, a call that timed out
     if isinstance(e, JobDeadlineError):  # stalled or past the ceiling: another try may pass
         return True
     return transient is not None and transient(e)
