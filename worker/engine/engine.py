@@ -48,7 +48,7 @@ from poolq.worker.engine.engine_inputs import (
 )
 from poolq.worker.engine.execution.model_thread import BatchSlot, model_loop
 from poolq.worker.engine.execution.runner import ModelRunner
-from poolq.worker.engine.execution.thread_names import named
+from poolq.worker.engine.execution.thread_names import thread_initializer
 from poolq.worker.pooling import PoolingTask
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ class AsyncEngine:
         self._tok_pool = ThreadPoolExecutor(
             tokenizer_threads,
             thread_name_prefix="poolq-tokenize",
-            initializer=named("poolq-tokenize"),
+            initializer=thread_initializer("poolq-tokenize"),
         )
         self._threads: list[threading.Thread] = []
         self.event_loop: asyncio.AbstractEventLoop | None = None
