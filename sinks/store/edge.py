@@ -80,7 +80,7 @@ class EdgeStore(EdgeShards, Store):
     def create_for_import(self, name: str, schema: CollectionSchema) -> None:
         """Without a WAL until :meth:`finish_build`: Edge 0.9 replays the whole WAL on every
         load (finish_build loads twice), and the points are written once more by it; a
-        crash leaves an unnamed collection, as before."""
+        crash leaves an unnamed collection, which no alias names."""
         vectors, sparse = cc.vectors_config(schema), cc.sparse_vectors_config(schema)
         kw: dict[str, Any] = {"indexes": cc.PAYLOAD_INDEXES, "defer_indexing": True, "wal": False}
         if not self.create_from_params(name, vectors, sparse, **kw):

@@ -68,7 +68,7 @@ def _vector(v: Any) -> Any:
         return qe.SparseVector(v.indices.tolist(), v.values.tolist())
     if isinstance(v, models.SparseVector):  # an import's (lists)
         return qe.SparseVector(list(v.indices), list(v.values))
-    if isinstance(v, np.ndarray):  # lists cross into Rust 3x faster than a 2-d array does
+    if isinstance(v, np.ndarray):  # lists cross into Rust faster than a 2-d array does
         return v.astype(np.float32, copy=False).tolist()
     return v
 

@@ -104,7 +104,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["metrics"] = metrics.start(ctx)  # None unless settings.metrics_port is set
     # everything start-up built (models, tokenizers, modules: ~280k objects) lives as long as the
     # process: out of the cyclic collector's sight, each full collection scans only what jobs
-    # allocate (one scanning it all took 120-250 ms of a thread mid-run, bench_host_path)
+    # allocate, not all of it (which stalled a thread mid-run: benchmarks/bench_host_path.py)
     gc.collect()
     gc.freeze()
     log.info("worker %s ready: models %s", rt.worker_id, ", ".join(settings.profile.models))
