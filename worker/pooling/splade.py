@@ -101,7 +101,7 @@ class SpladePooler(Pooler):
         # bf16/fp16 runs the (large) vocabulary projection in that dtype; reductions stay FP32.
         self.compute_dtype: torch.dtype | None = None
         # called before each logits block; the loader sets the engine's safe point for CPU
-        # models (a queued query-lane forward may run there: engine/compute_thread.py)
+        # models (a queued query-lane forward may run there: engine/execution/compute_thread.py)
         self.between_blocks: Callable[[], None] = _nothing
 
     def get_supported_tasks(self) -> frozenset[PoolingTask]:
