@@ -26,7 +26,12 @@ from poolq.wire import constants
 from poolq.wire.connection import CLIENT_CONNECT_DEADLINE_S
 from poolq.worker.dev.local_redis import free_port
 from poolq.worker.dev.local_worker import WorkerProcess
-from tests.integration.test_reliability import assert_exact, corpus, wait_running
+from tests.integration.test_reliability import (
+    assert_exact,
+    corpus,
+    wait_heartbeat_since,
+    wait_running,
+)
 
 pytestmark = pytest.mark.slow
 COLLECTION = "docs"
@@ -162,7 +167,7 @@ def test_a_running_worker_logs_each_reconnect_attempt_and_rides_out_the_outage(
         time.sleep(6)
         redis_server.start()
         back_at = time.time()
-        _wait_for(lambda: worker.stats()["seen_at"] > back_at, 60, "no heartbeat since")
+        wait_heartbeat_since(worker, back_at)
         assert worker.proc is not None and worker.proc.poll() is None
         log = _log(worker)
         attempts = re.findall(r"reconnect attempt (\d+), down for ([\d.]+)s", log)
