@@ -159,7 +159,7 @@ def test_re_enqueueing_unchanged_documents_costs_no_model_work_and_no_writes(env
     assert after["points_written"] == before["points_written"]
     progress, _ = progress_of(server.url, job_id)
     assert progress["skipped"] == N_DOCS and progress["done"] == N_DOCS
-    assert seconds < 15
+    # (what skipping saves in time: benchmarks/bench_ingest_skip.py)
 
 
 def test_a_changed_document_is_re_encoded_and_the_rest_skipped(env):
