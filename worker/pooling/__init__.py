@@ -1,7 +1,13 @@
 """The pooling layer: flat hidden states of a packed batch -> one output per request."""
 
 from poolq.worker.pooling.dispatch import DispatchPooler
-from poolq.worker.pooling.heads import ClassifierHead, EmbeddingHead, TokenEmbedHead
+from poolq.worker.pooling.heads import (
+    ClassifierHead,
+    EmbeddingHead,
+    ScoreHead,
+    TokenEmbedHead,
+    TokenOdds,
+)
 from poolq.worker.pooling.metadata import PoolingCursor, PoolingMetadata
 from poolq.worker.pooling.methods import AllPool, CLSPool, LastPool, MeanPool, sequence_method
 from poolq.worker.pooling.multi_output import TokenWeightSparsePooler, multi_output_pooler
@@ -27,10 +33,12 @@ __all__ = [
     "PoolingParams",
     "PoolingParamsError",
     "PoolingTask",
+    "ScoreHead",
     "SequencePooler",
     "SparseEmbedding",
     "SpladePooler",
     "TokenEmbedHead",
+    "TokenOdds",
     "TokenPooler",
     "TokenWeightSparsePooler",
     "multi_output_pooler",
