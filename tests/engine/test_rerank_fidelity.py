@@ -165,9 +165,9 @@ async def test_classifier_matches_transformers(tmp_path, multi_label):
 async def test_text_tasks_refuse_score_and_pairs_are_checked(tmp_path):
     folder = build_cross_encoder(tmp_path / "bert", "bert", seed=1)
     async with AsyncEngine(load_model(ModelConfig(str(folder)))) as engine:
-        with pytest.raises(ValueError, match="task 'score' reads .query, text. pairs"):
+        with pytest.raises(ValueError, match=r"task .score. reads \(query, text\) pairs"):
             await engine.encode(["a"], ["score"])
-        with pytest.raises(ValueError, match="request 'bad': expected a .query, text. pair"):
+        with pytest.raises(ValueError, match=r"request .bad.: expected a \(query, text\) pair"):
             await engine.score([("q", 3)], request_ids=["bad"])  # type: ignore[list-item]
         out = await engine.score([("q", "t"), ("q",)], return_exceptions=True)  # type: ignore[list-item]
         assert isinstance(out[1], ValueError) and float(out[0].tensor("score")) > 0
