@@ -15,6 +15,7 @@ from poolq.worker.pooling.outputs import PoolerOutput, SparseEmbedding
 from poolq.worker.pooling.params import PoolingParams, PoolingParamsError
 from poolq.worker.pooling.poolers import Pooler, SequencePooler, TokenPooler
 from poolq.worker.pooling.splade import SpladePooler
+from poolq.worker.pooling.stacked import StackedPooler
 from poolq.worker.pooling.tasks import POOLING_TASKS, PoolingTask, parse_task
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "SequencePooler",
     "SparseEmbedding",
     "SpladePooler",
+    "StackedPooler",
     "TokenEmbedHead",
     "TokenOdds",
     "TokenPooler",
