@@ -5,9 +5,8 @@ import asyncio
 import pytest
 
 from poolq.worker.engine.batching.lanes import Lane
-from poolq.worker.engine.batching.requests import EncodeRequest
+from poolq.worker.engine.batching.requests import EncodeRequest, anonymous_group
 from poolq.worker.engine.batching.scheduler import Scheduler
-from poolq.worker.engine.batching.requests import anonymous_group
 from poolq.worker.pooling import PoolingParams
 
 

@@ -180,7 +180,7 @@ def reference_labels(models, texts) -> tuple[list[dict], list[list[dict]]]:
         sorted(
             ({"label": TAGS[i], "score": float(r[i])} for i in range(len(TAGS)) if r[i] >= 0.3),
             key=lambda x: -x["score"],
-        )  # fmt: skip
+        )
         for r in out["tags"]
     ]
     return topics, tags
@@ -226,7 +226,9 @@ def test_z_payload_labels_match_transformers_and_direct_search_reranks(env, mode
         assert labels["topic"]["label"] == topic["label"]
         assert abs(labels["topic"]["score"] - topic["score"]) < 1e-4
         assert [x["label"] for x in labels["tags"]] == [x["label"] for x in tag]
-        assert all(abs(a["score"] - b["score"]) < 1e-4 for a, b in zip(labels["tags"], tag))
+        assert all(
+            abs(a["score"] - b["score"]) < 1e-4 for a, b in zip(labels["tags"], tag, strict=True)
+        )
     out = poolq("search", "refunds", "--collection", COLLECTION, "--direct", "--config",
                 str(env["config"]), "--qdrant-path", str(env["qdrant"]))  # fmt: skip
     assert out.returncode == 0, out.stderr
