@@ -227,7 +227,10 @@ def bench_labels(classifier: Path, args: argparse.Namespace) -> list[str]:
     from poolq.worker.config.profile import Profile
     from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
     from poolq.worker.engine.engine import AsyncEngine
+    from poolq.worker.engine.process_options import set_process_options
     from poolq.worker.runtime.vectorizer import Vectorizer
+
+    set_process_options(auto_bf16=False)  # "auto" is float32 here, as in the worker above
 
     async def run() -> dict[str, float]:
         plain = await Vectorizer.start(Profile.from_dict(None))
