@@ -195,7 +195,8 @@ def bench_latency(model: Path, tmp: Path, args: argparse.Namespace) -> list[str]
         idle, busy, queued, left = asyncio.run(run(redis_server.url))
     print(f"\n2. latency: {args.searches} searches each with and without the reranker (30 "
           f"candidates), one every {args.interval}s, idle then under a backlog of {args.docs} "
-          f"documents ({queued} jobs queued at its start, {left} when the last search returned)")  # fmt: skip
+          f"documents ({queued} ingest jobs waiting in the queue at its start, {left} when the "
+          f"last search returned)")  # fmt: skip
     print(
         f"{'ms':28s} {'idle p50':>9s} {'idle p95':>9s} {'backlog p50':>12s} {'backlog p95':>12s} {'p95 ratio':>10s}"
     )
