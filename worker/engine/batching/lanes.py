@@ -38,7 +38,7 @@ job by ``wire/placement.py``, which the client imports without the worker.
 Bounds, one name each: ``max_queued_tokens`` (the worker's admission bound, in tokens queued in
 its engines: settings), ``queue_limit_tokens`` (one engine's hard cap, ``engine.py``),
 ``max_batch_tokens`` / ``MAX_BATCH_REQUESTS`` / ``QUERY_BATCH_TOKENS`` (a batch), and two that
-bound what one caller holds in flight, not who goes first: a reindex's ``BATCHES_IN_FLIGHT``
+bound what one group holds in flight, not who goes first: a reindex's ``BATCHES_IN_FLIGHT``
 (documents chunked and held at once, ``reindex/plan.py``) and the search service's
 ``concurrency`` (searches read from the store at once, ``runtime/search_service.py``); their
 query texts take the ``QUERY`` lane like any other.
