@@ -7,17 +7,31 @@ parsed file are cut :data:`CONTEXT_TOKENS` shorter than the models allow, and th
 cut to fit that room by every model's tokenizer (:func:`fit_context`: characters alone do not
 bound tokens; a long part number is many tokens), so it never pushes a chunk past a model's
 length. A document sent as text is encoded as it is.
+
+Tokenized once: the context is tokenized once per section (when it is fitted), and a chunk's
+tokens (``Chunk.encodings``) follow the context's as they are, for every tokenizer whose tokens
+of a whitespace-bounded span are its own (``token_slices.slice_exact``: the break between
+context and text is whitespace, no token of either side): the engines then only add the
+special tokens, as for a document sent as text (:func:`encoder_inputs`). Other tokenizers
+(byte-level BPE, SentencePiece) tokenize the context and the chunk again, in the engine.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from tokenizers import Encoding
 
 from poolq.wire.layout import Layout
 
 if TYPE_CHECKING:
-    from poolq.worker.chunks.chunking import TokenCounter
+    from poolq.wire.documents import Document
+    from poolq.worker.chunks.chunking import Chunk, TokenCounter
+
+# per model, a chunk's tokens without special tokens, or None (``Chunk.encodings``)
+Encodings = tuple[Encoding | list[int] | None, ...]
 
 CONTEXT_TOKENS = 32  # room kept in a parsed file's chunks for their context
 CONTEXT_CHARS = 100  # the context is cut at a word to about this many characters (~25 tokens)
@@ -46,19 +60,71 @@ def encoded_text(context: str, text: str) -> str:
     return f"{context}\n\n{text}" if context else text
 
 
-def fit_context(
+@dataclass(frozen=True)
+class Fitted:
+    """A context cut to its room (:func:`fitted`), and per counter its tokens where a chunk's
+    may follow them as they are (``slice_exact``), else None."""
+
+    text: str
+    ids: tuple[list[int] | None, ...]
+
+
+def fitted(
     context: str, counters: Sequence[TokenCounter], room_tokens: int = CONTEXT_TOKENS
-) -> str:
+) -> Fitted:
     """``context`` cut at words (then ending in "…") until every tokenizer counts it, and the
     break after it, within ``room_tokens``; "" if not even its first word fits."""
     words = context.split(" ")
     n = len(words)
     while n > 0:
         text = context if n == len(words) else " ".join([*words[:n], "…"])
-        tokens = max(len(c.encode_batch([text], offsets=False)[0].ids) for c in counters)
+        ids = [c.encode_batch([text], offsets=False)[0].ids for c in counters]
+        tokens = max(len(i) for i in ids)
         if tokens + BREAK_TOKENS <= room_tokens:
-            return text
+            exact = (i if c.slice_exact else None for c, i in zip(counters, ids, strict=True))
+            return Fitted(text, tuple(exact))
         # drop words in proportion to the excess, at least one, and count again
         keep = n * room_tokens / (tokens + BREAK_TOKENS)
         n = min(n - 1, int(keep))
-    return ""
+    return Fitted("", tuple(None for _ in counters))
+
+
+def fit_context(
+    context: str, counters: Sequence[TokenCounter], room_tokens: int = CONTEXT_TOKENS
+) -> str:
+    """The text of :func:`fitted`."""
+    return fitted(context, counters, room_tokens).text
+
+
+def with_context(context: Fitted, encodings: Encodings | None) -> Encodings | None:
+    """A chunk's tokens after its context's (per model; None where either side has none)."""
+    if encodings is None:
+        return None
+    out = tuple(
+        None if pre is None or e is None else pre + (e.ids if isinstance(e, Encoding) else e)
+        for pre, e in zip(context.ids, encodings, strict=True)
+    )
+    return out if any(e is not None for e in out) else None
+
+
+def encoder_inputs(
+    docs: Sequence[Document], chunked: Sequence[Sequence[Chunk]], counters: Sequence[TokenCounter]
+) -> list[list[tuple[str, Encodings | None]]]:
+    """Per document, per chunk, what the models encode (its context, then its text) and its
+    tokens (see the module docstring). A section's chunks share their context: it is fitted
+    and tokenized once."""
+    done: dict[str, Fitted] = {}
+    out = []
+    for d, chunks in zip(docs, chunked, strict=True):
+        inputs = []
+        for c in chunks:
+            context = context_of(d.layout, c.start)
+            if context and context not in done:
+                done[context] = fitted(context, counters)
+            fit = done[context] if context else None
+            if fit is None or not fit.text:
+                inputs.append((c.text, c.encodings))
+            else:
+                inputs.append((encoded_text(fit.text, c.text), with_context(fit, c.encodings)))
+        out.append(inputs)
+    return out
