@@ -4,7 +4,7 @@ A chunk of a manual often does not name its subject ("Tighten to 40 Nm."): its d
 and its section's headings do. The models encode ``"Pump manual › Installing\\n\\nTighten to 40
 Nm."``; the point's payload keeps the chunk's own text (what a hit shows and cites). Chunks of a
 parsed file are cut :data:`CONTEXT_TOKENS` shorter than the models allow, and the context is
-cut to fit that room by every model's tokenizer (:func:`fit_context`: characters alone do not
+cut to fit that room by every model's tokenizer (:func:`fitted`: characters alone do not
 bound tokens; a long part number is many tokens), so it never pushes a chunk past a model's
 length. A document sent as text is encoded as it is.
 
@@ -87,13 +87,6 @@ def fitted(
         keep = n * room_tokens / (tokens + BREAK_TOKENS)
         n = min(n - 1, int(keep))
     return Fitted("", tuple(None for _ in counters))
-
-
-def fit_context(
-    context: str, counters: Sequence[TokenCounter], room_tokens: int = CONTEXT_TOKENS
-) -> str:
-    """The text of :func:`fitted`."""
-    return fitted(context, counters, room_tokens).text
 
 
 def with_context(context: Fitted, encodings: Encodings | None) -> Encodings | None:
