@@ -74,18 +74,40 @@ def fitted(
 ) -> Fitted:
     """``context`` cut at words (then ending in "…") until every tokenizer counts it, and the
     break after it, within ``room_tokens``; "" if not even its first word fits."""
+    return fitted_many([context], counters, room_tokens)[context]
+
+
+def fitted_many(
+    contexts: Sequence[str], counters: Sequence[TokenCounter], room_tokens: int = CONTEXT_TOKENS
+) -> dict[str, Fitted]:
+    """:func:`fitted` of each of ``contexts``, their whole texts tokenized in one call per
+    tokenizer (the few that are too long are then cut one by one)."""
+    unique = list(dict.fromkeys(contexts))
+    if not unique:
+        return {}
+    whole = [[e.ids for e in c.encode_batch(unique, offsets=False)] for c in counters]
+    return {
+        context: _fit(context, counters, room_tokens, [ids[k] for ids in whole])
+        for k, context in enumerate(unique)
+    }
+
+
+def _fit(
+    context: str, counters: Sequence[TokenCounter], room_tokens: int, ids: list[list[int]] | None
+) -> Fitted:
     words = context.split(" ")
     n = len(words)
     while n > 0:
         text = context if n == len(words) else " ".join([*words[:n], "…"])
-        ids = [c.encode_batch([text], offsets=False)[0].ids for c in counters]
+        if ids is None:
+            ids = [c.encode_batch([text], offsets=False)[0].ids for c in counters]
         tokens = max(len(i) for i in ids)
         if tokens + BREAK_TOKENS <= room_tokens:
             exact = (i if c.slice_exact else None for c, i in zip(counters, ids, strict=True))
             return Fitted(text, tuple(exact))
         # drop words in proportion to the excess, at least one, and count again
         keep = n * room_tokens / (tokens + BREAK_TOKENS)
-        n = min(n - 1, int(keep))
+        n, ids = min(n - 1, int(keep)), None
     return Fitted("", tuple(None for _ in counters))
 
 
@@ -104,16 +126,16 @@ def encoder_inputs(
     docs: Sequence[Document], chunked: Sequence[Sequence[Chunk]], counters: Sequence[TokenCounter]
 ) -> list[list[tuple[str, Encodings | None]]]:
     """Per document, per chunk, what the models encode (its context, then its text) and its
-    tokens (see the module docstring). A section's chunks share their context: it is fitted
-    and tokenized once."""
-    done: dict[str, Fitted] = {}
+    tokens (see the module docstring). Chunks share their file's and section's contexts: each
+    is fitted and tokenized once, all of them in one call per tokenizer."""
+    contexts = [
+        [context_of(d.layout, c.start) for c in cs] for d, cs in zip(docs, chunked, strict=True)
+    ]
+    done = fitted_many([x for xs in contexts for x in xs if x], counters)
     out = []
-    for d, chunks in zip(docs, chunked, strict=True):
+    for chunks, of_chunks in zip(chunked, contexts, strict=True):
         inputs = []
-        for c in chunks:
-            context = context_of(d.layout, c.start)
-            if context and context not in done:
-                done[context] = fitted(context, counters)
+        for c, context in zip(chunks, of_chunks, strict=True):
             fit = done[context] if context else None
             if fit is None or not fit.text:
                 inputs.append((c.text, c.encodings))
