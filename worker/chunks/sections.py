@@ -6,7 +6,7 @@ all documents in one :meth:`Chunker.chunk_many` call, and each chunk's span move
 document's text. A section that holds nothing but its heading (a chapter title followed at once
 by its first subsection) joins the section after it when that one lies under it, so that no
 chunk is a bare heading; the merged chunk cites the deeper heading path. A document without a
-layout is chunked whole.
+layout is chunked as one text.
 
 Only a section with a context (its file's title or a heading path: ``context.py``) is cut
 shorter, to leave the models room for that context; a section with none, such as a plain text

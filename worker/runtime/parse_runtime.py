@@ -35,12 +35,13 @@ class ParseRuntime:
     jobs_retried: int = 0
     files_parsed: int = 0
     redis: Any = None
-    admission: Any = None  # parse jobs are taken by count (max_jobs), not by engine capacity
+    admission: Any = None  # parse jobs are taken by count (parse_max_jobs), not engine capacity
     run_locks: Any = None
 
     @classmethod
     def open(cls, settings: ParseSettings) -> ParseRuntime:
-        return cls(settings, ParsePool(settings.parse_workers, parse_limits(settings)))
+        pool = ParsePool(settings.parse_workers, parse_limits(settings), settings.parse_child)
+        return cls(settings, pool)
 
     def heartbeat(self) -> Heartbeat:
         return heartbeat_of(
