@@ -1,6 +1,7 @@
 """Document search quality: do poolq's hits name the right file, and the right page of a PDF?
 
     python benchmarks/eval_documents.py [--out build/eval-documents] [--json]
+    python benchmarks/eval_documents.py --plain   # the plain-text case (eval_plaintext.py)
 
 Builds the corpus (``benchmarks/eval_documents_corpus.py``: real Debian documentation, PDF and
 HTML, and made PDF, DOCX, PPTX, EPUB and HTML files), keeps the questions of
@@ -22,6 +23,11 @@ not copies of the answer sentence; they were written once and not tuned to any m
 Every chunk poolq stored is also checked for leftovers of the formats: tags, entities and
 braces that the file's visible text does not hold, page chrome (a PDF's running header or
 footer line) and web page boilerplate (navigation, cookie bars, footers).
+
+``--plain`` measures the plain-text case instead: 452 man pages rendered to text, indexed as
+a folder of ``.txt`` files and as the same texts in JSON lines (``eval_plaintext.py``); exit
+status 1 when the folder's default mode finds the right page first, or among the first 3,
+less often than dense.
 
 Exit status 1 when poolq's best mode (highest page hit@3, then doc hit@3, then doc hit@1) does
 not beat the baseline on page hit@3 or falls more than 2 points below it on doc hit@3; else 3
