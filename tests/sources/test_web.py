@@ -12,9 +12,9 @@ from typing import ClassVar
 
 import pytest
 
+from poolq.wire.backoff import Backoff
 from poolq.wire.records.codes import ErrorCode
 from poolq.worker.fetch.errors import FetchRefused, ObjectGone, StoreUnavailable
-from poolq.worker.fetch.retry import Backoff
 from poolq.worker.fetch.web import MAX_REDIRECTS, WebFetcher
 
 BODY = b"<html><head><title>Spare key</title></head><body><p>Under the blue pot.</p></body></html>"

@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from poolq.wire.backoff import Backoff
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.uris import parse_uri
 from poolq.worker.fetch.errors import FetchRefused, ObjectGone
 from poolq.worker.fetch.objects import Fetched, ObjectStores
-from poolq.worker.fetch.retry import Backoff, default_backoff
+from poolq.worker.fetch.retry import default_backoff
 from poolq.worker.fetch.web import WebFetcher
 
 

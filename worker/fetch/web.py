@@ -14,11 +14,12 @@ import os
 
 import httpx
 
+from poolq.wire.backoff import Backoff
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.version import __version__
 from poolq.worker.fetch.errors import FetchRefused, ObjectGone, Transient
 from poolq.worker.fetch.objects import Fetched
-from poolq.worker.fetch.retry import Backoff, default_backoff
+from poolq.worker.fetch.retry import default_backoff, retried
 
 MAX_REDIRECTS = 5
 USER_AGENT = f"poolq/{__version__} (document ingestion; +https://github.com/poolq/poolq)"
@@ -60,7 +61,7 @@ class WebFetcher:
             except TimeoutError:
                 raise Transient(url, f"no complete answer within {self.timeout_s:g}s") from None
 
-        return await self.backoff.run(once)
+        return await retried(self.backoff, once)
 
     async def _once(self, url: str, max_bytes: int) -> Fetched:
         try:
