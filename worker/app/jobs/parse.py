@@ -5,7 +5,7 @@
 ``worker/fetch/``) in the worker's parse children
 (``parse/sandbox.py``), turns each into a document that carries its layout
 (``parse/layout.py``), and enqueues those on the ingest queue as jobs of the existing kind, ids
-``{job_id}.encode{n}``: the encode stage then gives them the ingest job's retries, dead letters,
+``{job_id}.encode{n}-{digest}``: the encode stage then gives them the ingest job's retries, dead letters,
 progress and one-run-at-a-time guarantee. A retry of the parse job enqueues nothing twice (arq
 refuses an id it holds). A file that cannot be read is this job's error, with its code
 (``encrypted``, ``corrupt``, ``no_text``, ``too_large``, ``parse_timeout``, ``unsupported``);
@@ -16,6 +16,7 @@ the other files go on. The result is an :class:`IngestResult` with ``parsed``, `
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import time
 import weakref
@@ -25,6 +26,8 @@ from typing import Any
 from poolq.wire import constants
 from poolq.wire.documents import DocumentError
 from poolq.wire.files import FileDocument, validate_file
+from poolq.wire.job_plan import Limits, split_jobs
+from poolq.wire.live_workers import live_workers
 from poolq.wire.placement import queue_placement
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.job_args import IngestArgs, ParseArgs
@@ -36,8 +39,6 @@ from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.layout import file_hash, parsed_document
 from poolq.worker.runtime.job_progress import JobProgress
 from poolq.worker.runtime.parse_runtime import ParseRuntime
-
-ENVELOPE_BYTES = 4096  # an ingest job's arguments around its documents, generously
 
 
 async def parse(
@@ -85,7 +86,8 @@ async def parse(
         docs = [o for o in outcomes if not isinstance(o, DocumentError)]
         errors += [o for o in outcomes if isinstance(o, DocumentError)]
         pages = progress.pages
-        next_jobs = await _hand_on(ctx, job_id, args, docs)
+        next_jobs, refused = await _hand_on(ctx, job_id, args, docs)
+        errors += refused
     rt.jobs_done += 1
     return IngestResult(
         points=0, documents=0, errors=[e.as_record() for e in errors], skipped=0,
@@ -174,25 +176,37 @@ def read_path(path: str, settings: Any) -> bytes:
 
 async def _hand_on(
     ctx: dict[str, Any], job_id: str, args: ParseArgs, docs: list[dict[str, Any]]
-) -> list[str]:
-    """Enqueue ``docs`` as ingest jobs that fit a worker's default payload limit; their ids."""
+) -> tuple[list[str], list[DocumentError]]:
+    """Enqueue ``docs`` as ingest jobs planned for the live encode workers' limits
+    (:func:`~poolq.wire.job_plan.split_jobs`); their ids, and the documents no job can carry.
+    An id names the batch's documents (a digest of their ids), so a retry of this job that
+    plans the same batch enqueues nothing twice, and one that plans another (the live limits
+    changed meanwhile) loses none."""
     redis = ctx.get("redis")
     if not docs or redis is None:
-        return []
-    budget = constants.MAX_JOB_BYTES - ENVELOPE_BYTES
-    batches: list[list[dict[str, Any]]] = [[]]
-    used = 0
-    for doc in docs:
-        size = len(serialize(doc))
-        full = len(batches[-1]) >= constants.MAX_DOCUMENTS_PER_JOB or used + size > budget
-        if batches[-1] and full:
-            batches.append([])
-            used = 0
-        batches[-1].append(doc)
-        used += size
+        return [], []
+    encoders = [h for h in await live_workers(redis) if h.role != "parse"]
+    limits = Limits.from_heartbeats(encoders)
+    budget = limits.job_budget(args.collection)
+    sizes = [len(serialize(doc)) for doc in docs]
+    refused, fits = [], []
+    for doc, size in zip(docs, sizes, strict=True):
+        if size <= budget:
+            fits.append((doc, size))
+            continue
+        message = (
+            f"{size} bytes as a job payload once parsed, over {limits.describe()} limit of "
+            f"{limits.max_job_bytes} bytes per job"
+        )
+        refused.append(DocumentError(doc["id"], "file", message, ErrorCode.TOO_LARGE))
+    batches = split_jobs(
+        [d for d, _ in fits], [n for _, n in fits],
+        max_items=limits.max_documents_per_job, budget=budget,
+    )  # fmt: skip
     ids = []
     for n, batch in enumerate(batches):
-        next_id = f"{job_id}.encode{n}"
+        digest = hashlib.sha256("\n".join(d["id"] for d in batch).encode()).hexdigest()[:12]
+        next_id = f"{job_id}.encode{n}-{digest}"
         call, kwargs = IngestArgs(args.collection, batch, args.force, args.priority).call()
         await redis.enqueue_job(
             constants.INGEST_JOB,
@@ -203,4 +217,4 @@ async def _hand_on(
             **queue_placement(args.priority, time.time(), redis.expires_extra_ms),
         )  # fmt: skip  (None: an earlier try of this job enqueued it already)
         ids.append(next_id)
-    return ids
+    return ids, refused
