@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -24,11 +25,15 @@ def obj(key: str, etag: str = '"e1"') -> ListedObject:
     return ListedObject(f"docs/{key}", f"s3://b/docs/{key}", 10, etag, None)
 
 
-def stored(*objects: ListedObject, version: str = "v1") -> dict[str, StoredDocument]:
-    return {
-        o.uri: StoredDocument(o.uri, "h", metadata_hash(object_metadata(PREFIX, o)), version, 2)
-        for o in objects
-    }
+def stored(
+    *objects: ListedObject, version: str = "v1", metadata: dict | None = None
+) -> dict[str, StoredDocument]:
+    """As the inventory reads them: chunk 0's metadata hash and its ``metadata.tag``."""
+    out = {}
+    for o in objects:
+        meta_hash = metadata_hash(metadata or object_metadata(PREFIX, o))
+        out[o.uri] = StoredDocument(o.uri, "h", meta_hash, version, 2, tag=o.tag)
+    return out
 
 
 def test_objects_that_share_a_timestamp_are_compared_one_by_one():
@@ -38,6 +43,21 @@ def test_objects_that_share_a_timestamp_are_compared_one_by_one():
     plan = plan_page([a, b2, c], StoredUnder(have, PREFIX), PREFIX, "v1", after=None)
     assert [o.key for o in plan.unchanged] == ["docs/a.md", "docs/c.md"]
     assert [o.key for o in plan.to_fetch] == ["docs/b.md"] and plan.removed == []
+
+
+def test_an_object_with_its_tag_but_other_metadata_is_relabeled_unfetched():
+    """An object enqueued by URI (no path), or under another prefix, records its tag: a sync
+    rewrites its metadata in place and fetches nothing; another tag is fetched."""
+    a, b = obj("a.md"), obj("b.md")
+    have = {
+        **stored(a, metadata={"uri": a.uri, "tag": a.tag}),
+        **stored(b, metadata={"uri": b.uri, "tag": '"old"'}),
+    }
+    have[b.uri] = replace(have[b.uri], tag='"old"')
+    plan = plan_page([a, b], StoredUnder(have, PREFIX), PREFIX, "v1", after=None)
+    assert plan.unchanged == [] and [o.key for o in plan.to_fetch] == ["docs/b.md"]
+    ((was, meta),) = plan.relabeled
+    assert was.doc_id == a.uri and meta == {"uri": a.uri, "path": "a.md", "tag": '"e1"'}
 
 
 def test_deletions_are_settled_page_by_page_in_key_order():

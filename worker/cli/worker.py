@@ -203,8 +203,6 @@ def worker(
         redis_url or "", parse_workers, parse_timeout_s, parse_memory_mb, max_file_bytes,
         shutdown_grace_s,
     )  # fmt: skip
-    if max_file_bytes is not None:  # a store sync's fetches read the same limit
-        os.environ["POOLQ_MAX_FILE_BYTES"] = str(max_file_bytes)
     if role == "parse":
         from poolq.worker.cli.parse_role import run_parse_role
         from poolq.worker.config.locations import resolve_locations as locations
@@ -232,6 +230,11 @@ def worker(
         "metrics_host": metrics_host,
         "shutdown_grace_s": shutdown_grace_s,
         "role": role,
+        # a reindex's and a sync's files: read with the parse stage's bounds
+        "parse_workers": parse_workers,
+        "parse_timeout_s": parse_timeout_s,
+        "parse_memory_mb": parse_memory_mb,
+        "max_file_bytes": max_file_bytes,
     }
     try:  # where Redis and Qdrant are, from flags, environment or config: checked first
         where = resolve_locations(config, overrides)

@@ -32,8 +32,14 @@ class ParseSettings:
     keep_result_s: int = 24 * 3600
     job_timeout_s: int = 3600
     shutdown_grace_s: int = 30
-    # folders a file given by its path may be read from (os.pathsep-separated; None: any)
+    # folders a file given by its path (or a file:// URI) may be read from (os.pathsep-separated;
+    # None: none, and such a file is refused)
     source_roots: str | None = None
+    # URI prefixes documents may be fetched from (spaces or commas; None: none, and such a
+    # document is refused); the fetches' timeout and retries
+    source_uris: str | None = None
+    http_timeout_s: float = 30.0
+    source_retry_s: float = 120.0
 
     def __post_init__(self) -> None:
         for name in ("parse_workers", "parse_memory_mb", "max_file_bytes", "max_jobs"):

@@ -24,6 +24,7 @@ from poolq.worker.config.event_loop import check_event_loop
 from poolq.worker.config.locations import check_qdrant_url
 from poolq.worker.config.profile import DEFAULT_PROFILE, Profile
 from poolq.worker.config.schedule import ReindexSchedule
+from poolq.worker.parse.limits import DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_S
 
 ENV_PREFIX = "POOLQ_"
 BACKENDS = ("torch", "openvino", "auto")  # engine/openvino/backend.py BACKENDS
@@ -72,9 +73,20 @@ class Settings:
     # torch, openvino or auto ([engine] backend; None: torch): engine/openvino/backend.py
     backend: str | None = None
     reindex_timeout_s: int = 6 * 3600
-    # folders a reindex may read (os.pathsep-separated; default: the working directory);
-    # the sources of [[reindex]] entries are always allowed
+    # folders documents given by path and reindex sources are read from (os.pathsep-separated;
+    # None: none); the sources of [[reindex]] entries are always allowed
     source_roots: str | None = None
+    # URI prefixes documents may be fetched from and syncs may list (spaces or commas; None: none)
+    source_uris: str | None = None
+    # a reindex's and a sync's files: the parse stage's bounds, and the fetches' retries
+    max_file_bytes: int = constants.MAX_FILE_BYTES
+    parse_workers: int | None = None  # None: DEFAULT_PARSE_WORKERS
+    parse_timeout_s: float = DEFAULT_PARSE_TIMEOUT_S
+    parse_memory_mb: int = DEFAULT_PARSE_MEMORY_MB
+    http_timeout_s: float = 30.0
+    source_retry_s: float = 120.0
+    source_park_s: float = 300.0  # a sync whose store stays down runs again this much later
+    source_page_objects: int = 1000  # objects per listing page of a sync (its checkpoint step)
     reindex: tuple[ReindexSchedule, ...] = ()  # [[reindex]] tables: scheduled reindexing
     profile: Profile = DEFAULT_PROFILE
     # "all" (a parse process beside this encode worker) or "encode"; "parse" workers run on
@@ -128,14 +140,10 @@ class Settings:
         )
         return f"Settings({', '.join(shown)})"
 
-    def allowed_source_roots(self) -> list[str]:
-        """Where a reindex may read: ``source_roots`` (default: the working directory) and the
-        sources the config's own ``[[reindex]]`` entries name."""
-        roots = (self.source_roots or os.getcwd()).split(os.pathsep)
-        return [r for r in roots if r] + [s.source for s in self.reindex]
 
 
 _INT_FIELDS = {f.name for f in fields(Settings) if f.type in ("int", "int | None")}
+_FLOAT_FIELDS = {f.name for f in fields(Settings) if f.type in ("float", "float | None")}
 _BOOL_FIELDS = {f.name for f in fields(Settings) if f.type == "bool"}
 _BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 _SETTING_NAMES = {f.name for f in fields(Settings)} - {"profile", "reindex"}
@@ -150,6 +158,11 @@ def _coerce(name: str, value: Any) -> Any:
         if str(value).strip().lower() in _BOOL_WORDS:
             return _BOOL_WORDS[str(value).strip().lower()]
         raise ValueError(f"setting {name}: expected true or false, got {value!r}")
+    if name in _FLOAT_FIELDS:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"setting {name}: expected a number, got {value!r}") from None
     if name in _INT_FIELDS:
         try:
             return int(value)

@@ -7,7 +7,6 @@ again; once ``budget_s`` has passed the last one is raised as
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -18,16 +17,8 @@ T = TypeVar("T")
 DEFAULT_BUDGET_S = 120.0
 
 
-def budget_from_env() -> float:
-    raw = os.environ.get("POOLQ_SOURCE_RETRY_S", "")
-    try:
-        return float(raw) if raw.strip() else DEFAULT_BUDGET_S
-    except ValueError:
-        raise ValueError(f"POOLQ_SOURCE_RETRY_S: expected seconds, got {raw!r}") from None
-
-
-def default_backoff() -> Backoff:
-    return Backoff(budget_s=budget_from_env())
+def default_backoff(budget_s: float = DEFAULT_BUDGET_S) -> Backoff:
+    return Backoff(budget_s=budget_s)
 
 
 def unavailable(e: Transient, budget_s: float | None) -> StoreUnavailable:

@@ -3,14 +3,13 @@ byte limit (``--max-file-bytes``) enforced while reading, and a user agent namin
 
 A 404 or 410 is :class:`ObjectGone`; 429, 5xx, timeouts and broken connections are retried with
 backoff and jitter (``retry.py``); any other answer, too many redirects and a body over the
-limit are the document's error. ``POOLQ_HTTP_TIMEOUT_S`` (default 30) bounds each read and the
-whole of one try.
+limit are the document's error. ``timeout_s`` (the setting ``http_timeout_s``, default 30)
+bounds each read and the whole of one try.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 
 import httpx
 
@@ -24,20 +23,15 @@ from poolq.worker.fetch.retry import default_backoff, retried
 MAX_REDIRECTS = 5
 USER_AGENT = f"poolq/{__version__} (document ingestion; +https://github.com/poolq/poolq)"
 RETRIED_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
-
-
-def timeout_from_env() -> float:
-    raw = os.environ.get("POOLQ_HTTP_TIMEOUT_S", "")
-    try:
-        return float(raw) if raw.strip() else 30.0
-    except ValueError:
-        raise ValueError(f"POOLQ_HTTP_TIMEOUT_S: expected seconds, got {raw!r}") from None
+DEFAULT_TIMEOUT_S = 30.0
 
 
 class WebFetcher:
-    def __init__(self, backoff: Backoff | None = None, timeout_s: float | None = None) -> None:
+    def __init__(
+        self, backoff: Backoff | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> None:
         self.backoff = backoff or default_backoff()
-        self.timeout_s = timeout_from_env() if timeout_s is None else timeout_s
+        self.timeout_s = timeout_s
         self._client: httpx.AsyncClient | None = None
 
     def client(self) -> httpx.AsyncClient:
