@@ -15,6 +15,7 @@ import pytest
 
 from poolq.ingest.client import PoolqClient
 from poolq.wire import constants
+from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
 from poolq.wire.records.sync import SyncCheckpoint
 from poolq.worker.dev.local_redis import LocalRedis
@@ -278,3 +279,26 @@ def test_objects_enqueued_by_url_list_are_synced_without_a_fetch(live, tmp_path)
     assert (synced.metadata_only, synced.new, synced.fetched, synced.encoded_chunks) == (2, 0, 0, 0)
     again, _ = run(sync(url, "listed/", "listed"))
     assert (again.unchanged, again.metadata_only, again.fetched) == (2, 0, 0)
+
+
+def test_uris_outside_the_allowed_prefixes_are_refused_unfetched(live):
+    """The worker's source_uris is s3://team-docs/: another bucket, a look-alike bucket name and
+    a web address are refused (forbidden, naming the setting), and none is requested."""
+    url, server, _, _ = live
+    docs = [
+        {"id": "other", "uri": "s3://other-bucket/a.md"},
+        {"id": "lookalike", "uri": f"s3://{BUCKET}-copy/a.md"},
+        {"id": "metadata", "uri": "http://169.254.169.254/latest/meta-data/"},
+    ]
+    server.log.clear()
+
+    async def go():
+        async with PoolqClient(url) as client:
+            return (await client.wait(await client.enqueue("refused", docs), timeout_s=60))[0]
+
+    outcome = run(go())
+    assert {e.id: e.code for e in outcome.result.errors} == dict.fromkeys(
+        ("other", "lookalike", "metadata"), ErrorCode.FORBIDDEN
+    )
+    assert all("source_uris" in e.error for e in outcome.result.errors)
+    assert [p for _, p in server.log if "a.md" in p] == []
