@@ -36,10 +36,10 @@ class ParseSettings:
     # None: none, and such a file is refused)
     source_roots: str | None = None
     # URI prefixes documents may be fetched from (spaces or commas; None: none, and such a
-    # document is refused); the fetches' timeout and retries
+    # document is refused)
     source_uris: str | None = None
-    http_timeout_s: float = 30.0
-    source_retry_s: float = 120.0
+    http_timeout_s: float = 30.0  # each read of a web fetch, and the whole of one try
+    source_retry_s: float = 120.0  # a failing object store or web server is retried this long
 
     def __post_init__(self) -> None:
         for name in ("parse_workers", "parse_memory_mb", "max_file_bytes", "max_jobs"):

@@ -78,13 +78,13 @@ class Settings:
     source_roots: str | None = None
     # URI prefixes documents may be fetched from and syncs may list (spaces or commas; None: none)
     source_uris: str | None = None
-    # a reindex's and a sync's files: the parse stage's bounds, and the fetches' retries
+    # a reindex's and a sync's files: the parse stage's bounds (the same flags)
     max_file_bytes: int = constants.MAX_FILE_BYTES
     parse_workers: int | None = None  # None: DEFAULT_PARSE_WORKERS
     parse_timeout_s: float = DEFAULT_PARSE_TIMEOUT_S
     parse_memory_mb: int = DEFAULT_PARSE_MEMORY_MB
-    http_timeout_s: float = 30.0
-    source_retry_s: float = 120.0
+    http_timeout_s: float = 30.0  # each read of a web fetch, and the whole of one try
+    source_retry_s: float = 120.0  # a failing object store or web server is retried this long
     source_park_s: float = 300.0  # a sync whose store stays down runs again this much later
     source_page_objects: int = 1000  # objects per listing page of a sync (its checkpoint step)
     reindex: tuple[ReindexSchedule, ...] = ()  # [[reindex]] tables: scheduled reindexing
