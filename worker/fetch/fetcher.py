@@ -4,6 +4,8 @@ it as a path, under the worker's roots (``worker/parse/file_reader.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from poolq.wire.backoff import Backoff
 from poolq.wire.uris import parse_uri
 from poolq.worker.fetch.objects import Fetched, ObjectStores
@@ -15,11 +17,13 @@ class Fetcher:
     """Fetches by scheme; holds the store clients and the HTTP client of this process."""
 
     def __init__(
-        self, backoff: Backoff | None = None, *, http_timeout_s: float = DEFAULT_TIMEOUT_S
-    ) -> None:
+        self, backoff: Backoff | None = None, *, http_timeout_s: float = DEFAULT_TIMEOUT_S,
+        allowed: Callable[[str], bool] | None = None,
+    ) -> None:  # fmt: skip
+        """``allowed``: where a web URL may redirect to (``web.py``)."""
         self.backoff = backoff or default_backoff()
         self.objects = ObjectStores(self.backoff)
-        self.web = WebFetcher(self.backoff, http_timeout_s)
+        self.web = WebFetcher(self.backoff, http_timeout_s, allowed)
 
     async def fetch(self, uri: str, max_bytes: int) -> Fetched:
         parsed = parse_uri(uri)

@@ -10,6 +10,7 @@ bounds each read and the whole of one try.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import httpx
 
@@ -27,12 +28,24 @@ DEFAULT_TIMEOUT_S = 30.0
 
 
 class WebFetcher:
+    """``allowed(url)``: whether a redirect may lead there (None: anywhere); a redirect out of
+    what the worker may fetch is the document's error, unrequested."""
+
     def __init__(
-        self, backoff: Backoff | None = None, timeout_s: float = DEFAULT_TIMEOUT_S
-    ) -> None:
+        self, backoff: Backoff | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+        allowed: Callable[[str], bool] | None = None,
+    ) -> None:  # fmt: skip
         self.backoff = backoff or default_backoff()
         self.timeout_s = timeout_s
+        self.allowed = allowed
         self._client: httpx.AsyncClient | None = None
+
+    async def _check(self, request: httpx.Request) -> None:
+        if self.allowed is not None and not self.allowed(str(request.url)):
+            raise FetchRefused(
+                str(request.url), "redirected outside the URIs this worker may fetch "
+                "(source_uris, POOLQ_SOURCE_URIS)", ErrorCode.FORBIDDEN,
+            )  # fmt: skip
 
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -40,6 +53,7 @@ class WebFetcher:
                 follow_redirects=True, max_redirects=MAX_REDIRECTS,
                 timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
                 headers={"User-Agent": USER_AGENT}, trust_env=False,
+                event_hooks={"request": [self._check]},
             )  # fmt: skip
         return self._client
 

@@ -201,8 +201,9 @@ class FileReader:
                     "installed: pip install 'poolq[sources]')",
                 ) from None  # fmt: skip
             self._fetcher = Fetcher(
-                Backoff(budget_s=self.retry_s), http_timeout_s=self.http_timeout_s
-            )
+                Backoff(budget_s=self.retry_s), http_timeout_s=self.http_timeout_s,
+                allowed=lambda url: uri_allowed(url, self.uris),
+            )  # fmt: skip
         return self._fetcher
 
     async def document(
