@@ -13,8 +13,8 @@ import numpy as np
 from qdrant_client import models
 
 # fixed forever: changing it changes every point id, and re-ingestion would duplicate points
-POOLQ_NAMESPACE = uuid.UUID("6f0c3a52-1d2e-5b8a-9c47-0b9e2d6a4f11")
-_NAMESPACE_BYTES = POOLQ_NAMESPACE.bytes
+POINT_ID_NAMESPACE = uuid.UUID("6f0c3a52-1d2e-5b8a-9c47-0b9e2d6a4f11")
+_NAMESPACE_BYTES = POINT_ID_NAMESPACE.bytes
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -62,7 +62,7 @@ class PointRecord:
 
 def point_id(doc_id: str, chunk_index: int) -> str:
     """The id of a document's chunk: a UUID5, the same every time (idempotent re-ingestion):
-    ``uuid5(POOLQ_NAMESPACE, json.dumps([doc_id, chunk_index]))`` (JSON keeps the pair
+    ``uuid5(POINT_ID_NAMESPACE, json.dumps([doc_id, chunk_index]))`` (JSON keeps the pair
     unambiguous whatever characters the document id holds), computed as RFC 4122 defines it
     without building a ``uuid.UUID`` (a worker makes one per chunk)."""
     if type(chunk_index) is not int or chunk_index < 0:

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from poolq.sinks.folder_lock import hold_folder
+from poolq.sinks.store.errors import is_transient
 from poolq.sinks.store.heap import keep_freed_memory
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
@@ -34,6 +35,7 @@ from poolq.worker.config.event_loop import event_loop_policy
 from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
 from poolq.worker.engine.execution.thread_names import named
+from poolq.worker.engine.process_options import process_options_set
 from poolq.worker.observability import metrics
 from poolq.worker.observability.job_outcomes import named as labelled
 from poolq.worker.observability.series import SeriesWriter
@@ -122,11 +124,17 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 def worker_kwargs(settings: Settings) -> dict[str, Any]:
     return {
         "functions": [
-            guarded_function(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries),
+            guarded_function(
+                ingest,
+                name=constants.INGEST_JOB,
+                max_tries=settings.max_tries,
+                transient=is_transient,
+            ),
             guarded_function(
                 reindex,
                 name=constants.REINDEX_JOB,
                 max_tries=REINDEX_MAX_TRIES,
+                transient=is_transient,
                 timeout=settings.reindex_timeout_s,
             ),
             guarded_function(rejected_payload, name=REJECTED_JOB, max_tries=1),
@@ -170,7 +178,12 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
 
 def run_worker(settings: Settings, *, burst: bool = False) -> None:
     """``poolq worker``: a :class:`PoolqWorker` with :func:`worker_kwargs`, on the event loop ``settings.event_loop`` chooses (``config/event_loop.py``)."""
-    with event_loop_policy(settings.event_loop) as loop:
+    with (
+        process_options_set(  # every model load of the worker follows them
+            backend=settings.backend, auto_bf16=settings.auto_bf16, cache_dir=settings.cache_dir
+        ),
+        event_loop_policy(settings.event_loop) as loop,
+    ):
         log.info("event loop: %s", loop)
         PoolqWorker(burst=burst, **worker_kwargs(settings)).run()
 

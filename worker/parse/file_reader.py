@@ -34,7 +34,7 @@ from poolq.worker.fetch.errors import FetchError, ObjectGone, StoreUnavailable
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.layout import file_hash, parsed_document
 from poolq.worker.parse.limits import ParseLimits
-from poolq.worker.parse.sandbox import DEFAULT_PARSE_WORKERS, ParsePool
+from poolq.worker.parse.sandbox import ParsePool
 
 if TYPE_CHECKING:
     from poolq.worker.fetch.fetcher import Fetcher
@@ -136,6 +136,8 @@ class ReaderSettings(Protocol):
     @property
     def parse_memory_mb(self) -> int: ...
     @property
+    def parse_child(self) -> str | None: ...
+    @property
     def max_file_bytes(self) -> int: ...
     @property
     def source_roots(self) -> str | None: ...
@@ -184,7 +186,7 @@ class FileReader:
         )  # fmt: skip
         roots, uris = allowed(settings, scheduled)
         return cls(
-            ParsePool(settings.parse_workers or DEFAULT_PARSE_WORKERS, limits), roots=roots,
+            ParsePool(settings.parse_workers, limits, settings.parse_child), roots=roots,
             uris=uris, max_file_bytes=settings.max_file_bytes, retry_s=settings.source_retry_s,
             http_timeout_s=settings.http_timeout_s,
         )  # fmt: skip

@@ -74,10 +74,10 @@ def direct_start(
     report_quality: bool,
 ) -> DirectStart | None:
     """The torch-free run of this ``poolq encode``, when it may run that way (module doc)."""
-    from poolq.worker.engine.openvino.backend import backend_setting
+    from poolq.worker.engine.process_options import process_options
 
     try:
-        if backend_setting() != "openvino":
+        if process_options().backend != "openvino":
             return None
     except ValueError:
         return None  # the full start reports the bad setting
@@ -135,7 +135,7 @@ def run_direct(
         explicit_threads,
     )
 
-    explicit = explicit_threads(threads)  # a bad POOLQ_THREADS fails before anything loads
+    explicit = explicit_threads(threads)  # a bad OMP_NUM_THREADS fails before anything loads
     probe = StartProbe.start()
     if not input_path.is_file():
         raise FileNotFoundError(f"input file {str(input_path)!r} does not exist")

@@ -27,7 +27,7 @@ class ParseRuntime:
     jobs_retried: int = 0
     files_parsed: int = 0
     redis: Any = None
-    admission: Any = None  # parse jobs are taken by count (max_jobs), not by engine capacity
+    admission: Any = None  # parse jobs are taken by count (parse_max_jobs), not engine capacity
     run_locks: Any = None
 
     @classmethod

@@ -92,9 +92,10 @@ def lazy_start(
 ) -> LazyWeights | None:
     """Weights read on demand when backend ``openvino`` runs this model; else None (the loader
     reads them whole and builds the torch encoder)."""
-    from poolq.worker.engine.openvino.backend import backend_setting, why_not
+    from poolq.worker.engine.openvino.backend import why_not
+    from poolq.worker.engine.process_options import process_options
 
-    if backend_setting() != "openvino" or why_not(desc, device, precision) is not None:
+    if process_options().backend != "openvino" or why_not(desc, device, precision) is not None:
         return None
     return lazy_weights(path)
 
