@@ -96,7 +96,6 @@ class Settings:
         return f"Settings({', '.join(shown)})"
 
 
-
 SETTING_NAMES = tuple(f.name for f in fields(Settings) if f.name in VARIABLES)
 
 
