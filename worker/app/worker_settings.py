@@ -34,10 +34,10 @@ from poolq.worker.app.shutdown_steps import cancel_tasks, close_board, final_hea
 from poolq.worker.config.event_loop import event_loop_policy
 from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
-from poolq.worker.engine.execution.thread_names import named
+from poolq.worker.engine.execution.thread_names import thread_initializer
 from poolq.worker.engine.process_options import process_options_set
 from poolq.worker.observability import metrics
-from poolq.worker.observability.job_outcomes import named as labelled
+from poolq.worker.observability.job_outcomes import labelled
 from poolq.worker.observability.series import SeriesWriter
 from poolq.worker.reliability.arq_overrides import (
     NotAPoolqWorkerError,
@@ -77,7 +77,9 @@ async def startup(ctx: dict[str, Any]) -> None:
     keep_freed_memory()  # upsert buffers reuse their pages (sinks/store/heap.py)
     # asyncio.to_thread's threads (chunking, ...) named for the OS, as the others are
     asyncio.get_running_loop().set_default_executor(
-        ThreadPoolExecutor(thread_name_prefix="poolq-io", initializer=named("poolq-io"))
+        ThreadPoolExecutor(
+            thread_name_prefix="poolq-io", initializer=thread_initializer("poolq-io")
+        )
     )
     if not settings.qdrant_url and "writer" not in ctx:
         # one worker per embedded folder, before any model loads (`poolq worker` took it
@@ -102,7 +104,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["metrics"] = metrics.start(ctx)  # None unless settings.metrics_port is set
     # everything start-up built (models, tokenizers, modules: ~280k objects) lives as long as the
     # process: out of the cyclic collector's sight, each full collection scans only what jobs
-    # allocate (one scanning it all took 120-250 ms of a thread mid-run, bench_host_path)
+    # allocate, not all of it (which stalled a thread mid-run: benchmarks/bench_host_path.py)
     gc.collect()
     gc.freeze()
     log.info("worker %s ready: models %s", rt.worker_id, ", ".join(settings.profile.models))

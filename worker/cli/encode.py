@@ -10,7 +10,7 @@ import typer
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import fail, setting_option
 
-# engine/description.py PRECISIONS, spelled out here: this module must not import the engine
+# engine/checkpoints/description.py PRECISIONS, spelled out here: this module must not import the engine
 DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
 # the settings `poolq encode` reads (file: POOLQ_CONFIG's [worker] table; environment; flags)
 ENCODE_SETTINGS = ("backend", "threads", "device", "max_batch_tokens", "auto_bf16", "cache_dir")

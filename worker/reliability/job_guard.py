@@ -34,7 +34,7 @@ from poolq.wire import constants
 from poolq.wire.cancel import JobCancelledError, add_cancelled, cancel_key
 from poolq.wire.placement import retry_defer_ms
 from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
-from poolq.worker.observability.job_outcomes import named
+from poolq.worker.observability.job_outcomes import labelled
 from poolq.worker.reliability import dead_letter, job_records
 from poolq.worker.reliability.deadlines import JobClock, JobDeadlineError, run_with_deadlines
 from poolq.worker.reliability.run_lock import RunLocks
@@ -83,8 +83,8 @@ def guarded_function(
 ) -> Function:
     """``fn`` guarded (:func:`guarded`) as arq's job function ``name`` (``arq.worker.func``, with
     its other options, ``timeout`` say), labelled ``name`` for the job outcome metrics
-    (``job_outcomes.named``)."""
-    run = named(guarded(fn, name=name, max_tries=max_tries, transient=transient), name)
+    (``job_outcomes.labelled``)."""
+    run = labelled(guarded(fn, name=name, max_tries=max_tries, transient=transient), name)
     return func(run, name=name, max_tries=max_tries, **arq_options)
 
 

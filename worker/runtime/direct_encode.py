@@ -11,7 +11,7 @@ poolers. When everything the run needs is already on disk, this module runs it w
 * a run asking for nothing more: ``--task embed`` only, no ``--dimensions``, no
   ``--report-quality``, the CPU, a prompt the model has.
 
-Anything else (:func:`direct_start` returns None) loads the model as before
+Anything else (:func:`direct_start` returns None) loads the whole model
 (``offline_encode.py``). The run: lines read in blocks of ``BLOCK_LINES``, tokenized (the same
 tokenizer and truncation), cut into the engine's length buckets (``openvino/buckets.py``, over
 the whole block: fuller buckets than a scheduler batch), run on the compiled model's streams,

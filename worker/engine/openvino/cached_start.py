@@ -6,7 +6,7 @@ so building the poolers reads their heads only (a SPLADE MLM head, ColBERT's pro
 classifier) and never the backbone. Then :func:`cached_encoder`: when the converted fp32 model
 is cached (``cache.py``), the encoder is an :class:`UnbuiltEncoder` that ``apply_backend``
 replaces by the compiled model; else the loader reads the weights whole and builds the torch
-encoder to convert, as before. ``auto`` always builds it: it compares with torch, and may keep
+encoder to convert. ``auto`` always builds it: it compares with torch, and may keep
 it.
 
 :class:`LazyWeights` has the names :func:`checkpoint.load_weights` gives (legacy LayerNorm names
