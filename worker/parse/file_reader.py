@@ -23,7 +23,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from poolq.wire.backoff import Backoff
 from poolq.wire.documents import Document, DocumentError, validate_document
@@ -105,11 +105,8 @@ class Parsed:
         return validate_document(self.raw, 0)
 
 
-@dataclass(frozen=True)
 class SameBytes:
     """The file's bytes hash as the collection's copy (``file_hash``): not parsed again."""
-
-    hashed: str
 
 
 def _why(e: Exception) -> str:
@@ -126,31 +123,8 @@ def _code(e: Exception) -> ErrorCode:
     return code if isinstance(code, ErrorCode) else ErrorCode.BAD_REQUEST
 
 
-class ReaderSettings(Protocol):
-    """What a reader is opened with: the same names in the parse and the encode settings."""
-
-    @property
-    def parse_workers(self) -> int | None: ...
-    @property
-    def parse_timeout_s(self) -> float: ...
-    @property
-    def parse_memory_mb(self) -> int: ...
-    @property
-    def parse_child(self) -> str | None: ...
-    @property
-    def max_file_bytes(self) -> int: ...
-    @property
-    def source_roots(self) -> str | None: ...
-    @property
-    def source_uris(self) -> str | None: ...
-    @property
-    def source_retry_s(self) -> float: ...
-    @property
-    def http_timeout_s(self) -> float: ...
-
-
 def allowed(
-    settings: ReaderSettings, scheduled: Sequence[str] = ()
+    settings: Any, scheduled: Sequence[str] = ()
 ) -> tuple[tuple[Path, ...], tuple[str, ...]]:
     """The folders (resolved) and the URI prefixes a worker may read: its ``source_roots`` and
     ``source_uris``, and the sources its own config schedules (``scheduled``: folders, files
@@ -177,8 +151,11 @@ class FileReader:
         self._fetcher: Fetcher | None = None
 
     @classmethod
-    def open(cls, settings: ReaderSettings, *, scheduled: Sequence[str] = ()) -> FileReader:
-        """A reader with parse children of its own, as ``settings`` say (``scheduled``: see
+    def open(cls, settings: Any, *, scheduled: Sequence[str] = ()) -> FileReader:
+        """A reader with parse children of its own, as a role's ``settings`` say (the parse
+        and the encode settings share the names: ``parse_workers``, ``parse_timeout_s``,
+        ``parse_memory_mb``, ``parse_child``, ``max_file_bytes``, ``source_roots``,
+        ``source_uris``, ``source_retry_s``, ``http_timeout_s``; ``scheduled``: see
         :func:`allowed`)."""
         limits = ParseLimits(
             max_file_bytes=settings.max_file_bytes, timeout_s=settings.parse_timeout_s,
@@ -232,7 +209,7 @@ class FileReader:
             return DocumentError(f.id, field, f"{f.source}: {_why(e)}", _code(e))
         hashed = file_hash(data)
         if known_hash is not None and hashed == known_hash:
-            return SameBytes(hashed)
+            return SameBytes()
         try:
             parsed = await self.pool.parse(data, f.source)
         except ParseError as e:
