@@ -101,6 +101,7 @@ def pipeline_runtime(batch_points: int):
         vectorizer=SimpleNamespace(
             chunk_many=lambda texts: [[Chunk(0, t, 0, len(t))] for t in texts],
             chunk_parsed_many=None,
+            chunker=SimpleNamespace(counters=[]),
             encode=encode,
             model_ids=lambda: {},
             version="v",
