@@ -15,6 +15,7 @@ from poolq.worker.chunks.context import CONTEXT_TOKENS
 from poolq.worker.parse.blocks import Block, ParsedDocument
 from poolq.worker.parse.layout import text_and_layout
 from poolq.worker.runtime import pipeline
+from poolq.worker.runtime.vectorizer import Encoded
 from tests.models import minilm_path
 
 TOK = Tokenizer.from_file(str(minilm_path() / "tokenizer.json"))
@@ -28,7 +29,7 @@ def runtime(sent: list[tuple[str, object]]) -> SimpleNamespace:
     async def encode(texts, ids, *, encodings=None, on_queued=None, **kwargs):
         on_queued()
         sent.extend(zip(texts, encodings or [None] * len(texts), strict=True))
-        return [{} for _ in texts]
+        return [Encoded({}) for _ in texts]
 
     async def write(collection, points, *, replace_docs):
         return len(points)
@@ -41,6 +42,7 @@ def runtime(sent: list[tuple[str, object]]) -> SimpleNamespace:
             encode=encode,
             model_ids=lambda: {},
             version="v",
+            label_readers={},
         ),
         writer=SimpleNamespace(batch_points=16, write=write),
         redis=None,

@@ -34,6 +34,7 @@ from poolq.worker.chunks.sections import chunk_documents
 from poolq.worker.engine.batching.lanes import Lane
 from poolq.worker.runtime.collection_fields import metadata_fields, record_fields
 from poolq.worker.runtime.job_progress import JobProgress
+from poolq.worker.runtime.vectorizer import Encoded
 from poolq.worker.runtime.worker_runtime import Runtime
 
 log = logging.getLogger("poolq.jobs")
@@ -189,13 +190,15 @@ def _points(
             errors.append(DocumentError(doc.id, "text", message, error_code(failed)))
             continue
         replace_docs[doc.id] = len(chunks)
+        done = [v for v in vectors if isinstance(v, Encoded)]
         points += document_points(
             doc,
             chunks,
-            [v for v in vectors if isinstance(v, dict)],
+            [v.vectors for v in done],
             models=models,
             ingested_at=now,
             profile_version=rt.vectorizer.version,
+            labels=[v.labels for v in done] if rt.vectorizer.label_readers else None,
         )
     return points, replace_docs, errors
 
