@@ -20,7 +20,7 @@ def test_explicit_count_wins_no_governor_and_the_count_comes_back(monkeypatch):
     before = torch.get_num_threads()
     probe = CpuProbe.start()
     with probe.applied(3, 0.1) as budget:
-        assert (budget.threads, budget.source) == (3, "--threads")
+        assert (budget.threads, budget.source) == (3, "threads")
         assert torch.get_num_threads() == 3 and cpu_threads._GOVERNOR is None
     assert torch.get_num_threads() == before
     monkeypatch.setenv("POOLQ_THREADS", "1")
