@@ -23,9 +23,9 @@ from poolq.ingest.job_index import (
 from poolq.ingest.job_progress import WaitProgress, read_progress, wait_jobs
 from poolq.ingest.outage import RedisOutage, ride_out
 from poolq.ingest.search_call import search_via_workers
-from poolq.ingest.workers_alive import live_workers
 from poolq.wire import constants
 from poolq.wire.dead_letters import entries
+from poolq.wire.live_workers import live_workers
 from poolq.wire.records.dead_letter import DeadLetter
 from poolq.wire.records.heartbeat import Heartbeat
 from poolq.wire.records.progress import JobProgressRecord
@@ -228,7 +228,7 @@ class ClientReads:
         return await ride_out(lambda: self._status(job_ids, limit), self.outage(), on_outage)
 
     async def _status(self, job_ids: Sequence[str] | None, limit: int) -> StatusReport:
-        from poolq.ingest.job_index import worker_records
+        from poolq.wire.live_workers import worker_records
 
         now = self._clock()
         workers, last_seen = await worker_records(self.redis, now=now)
@@ -271,6 +271,7 @@ class ClientReads:
         candidates: int | None = None,
         group_by: str | None = "doc_id",
         group_size: int = DEFAULT_GROUP_SIZE,
+        reranker: bool = True,
         timeout_s: float = 30.0,
     ) -> SearchResult:
         """Search ``collection`` through a running worker (which encodes the query with the
@@ -281,13 +282,17 @@ class ClientReads:
         up to ``group_size - 1`` of its other matching chunks in ``hit.chunks``;
         ``group_by=None`` returns the chunks themselves, several of one document if they match.
 
+        Where the collection's profile names a reranker (``[reranker]``), it re-scores the
+        candidates and ``hit.score`` is its score (``result.reranker``, ``result.rerank_s``);
+        ``reranker=False`` skips it.
+
         Raises :class:`SearchError` for a request the worker refuses (unknown collection, bad
         filter, mode the collection cannot run), :class:`NoWorkerError` (a ``TimeoutError``) at
         once when no worker is running on this Redis, and ``TimeoutError`` when a live worker
         does not answer within ``timeout_s``."""
         request = SearchRequest(
             collection, mode, limit, tuple(filters), score_threshold, fusion, candidates,
-            group_by, group_size,
+            group_by, group_size, reranker,
         )  # fmt: skip
         return await search_via_workers(self.redis, self.redis_url, query, request, timeout_s)
 
@@ -299,7 +304,7 @@ class ClientReads:
     async def workers(self) -> list[Heartbeat]:
         """The heartbeats of the workers seen lately (stopped ones while their final heartbeat
         lasts), by worker id: found from the workers' last-seen set, without a SCAN."""
-        from poolq.ingest.job_index import worker_records
+        from poolq.wire.live_workers import worker_records
 
         records, _ = await worker_records(self.redis, now=self._clock())
         return records

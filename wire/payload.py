@@ -33,7 +33,11 @@ PAGE_END: Final = "page_end"
 HEADINGS: Final = "headings"  # the chunk's heading path, outermost first
 FILE_HASH: Final = "file_hash"  # sha256 of the file's bytes:parser version (a reindex skips it)
 
-# every key of a payload, in the order build_payload writes them
+# labels name -> {"label", "score"} (a list of them for a multi-label classifier), written
+# only by a profile that names classifiers ([labels]): payloads without them stay as they were
+LABELS: Final = "labels"
+
+# every key of a payload, in the order build_payload writes them (and LABELS last, where given)
 PAYLOAD_FIELDS: Final = (
     DOC_ID,
     CHUNK_INDEX,
@@ -65,7 +69,7 @@ TEXT_MIME: Final = "text/plain"  # the type of a document sent as text
 TOP_LEVEL_FIELDS: Final = frozenset(PAYLOAD_FIELDS) - {METADATA}
 
 # top-level fields holding an object: a filter key ``models.<name>`` is a path inside it
-OBJECT_FIELDS: Final = frozenset({METADATA, MODELS})
+OBJECT_FIELDS: Final = frozenset({METADATA, MODELS, LABELS})
 
 
 def build_payload(
@@ -90,9 +94,11 @@ def build_payload(
     page_end: int | None = None,
     headings: tuple[str, ...] | list[str] = (),
     file_hash: str | None = None,
+    labels: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The payload of one chunk's point (``models`` is copied into a plain dict)."""
-    return {
+    """The payload of one chunk's point (``models`` is copied into a plain dict; ``labels``,
+    where the profile names classifiers, goes last)."""
+    payload = {
         DOC_ID: doc_id,
         CHUNK_INDEX: chunk_index,
         CHUNK_COUNT: chunk_count,
@@ -114,3 +120,6 @@ def build_payload(
         HEADINGS: list(headings),
         FILE_HASH: file_hash,
     }
+    if labels is not None:
+        payload[LABELS] = dict(labels)
+    return payload

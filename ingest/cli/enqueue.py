@@ -1,5 +1,5 @@
 """``poolq enqueue``: documents from a JSONL file, the files of a folder (PDF, HTML, DOCX,
-PPTX, EPUB, Markdown, text: parsed by the workers), the objects of a store's prefix or a file of
+PPTX, EPUB, Markdown, text: parsed by the workers), the objects of a bucket's prefix or a file of
 URLs (``enqueue_uris.py``: fetched by the workers), as jobs.
 
 Everything is checked before anything is enqueued: ``--job-size`` against the workers' limit of
@@ -24,10 +24,10 @@ from poolq.ingest.cli.enqueue_input import Prepared, prepare
 from poolq.ingest.cli.enqueue_uris import ListingError, prepare_prefix, prepare_urls
 from poolq.ingest.cli.enqueue_wait import ProgressBar, summarize, summary_line
 from poolq.ingest.client import PoolqClient
-from poolq.ingest.job_plan import JOB_ENVELOPE_BYTES, Limits
 from poolq.ingest.outage import outage_limit_s
 from poolq.ingest.priority import check_priority, job_priority
 from poolq.wire.connection import RedisUnavailableError
+from poolq.wire.job_plan import Limits, split_jobs
 from poolq.wire.sources import FolderFile
 from poolq.wire.uris import UriError
 
@@ -72,7 +72,7 @@ class Args:
     priority: str = "auto"
     redis_outage_limit_s: float | None = None
     max_file_bytes: int | None = None  # None: the workers' limit (constants.MAX_FILE_BYTES)
-    uri: str | None = None  # a store's prefix or one object's URI (then input_path is unused)
+    uri: str | None = None  # a bucket's prefix or one object's URI (then input_path is unused)
     urls: bool = False  # input_path holds one URL a line
 
     @property
@@ -141,15 +141,9 @@ async def send_files(
 ) -> None:
     """A folder's files as parse jobs of at most ``--job-size`` files within the payload
     limit, each file read just before its job is enqueued (memory: one job's files)."""
-    budget = limits.max_job_bytes - JOB_ENVELOPE_BYTES - FILE_ENVELOPE_BYTES * a.job_size
-    batches: list[list[FolderFile]] = [[]]
-    used = 0
-    for f in files:
-        if batches[-1] and (len(batches[-1]) >= a.job_size or used + f.size > budget):
-            batches.append([])
-            used = 0
-        batches[-1].append(f)
-        used += f.size
+    sizes = [f.size + FILE_ENVELOPE_BYTES for f in files]
+    budget = limits.job_budget(a.collection)
+    batches = split_jobs(files, sizes, max_items=a.job_size, budget=budget)
     lane = job_priority(a.priority, len(batches))
     for batch in batches:
         docs = []
