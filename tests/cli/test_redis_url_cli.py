@@ -1,15 +1,17 @@
 """Every client command answers a Redis URL it cannot use, a host that does not exist and a Redis
-that is down with one line, in seconds, naming where the URL came from or host:port."""
+that is down with one line, in seconds, naming where the URL came from or host:port: the URL
+refused before any connection, the others by the connect itself (the system's answer, or the
+client's connect deadline), never by riding out an outage."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
+from poolq.wire.connection import CLIENT_CONNECT_DEADLINE_S
 from poolq.worker.dev.local_redis import free_port
 
 pytestmark = pytest.mark.slow  # the CLI in subprocesses
@@ -27,13 +29,11 @@ def commands(tmp_path):
     }
 
 
-def poolq(args, env=None):
-    t0 = time.monotonic()
-    out = subprocess.run(
+def poolq(args, env=None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "poolq.worker", *args], capture_output=True, text=True, timeout=60,
         env={**os.environ, **(env or {})},
     )  # fmt: skip
-    return out, time.monotonic() - t0
 
 
 def one_line(out, name):
@@ -47,27 +47,27 @@ def one_line(out, name):
 
 def test_a_url_that_is_not_redis_names_its_origin(tmp_path):
     for name, args in commands(tmp_path).items():
-        out, elapsed = poolq([*args, "--redis-url", "http://:s3cret@localhost:6379/0"])
+        out = poolq([*args, "--redis-url", "http://:s3cret@localhost:6379/0"])
         line = one_line(out, name)
         assert "--redis-url" in line and "redis://" in line and "s3cret" not in line, line
-        assert elapsed < 10
-        out, _ = poolq(args, env={"POOLQ_REDIS_URL": "localhost:6379"})
+        assert "not reachable" not in line  # the URL refused as it is: nothing connected
+        out = poolq(args, env={"POOLQ_REDIS_URL": "localhost:6379"})
         assert "POOLQ_REDIS_URL" in one_line(out, name)
-        out, _ = poolq([*args, "--redis-url", "redis://localhost:notaport/0"])
+        out = poolq([*args, "--redis-url", "redis://localhost:notaport/0"])
         assert "--redis-url" in one_line(out, name) and "port" in out.stderr
 
 
 def test_a_host_that_does_not_exist_and_a_redis_that_is_down(tmp_path):
     port = free_port()
-    times = {}
+    by_deadline = f"no answer within {CLIENT_CONNECT_DEADLINE_S:g}s"
     for name, args in commands(tmp_path).items():
-        out, times[f"{name} bad host"] = poolq(
-            [*args, "--redis-url", "redis://no-such-host.invalid:6379/0"]
-        )
-        assert "no-such-host.invalid:6379" in one_line(out, name)
-        out, times[f"{name} Redis down"] = poolq(
-            [*args, "--redis-url", f"redis://127.0.0.1:{port}/0"]
-        )
-        assert f"127.0.0.1:{port}" in one_line(out, name)
-    print({k: round(v, 2) for k, v in times.items()})
-    assert max(times.values()) < 10, times
+        out = poolq([*args, "--redis-url", "redis://no-such-host.invalid:6379/0"])
+        line = one_line(out, name)
+        # refused by the connect: the resolver's answer, or the connect deadline (a resolver
+        # that does not answer), not after an outage was waited out ("has not been reachable")
+        assert "Redis is not reachable at no-such-host.invalid:6379 (" in line, line
+        assert ": Error -" in line or by_deadline in line, line
+        out = poolq([*args, "--redis-url", f"redis://127.0.0.1:{port}/0"])
+        line = one_line(out, name)
+        assert f"Redis is not reachable at 127.0.0.1:{port} (" in line, line
+        assert ": Error 111 " in line, line  # the system refused the connection: no wait

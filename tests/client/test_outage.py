@@ -7,6 +7,7 @@ the same port and folder; no worker (the test records the job's end as a worker 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -64,8 +65,8 @@ async def test_wait_rides_out_a_restart_and_shows_the_outage(redis_server):
         (job_id,) = await client.enqueue("docs", [{"id": "a", "text": "x"}])
         waiting = asyncio.ensure_future(client.wait([job_id], on_progress=seen.append))
         await asyncio.sleep(0.5)
+        t_down = time.monotonic()  # (before: no try can fail earlier than this)
         redis_server.stop(kill=True)
-        t_down = time.monotonic()
         await asyncio.sleep(6)  # (tries at about 0, 0.4, 1, 2, 3.8, 5.6 s: the backoff)
         assert not waiting.done()
         redis_server.start()
@@ -76,8 +77,9 @@ async def test_wait_rides_out_a_restart_and_shows_the_outage(redis_server):
         (outcome,) = await asyncio.wait_for(waiting, 30)
     assert outcome.status == "done" and outcome.result == RESULT
     down = [p.redis_down_s for p in seen if p.redis_down_s is not None]
-    assert len(down) >= 3 and down == sorted(down)
-    assert 3.0 <= down[-1] <= time.monotonic() - t_down
+    # reported on each try, growing through the outage, never longer than the one made here
+    assert len(down) >= 3 and down == sorted(down) and down[0] < down[-1]
+    assert down[-1] <= time.monotonic() - t_down
     assert seen[-1].redis_down_s is None and seen[-1].finished == 1
 
 
@@ -85,15 +87,16 @@ async def test_wait_gives_up_after_the_limit_with_one_line(redis_server):
     async with PoolqClient(redis_server.url, redis_outage_limit_s=2) as client:
         (job_id,) = await client.enqueue("docs", [{"id": "a", "text": "x"}])
         redis_server.stop(kill=True)
-        t0 = time.monotonic()
         with pytest.raises(RedisUnavailableError) as e:
             await client.wait([job_id])
-        seconds = time.monotonic() - t0
         redis_server.start()
-    assert 2.0 <= seconds < 8, seconds
     message = str(e.value)
-    assert message.startswith(f"Redis at 127.0.0.1:{redis_server.port} has not been reachable for ")
-    assert "(redis_outage_limit_s 2)" in message and "\n" not in message
+    # given up by the limit, once Redis had been down that long (when it gives up, and that it
+    # never waits past the limit: the fake clock above)
+    down = re.match(rf"Redis at 127\.0\.0\.1:{redis_server.port} has not been reachable for "
+                    r"([\d.]+)s \(redis_outage_limit_s 2\)", message)  # fmt: skip
+    assert down and float(down.group(1)) >= 2.0, message
+    assert "\n" not in message
 
 
 async def test_status_rides_out_a_restart(redis_server):

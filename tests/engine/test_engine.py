@@ -153,14 +153,11 @@ async def test_a_query_does_not_wait_for_the_ingestion_batch_running(minilm_mode
         bulk = asyncio.create_task(engine.encode(bulk_texts, ["embed"]))
         while engine.scheduler.queued_requests or not engine.groups.busy:
             await asyncio.sleep(0.001)  # the one bulk batch is cut and running
-        t0 = time.perf_counter()
         query = await engine.encode_one("what is topic 3?", ["embed"], lane=Lane.QUERY)
-        waited = time.perf_counter() - t0
         assert engine.stats.batches == 0, "the query waited for the bulk batch"
         assert engine.query_stats.batches == 1
         results = await bulk
     assert query.tensor("embed").shape == (384,) and len(results) == 1500
-    assert waited < 2.0
 
 
 async def test_a_caller_waiting_its_turn_counts_as_moving(minilm_model):

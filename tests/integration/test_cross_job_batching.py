@@ -1,4 +1,6 @@
-"""Many small concurrent jobs share engine batches (continuous batching across jobs)."""
+"""Many small concurrent jobs share engine batches (continuous batching across jobs), by the
+engine's own counters; that they therefore end sooner is measured by
+benchmarks/bench_cross_job.py."""
 
 import asyncio
 import time
@@ -57,13 +59,9 @@ def test_concurrent_jobs_share_batches(redis_server, tmp_path):
 
         asyncio.run(one_at_a_time())  # warm-up round: collection creation, first-batch costs
         before = engine_stats(worker, 20)
-        t0 = time.perf_counter()
         asyncio.run(one_at_a_time())
-        t_seq = time.perf_counter() - t0
         seq = engine_stats(worker, 40)
-        t0 = time.perf_counter()
         outcomes = asyncio.run(all_at_once())
-        t_conc = time.perf_counter() - t0
         conc = engine_stats(worker, 60)
     assert all(o.status == "done" for o in outcomes)
 
@@ -73,11 +71,11 @@ def test_concurrent_jobs_share_batches(redis_server, tmp_path):
     seq_mean, conc_mean = mean_tokens(before, seq), mean_tokens(seq, conc)
     multi = conc["multi_group_batches"] - seq["multi_group_batches"]
     print(
-        f"one at a time: {t_seq:.2f}s, {seq_mean:.0f} tokens/batch; concurrent: {t_conc:.2f}s, {conc_mean:.0f} tokens/batch, {multi} multi-job batches"
+        f"one at a time: {seq_mean:.0f} tokens/batch; concurrent: {conc_mean:.0f} tokens/batch, "
+        f"{multi} multi-job batches"
     )
     assert seq["multi_group_batches"] == before["multi_group_batches"], (
         "one job at a time never mixes jobs"
     )
     assert multi >= 1, "batches hold requests from several jobs"
     assert conc_mean >= 5 * seq_mean
-    assert t_conc < t_seq

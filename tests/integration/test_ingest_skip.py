@@ -82,6 +82,7 @@ def test_first_ingest_writes_everything_and_publishes_its_progress(env):
             time.sleep(0.05)
 
     t = threading.Thread(target=watch)
+    started = int(time.time())  # (the record's times are whole seconds)
     t.start()
     try:
 
@@ -102,7 +103,7 @@ def test_first_ingest_writes_everything_and_publishes_its_progress(env):
     final, ttl = progress_of(server.url, job_id)
     # the dashboard's: time in each stage, and when the record was last written
     stages = {k: final.pop(k) for k in ("chunk_ms", "encode_ms", "write_ms", "updated_at")}
-    assert stages["encode_ms"] > 0 and stages["updated_at"] > time.time() - 900
+    assert stages["encode_ms"] > 0 and started <= stages["updated_at"] <= time.time()
     assert final == {
         "documents": N_DOCS,
         "done": N_DOCS,
@@ -159,7 +160,7 @@ def test_re_enqueueing_unchanged_documents_costs_no_model_work_and_no_writes(env
     assert after["points_written"] == before["points_written"]
     progress, _ = progress_of(server.url, job_id)
     assert progress["skipped"] == N_DOCS and progress["done"] == N_DOCS
-    assert seconds < 15
+    # (what skipping saves in time: benchmarks/bench_ingest_skip.py)
 
 
 def test_a_changed_document_is_re_encoded_and_the_rest_skipped(env):

@@ -1,5 +1,7 @@
 """``poolq worker`` in the first hour of a user: every start-up failure is one line in seconds
-(Redis down, a bad Redis or Qdrant URL, a second worker on the same embedded folder), the
+(Redis down, a bad Redis or Qdrant URL, a second worker on the same embedded folder: each
+refused by its check, before the models load, on the system's answer or the check's own
+deadline), the
 metrics server stays on loopback unless told otherwise, a running worker logs its reconnect
 attempts, and Ctrl-C drains, a second Ctrl-C stops at once with the running jobs back in the
 queue for another worker. Real redis-server and worker processes throughout."""
@@ -21,19 +23,25 @@ from arq.constants import in_progress_key_prefix
 
 from poolq.ingest.client import PoolqClient
 from poolq.wire import constants
+from poolq.wire.connection import CLIENT_CONNECT_DEADLINE_S
 from poolq.worker.dev.local_redis import free_port
 from poolq.worker.dev.local_worker import WorkerProcess
-from tests.integration.test_reliability import assert_exact, corpus, wait_running
+from tests.integration.test_reliability import (
+    assert_exact,
+    corpus,
+    wait_heartbeat_since,
+    wait_running,
+)
 
 pytestmark = pytest.mark.slow
 COLLECTION = "docs"
 
 
-def run_worker_cli(*args: str, timeout_s: float = 60) -> tuple[int, list[str], float]:
-    """``poolq worker ARGS`` as a user runs it: exit code, stderr lines, seconds taken."""
+def run_worker_cli(*args: str, timeout_s: float = 60) -> tuple[int, list[str]]:
+    """``poolq worker ARGS`` as a user runs it: exit code and stderr lines (a worker that got as
+    far as its engines logs their threads there first: one line is a refusal before that)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     env = {k: v for k, v in env.items() if not k.startswith("POOLQ_")}
-    t0 = time.monotonic()
     out = subprocess.run(
         [sys.executable, "-m", "poolq.worker", "worker", *args],
         capture_output=True,
@@ -41,40 +49,40 @@ def run_worker_cli(*args: str, timeout_s: float = 60) -> tuple[int, list[str], f
         timeout=timeout_s,
         env=env,
     )
-    seconds = time.monotonic() - t0
     lines = [line for line in out.stderr.splitlines() if line.strip()]
-    return out.returncode, lines, seconds
+    return out.returncode, lines
 
 
 def test_redis_down_at_start_fails_within_seconds_with_one_line(tmp_path):
     port = free_port()  # nothing listens there
     url = f"redis://:hunter2@127.0.0.1:{port}/0"
-    rc, lines, seconds = run_worker_cli("--redis-url", url, "--qdrant-path", str(tmp_path / "q"))
-    print(f"worker with Redis down: exit {rc} after {seconds:.2f}s: {lines}")
+    rc, lines = run_worker_cli("--redis-url", url, "--qdrant-path", str(tmp_path / "q"))
     assert rc != 0
-    assert seconds < 30
     assert len(lines) == 1, lines
     (line,) = lines
     assert line.startswith("poolq worker: error: ")
-    assert f"127.0.0.1:{port}" in line and "not reachable" in line
+    assert f"Redis is not reachable at 127.0.0.1:{port}: " in line
+    assert ": Error 111 " in line, line  # the system's refusal: no deadline waited out
     assert "hunter2" not in line
 
 
 def test_a_host_that_does_not_resolve_is_one_line_within_seconds(tmp_path):
-    rc, lines, seconds = run_worker_cli(
+    rc, lines = run_worker_cli(
         "--redis-url", "redis://no-such-host.invalid:6379", "--qdrant-path", str(tmp_path / "q")
     )
-    print(f"worker with an unknown Redis host: exit {rc} after {seconds:.2f}s: {lines}")
-    assert rc != 0 and seconds < 20
+    assert rc != 0
     assert len(lines) == 1, lines
-    assert "no-such-host.invalid:6379" in lines[0] and "not reachable" in lines[0]
+    assert "Redis is not reachable at no-such-host.invalid:6379: " in lines[0]
+    # the resolver's answer, or the probe's deadline (a resolver that does not answer)
+    by_deadline = f"no answer within {CLIENT_CONNECT_DEADLINE_S:g}s"
+    assert ": Error -" in lines[0] or by_deadline in lines[0], lines[0]
 
 
 def test_a_redis_url_of_another_scheme_is_one_line(tmp_path):
-    rc, lines, seconds = run_worker_cli(
+    rc, lines = run_worker_cli(
         "--redis-url", "http://user:pw@localhost:6379", "--qdrant-path", str(tmp_path / "q")
     )
-    assert rc != 0 and seconds < 20
+    assert rc != 0
     assert len(lines) == 1, lines
     assert (
         "expected a redis://, rediss:// or unix:// URL, got 'http://***@localhost:6379'"
@@ -84,28 +92,25 @@ def test_a_redis_url_of_another_scheme_is_one_line(tmp_path):
 
 
 def test_bad_qdrant_urls_are_one_line(redis_server):
-    rc, lines, seconds = run_worker_cli(
+    rc, lines = run_worker_cli(
         "--redis-url", redis_server.url, "--qdrant-url", "ftp://qdrant.example:6333"
     )
-    assert rc != 0 and seconds < 20 and len(lines) == 1, lines
+    assert rc != 0 and len(lines) == 1, lines
     assert "--qdrant-url" in lines[0] and "http://, https://, grpc:// or grpcs://" in lines[0]
     assert "ftp://qdrant.example:6333" in lines[0]
 
-    rc, lines, seconds = run_worker_cli(
+    rc, lines = run_worker_cli(
         "--redis-url", redis_server.url, "--qdrant-url", "http://no-such-host.invalid:6333"
     )
-    print(f"worker with an unknown Qdrant host: exit {rc} after {seconds:.2f}s: {lines}")
-    assert rc != 0 and seconds < 20 and len(lines) == 1, lines
+    assert rc != 0 and len(lines) == 1, lines
     # writes go over gRPC, on Qdrant's gRPC port of that host: the port probed
     assert "Qdrant is not reachable at no-such-host.invalid:6334" in lines[0]
 
     port = free_port()  # nothing listens there
     for url in (f"grpc://127.0.0.1:{port}", f"http://127.0.0.1:{port}"):
         extra = ("--qdrant-transport", "rest") if url.startswith("http") else ()
-        rc, lines, seconds = run_worker_cli(
-            "--redis-url", redis_server.url, "--qdrant-url", url, *extra
-        )
-        assert rc != 0 and seconds < 20 and len(lines) == 1, lines
+        rc, lines = run_worker_cli("--redis-url", redis_server.url, "--qdrant-url", url, *extra)
+        assert rc != 0 and len(lines) == 1, lines
         assert f"Qdrant is not reachable at 127.0.0.1:{port}" in lines[0]
 
 
@@ -125,24 +130,16 @@ def test_a_second_worker_on_the_same_folder_is_refused_before_loading_models(
 ):
     qpath = tmp_path / "qdrant"
     metrics_port = free_port()
-    t0 = time.monotonic()
     first = WorkerProcess(redis_server.url, qpath, "--metrics-port", str(metrics_port)).start()
-    first_ready_s = time.monotonic() - t0
     try:
         # the metrics server listens on loopback only, by default
         assert _listening(metrics_port) == {"127.0.0.1"}
-        rc, lines, seconds = run_worker_cli(
-            "--redis-url", redis_server.url, "--qdrant-path", str(qpath)
-        )
-        print(
-            f"second worker on {qpath}: exit {rc} after {seconds:.2f}s "
-            f"(the first took {first_ready_s:.1f}s to load its models): {lines}"
-        )
+        rc, lines = run_worker_cli("--redis-url", redis_server.url, "--qdrant-path", str(qpath))
+        # its one line is all it printed: refused before its engines (and models) started
         assert rc != 0 and len(lines) == 1, lines
         assert first.proc is not None
         assert f"held by another worker (pid {first.proc.pid})" in lines[0]
         assert str(qpath) in lines[0]
-        assert seconds < first_ready_s / 2
         assert first.proc.poll() is None  # the first one is untouched
     finally:
         first.stop()
@@ -169,14 +166,15 @@ def test_a_running_worker_logs_each_reconnect_attempt_and_rides_out_the_outage(
         redis_server.stop()
         time.sleep(6)
         redis_server.start()
-        _wait_for(lambda: worker.stats()["seen_at"] > time.time() - 3, 60, "no heartbeat")
+        back_at = time.time()
+        wait_heartbeat_since(worker, back_at)
         assert worker.proc is not None and worker.proc.poll() is None
         log = _log(worker)
         attempts = re.findall(r"reconnect attempt (\d+), down for ([\d.]+)s", log)
         print(f"{len(attempts)} reconnect lines, e.g. {attempts[:3]} ... {attempts[-2:]}")
         assert len(attempts) >= 3, log[-3000:]
         waited = [float(s) for _, s in attempts]
-        assert max(waited) >= 3  # the time waited so far grows through the outage
+        assert waited == sorted(waited) and waited[-1] > waited[0]  # grows through the outage
         assert re.search(r"Redis at 127\.0\.0\.1:\d+ is back after [\d.]+s", log), log[-3000:]
     finally:
         worker.stop()
@@ -210,19 +208,17 @@ def test_ctrl_c_drains_and_a_second_ctrl_c_puts_the_running_job_back(redis_serve
     _wait_for(lambda: f"job {job_id} ingest try 1 started" in _log(a), 30, "job never started")
     assert a.proc is not None
     a.proc.send_signal(signal.SIGINT)
-    said = _wait_for(lambda: "draining" in _log(a), 5, "no draining line after Ctrl-C")
+    said = _wait_for(lambda: "draining" in _log(a), 60, "no draining line after Ctrl-C")
     line = next(x for x in _log(a).splitlines() if "draining" in x)
     print(f"draining logged {said:.2f}s after Ctrl-C: {line}")
     assert "1 job running" in line and "30s" in line
     time.sleep(1)
     assert a.proc.poll() is None  # still draining
-    t_second = time.monotonic()
     a.proc.send_signal(signal.SIGINT)
-    rc = a.proc.wait(30)
-    stopped_s = time.monotonic() - t_second
-    print(f"second Ctrl-C: exit {rc} after {stopped_s:.2f}s")
+    rc = a.proc.wait(60)  # (the drain's grace, 30 s, would also end it: the log says which did)
+    print(f"second Ctrl-C: exit {rc}")
     a.stop()
-    assert stopped_s < 15
+    assert "SIGINT again: stopping now; 1 running job goes back to the queue" in _log(a)
     r = redis_sync.Redis.from_url(redis_server.url)
     try:
         assert r.exists(in_progress_key_prefix + job_id) == 0  # another worker may take it now

@@ -30,6 +30,7 @@ from poolq.worker.reliability.job_guard import (
     is_transient_job_error,
     retry_delay,
 )
+from tests.support.redis_stats import command_calls
 
 
 def http_error(status: int) -> UnexpectedResponse:
@@ -132,12 +133,6 @@ async def redis(redis_server: LocalRedis) -> AsyncIterator[Redis]:
 async def dead_letters(redis: Redis) -> dict[str, dict[str, Any]]:
     raw = await redis.hgetall(constants.DEAD_LETTER_KEY)
     return {k.decode(): deserialize(v) for k, v in raw.items()}
-
-
-async def command_calls(redis: Redis) -> dict[str, int]:
-    """How many times the server ran each command since its stats were reset (failed ones too)."""
-    stats = await redis.info("commandstats")
-    return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
 
 
 async def test_a_job_is_listed_as_running_while_it_runs_and_not_after(redis: Redis) -> None:

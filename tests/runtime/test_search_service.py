@@ -29,6 +29,7 @@ from poolq.worker.runtime.search_service import (
     parse_search,
     result_reply,
 )
+from tests.support.redis_stats import command_calls
 
 NOW = 1_700_000_000.0
 REPLY_TO = constants.SEARCH_REPLY_PREFIX + "r-1"
@@ -234,12 +235,6 @@ async def test_dropped_requests_are_counted_and_never_searched(
     assert await svc._answer(raw) == (None, None)
     assert (svc.bad_requests, svc.dropped_expired) == (bad, expired)
     assert queries.calls == []
-
-
-async def command_calls(redis: Redis) -> dict[str, int]:
-    """How many times the server ran each command since its stats were reset."""
-    stats = await redis.info("commandstats")
-    return {k.removeprefix("cmdstat_"): v["calls"] for k, v in stats.items()}
 
 
 async def test_the_reply_is_pushed_onto_reply_to_which_expires(redis_server: LocalRedis) -> None:

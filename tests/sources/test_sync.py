@@ -102,6 +102,8 @@ def test_the_store_killed_and_restarted_mid_sync_every_object_lands_once(live):
             Bucket=BUCKET, Key=f"many/{i:03d}.md", Body=f"# Note {i}\n\nFact {i}.".encode()
         )
 
+    at_stop = []
+
     async def kill_and_restart(client):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -110,11 +112,14 @@ def test_the_store_killed_and_restarted_mid_sync_every_object_lands_once(live):
                 break
             await asyncio.sleep(0.02)
         server.stop()
+        at_stop.extend(await client.reindex_progress("many"))
         threading.Timer(3.0, server.start).start()
 
     first, _ = run(sync(url, "many/", "many", during=kill_and_restart))
     assert (first.new, first.errors) == (40, [])
-    assert first.seconds >= 2.5  # it waited for the store to come back
+    # the store went down mid-sync, objects still to fetch: it waited for the store to come back
+    (stopped,) = at_stop
+    assert stopped.state == "syncing" and stopped.fetched < first.fetched == 40, stopped
     again, _ = run(sync(url, "many/", "many"))
     assert (again.new, again.changed, again.unchanged, again.fetched) == (0, 0, 40, 0)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -35,18 +34,18 @@ def test_worker_with_rest_on_a_grpc_port_fails_fast(redis_url, endpoint, workdir
     worker = WorkerProcess(
         other_db, workdir / "rest", "--qdrant-transport", "rest", qdrant_url=rest_url(endpoint)
     )
-    t0 = time.monotonic()
     try:
         worker.start(ready_timeout_s=60)  # RuntimeError when the process exits first
         started = True
     except RuntimeError:
-        started = False
+        started = False  # it exited by itself, before a heartbeat
     finally:
         worker.stop()
     log = worker.log.read_text()
     assert not started, f"the worker started and reported ready:\n{log}"
-    assert time.monotonic() - t0 < 30
-    assert " ready:" not in log  # refused before the models load
+    # refused before the models load: its one line is all it logged (a worker that got as far
+    # as its engines logs their threads first, then " ready:")
+    assert len(log.strip().splitlines()) == 1 and " ready:" not in log, log
     assert_one_line_error(log, "worker", endpoint)
 
 
