@@ -69,7 +69,8 @@ demo: install
 BENCHMARKS := bench_encode_vs_st bench_ingest_vs_engine bench_store_scale eval_search bench_search_latency \
 	bench_cli_startup bench_startup int8_quality bench_cpu_peers bench_contention \
 	bench_reindex bench_status soak bench_export bench_host_path bench_architectures bench_ov_worker \
-	bench_parse bench_documents_e2e eval_documents bench_sources bench_dashboard
+	bench_parse bench_documents_e2e eval_documents bench_sources bench_dashboard bench_rerank \
+	bench_files_host bench_cross_job bench_ingest_skip
 bench: install
 	$(BIN)/python -m pip install -q -e '.[bench]'
 	@for b in $(BENCHMARKS); do echo "== benchmarks/$$b.py"; \

@@ -47,7 +47,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
     log.info(
         "parse worker %s ready: %d parse processes, %gs and %d MB a file",
-        rt.worker_id, settings.parse_workers, settings.parse_timeout_s, settings.parse_memory_mb,
+        rt.worker_id, rt.reader.pool.workers, settings.parse_timeout_s, settings.parse_memory_mb,
     )  # fmt: skip
 
 
