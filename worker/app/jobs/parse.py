@@ -9,7 +9,9 @@
 progress and one-run-at-a-time guarantee. A retry of the parse job enqueues nothing twice (arq
 refuses an id it holds). A file that cannot be read is this job's error, with its code
 (``encrypted``, ``corrupt``, ``no_text``, ``too_large``, ``parse_timeout``, ``unsupported``);
-the other files go on. The result is an :class:`IngestResult` with ``parsed``, ``pages`` and
+the other files go on; a page OCR could not read is an error of its own (field ``page N``) while
+the rest of its file lands, and each page OCR'd counts in the job's progress (``ocr_pages``).
+The result is an :class:`IngestResult` with ``parsed``, ``pages`` and
 ``next_jobs``, which :meth:`PoolqClient.wait` follows.
 """
 
@@ -19,6 +21,7 @@ import asyncio
 import os
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,13 +75,14 @@ async def parse(
 
     async def one(f: FileDocument) -> dict[str, Any] | DocumentError:
         async with room:
-            outcome = await _parse_one(rt, f)
+            outcome = await _parse_one(rt, f, lambda: progress.add(ocr_pages=1))
         if isinstance(outcome, DocumentError):
             progress.add(errors=1, done=1)
-        else:
-            progress.add(parsed=1, pages=outcome[1])
-            rt.files_parsed += 1
-        return outcome if isinstance(outcome, DocumentError) else outcome[0]
+            return outcome
+        progress.add(parsed=1, pages=outcome[1])
+        rt.files_parsed += 1
+        errors.extend(outcome[2])
+        return outcome[0]
 
     async with progress:
         outcomes = await asyncio.gather(*(one(f) for f in todo))
@@ -95,9 +99,10 @@ async def parse(
 
 
 async def _parse_one(
-    rt: ParseRuntime, f: FileDocument
-) -> tuple[dict[str, Any], int] | DocumentError:
-    """The ingest document of ``f`` and its pages, or its error (naming the file)."""
+    rt: ParseRuntime, f: FileDocument, on_page: Callable[[], None]
+) -> tuple[dict[str, Any], int, list[DocumentError]] | DocumentError:
+    """The ingest document of ``f``, its pages and its pages' errors, or its error (naming
+    the file). ``on_page()``: after each page OCR'd."""
     data = f.data
     if f.uri is not None:
         try:
@@ -111,13 +116,17 @@ async def _parse_one(
         except ParseError as e:
             return DocumentError(f.id, "path", f"{f.source}: {e.message}", e.code)
     try:
-        parsed = await rt.pool.parse(data, f.source)
+        parsed = await rt.pool.parse(data, f.source, on_page)
     except ParseError as e:
         return DocumentError(f.id, "file", f"{f.source}: {e.message}", e.code)
     doc = parsed_document(
         f.id, parsed, source=f.source, metadata=f.metadata, hashed=file_hash(data)
     )
-    return doc, parsed.pages or 0
+    lost = [
+        DocumentError(f.id, f"page {page}", f"{f.source}: {message}", ErrorCode(code))
+        for page, code, message in parsed.page_errors
+    ]
+    return doc, parsed.pages or 0, lost
 
 
 _FETCHERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
