@@ -6,7 +6,7 @@ comes back, as the worker does: the reads are tried again on the worker's reconn
 (:func:`~poolq.wire.connection.reconnect_backoff`: 0.1 s doubling up to 2 s) until Redis
 answers, and the client gives up only once Redis has been unreachable for
 ``redis_outage_limit_s`` (argument of :class:`PoolqClient`, else env
-``POOLQ_REDIS_OUTAGE_LIMIT_S``, else :data:`REDIS_OUTAGE_LIMIT_S`): then
+``POOLQ_REDIS_OUTAGE_LIMIT_S``, else 300 s: :data:`REDIS_OUTAGE_LIMIT_S`): then
 :class:`~poolq.wire.connection.RedisUnavailableError`, one line naming host, port, how
 long and the setting. Nothing is lost meanwhile when Redis persists its data (append-only file):
 the jobs are in Redis, and the workers ride the outage out too. Connecting in the first place
@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
-import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -28,9 +26,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from poolq.wire.connection import RedisUnavailableError, reconnect_backoff, redact_text
+from poolq.worker.config.loader import load_values
+from poolq.worker.config.variables import default
 
-REDIS_OUTAGE_LIMIT_S = 300.0  # how long a client waits for Redis to come back, by default
-OUTAGE_LIMIT_ENV = "POOLQ_REDIS_OUTAGE_LIMIT_S"
+# how long a client waits for Redis to come back, by default (the setting's declared default)
+REDIS_OUTAGE_LIMIT_S: float = default("redis_outage_limit_s")
 # what a Redis that is restarting raises: refused or reset connections, timeouts, and
 # BusyLoadingError (a ConnectionError) while it loads its append-only file
 OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
@@ -45,21 +45,12 @@ T = TypeVar("T")
 
 
 def outage_limit_s(value: float | None = None) -> float:
-    """``value``, else ``POOLQ_REDIS_OUTAGE_LIMIT_S``, else :data:`REDIS_OUTAGE_LIMIT_S`;
-    ``ValueError`` naming where a value that is not a number >= 0 came from."""
-    origin, raw = "redis_outage_limit_s", str(value)
-    if value is None:
-        env = os.environ.get(OUTAGE_LIMIT_ENV)
-        if not env:
-            return REDIS_OUTAGE_LIMIT_S
-        origin, raw = OUTAGE_LIMIT_ENV, env
-    try:
-        limit = float(raw)
-    except ValueError:
-        limit = math.nan
-    if not limit >= 0:  # (NaN too)
-        raise ValueError(f"{origin}: expected a number of seconds >= 0, got {raw!r}")
-    return limit
+    """The client's ``redis_outage_limit_s`` (``worker/config/client_settings.py``): ``value``,
+    else ``POOLQ_REDIS_OUTAGE_LIMIT_S`` (or the config file's), else 300 s; ``ValueError``
+    naming where a value that is not a number >= 0 came from."""
+    name = "redis_outage_limit_s"
+    chosen = load_values((name,), None, {name: value}, flag_names={name: name})
+    return float(chosen.get(name, REDIS_OUTAGE_LIMIT_S))
 
 
 class RedisOutage:

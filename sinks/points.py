@@ -13,28 +13,46 @@ import numpy as np
 from qdrant_client import models
 
 # fixed forever: changing it changes every point id, and re-ingestion would duplicate points
-POOLQ_NAMESPACE = uuid.UUID("6f0c3a52-1d2e-5b8a-9c47-0b9e2d6a4f11")
-_NAMESPACE_BYTES = POOLQ_NAMESPACE.bytes
+POINT_ID_NAMESPACE = uuid.UUID("6f0c3a52-1d2e-5b8a-9c47-0b9e2d6a4f11")
+_NAMESPACE_BYTES = POINT_ID_NAMESPACE.bytes
 _CANONICAL_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class SparseValues:
-    """A sparse vector: unique non-negative ``indices`` with their ``values``."""
+    """A sparse vector: unique non-negative ``indices`` (uint32) with their ``values``
+    (float32), as numpy arrays from the pooler to each store's own form: the Edge points'
+    lists (``store/edge_convert.py``), the store process's buffers (``store/process_codec.py``),
+    gRPC's packed fields (``proto/upsert.py``); converted once on the way to each."""
 
-    indices: list[int]
-    values: list[float]
+    indices: np.ndarray  # [n] uint32
+    values: np.ndarray  # [n] float32
 
     def __post_init__(self) -> None:
-        if len(self.indices) != len(self.values):
+        idx, val = np.asarray(self.indices), np.asarray(self.values, dtype=np.float32)
+        if idx.shape != val.shape or idx.ndim != 1:
             raise ValueError(
                 f"sparse vector: expected as many values as indices, "
-                f"got {len(self.indices)} indices and {len(self.values)} values"
+                f"got {idx.size} indices and {val.size} values"
             )
-        if len(set(self.indices)) != len(self.indices):
-            raise ValueError("sparse vector: expected unique indices, got duplicates")
-        if any(i < 0 for i in self.indices):
+        if idx.size and (idx.dtype.kind not in "iu" or int(idx.min()) < 0):
             raise ValueError("sparse vector: expected indices >= 0, got a negative one")
+        idx = idx.astype(np.uint32, copy=False)
+        ordered = idx.size < 2 or bool((idx[1:] > idx[:-1]).all())  # the pooler's order
+        if not ordered and np.unique(idx).size != idx.size:
+            raise ValueError("sparse vector: expected unique indices, got duplicates")
+        object.__setattr__(self, "indices", idx)
+        object.__setattr__(self, "values", val)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SparseValues):
+            return NotImplemented
+        return np.array_equal(self.indices, other.indices) and np.array_equal(
+            self.values, other.values
+        )
+
+    def __len__(self) -> int:
+        return int(self.indices.size)
 
 
 # Dense and multi-vectors may also be float32 numpy arrays (``[d]``, ``[n, d]``): embedded Qdrant
@@ -62,7 +80,7 @@ class PointRecord:
 
 def point_id(doc_id: str, chunk_index: int) -> str:
     """The id of a document's chunk: a UUID5, the same every time (idempotent re-ingestion):
-    ``uuid5(POOLQ_NAMESPACE, json.dumps([doc_id, chunk_index]))`` (JSON keeps the pair
+    ``uuid5(POINT_ID_NAMESPACE, json.dumps([doc_id, chunk_index]))`` (JSON keeps the pair
     unambiguous whatever characters the document id holds), computed as RFC 4122 defines it
     without building a ``uuid.UUID`` (a worker makes one per chunk)."""
     if type(chunk_index) is not int or chunk_index < 0:
@@ -91,7 +109,7 @@ def to_point_struct(rec: PointRecord, *, arrays_ok: bool = False) -> models.Poin
 def _vector(value: Any, arrays_ok: bool) -> Any:
     if isinstance(value, SparseValues):
         return models.SparseVector.model_construct(
-            indices=list(value.indices), values=list(value.values)
+            indices=value.indices.tolist(), values=value.values.tolist()
         )
     if isinstance(value, np.ndarray) and arrays_ok:
         return value

@@ -78,7 +78,7 @@ def vectors_needed(schema: CollectionSchema, mode: SearchMode) -> list[str]:
 def query_value(value: VectorValue) -> Any:
     """A query vector as the Query API takes it."""
     if isinstance(value, SparseValues):
-        return models.SparseVector(indices=list(value.indices), values=list(value.values))
+        return models.SparseVector(indices=value.indices.tolist(), values=value.values.tolist())
     if isinstance(value, np.ndarray):
         return value.astype(np.float32).tolist()
     return value

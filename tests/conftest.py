@@ -9,6 +9,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # worker processes tests start: the fidelity tests compare to fp32 references at fp32 tolerance
 os.environ.setdefault("POOLQ_AUTO_BF16", "0")
 torch.set_num_threads(min(2, os.cpu_count() or 1))
+if os.environ["POOLQ_AUTO_BF16"] == "0":  # (in this process: the engine's process options)
+    from poolq.worker.engine.process_options import set_process_options
+
+    set_process_options(auto_bf16=False)
 
 
 @pytest.fixture(scope="session")
@@ -64,3 +68,14 @@ def pytest_collection_modifyitems(config, items):
             or "integration" in item.path.parts
         ):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def process_options():
+    """``use(**options)``: the engine's process options (backend, auto_bf16, cache_dir) for the
+    rest of the test, restored after it."""
+    from poolq.worker.engine import process_options as options
+
+    before = options.process_options()
+    yield lambda **changes: options.set_process_options(**changes)
+    options.set_process_options(**before.__dict__)

@@ -82,10 +82,10 @@ def test_openvino_with_dtype_auto_runs_float32_on_a_native_bf16_cpu(minilm, monk
     ``backend = "openvino"`` and no dtype the model loads in float32 instead of failing."""
     from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
     from poolq.worker.engine.cpu import cpu_features
+    from poolq.worker.engine.process_options import process_options_set
 
-    monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)
     monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset({"avx512f", "amx_bf16"}))
-    monkeypatch.setenv("POOLQ_BACKEND", "openvino")
-    assert load_model(ModelConfig(minilm)).precision == "float32"
-    monkeypatch.setenv("POOLQ_BACKEND", "torch")
-    assert load_model(ModelConfig(minilm)).precision == "bfloat16"  # torch keeps auto's bf16
+    with process_options_set(backend="openvino", auto_bf16=True):
+        assert load_model(ModelConfig(minilm)).precision == "float32"
+    with process_options_set(backend="torch", auto_bf16=True):
+        assert load_model(ModelConfig(minilm)).precision == "bfloat16"  # torch keeps bf16

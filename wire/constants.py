@@ -78,6 +78,10 @@ MAX_DOCUMENTS_PER_JOB: Final = 1000
 MAX_DOCUMENT_BYTES: Final = 1 << 20  # UTF-8 text of one document
 MAX_JOB_BYTES: Final = 64 << 20  # a whole job payload, refused before it is decoded
 MAX_FILE_BYTES: Final = 32 << 20  # one file sent to be parsed (poolq enqueue --max-file-bytes)
+# The bounds of one file's parse (the parse stage's settings parse_timeout_s, parse_memory_mb).
+PARSE_TIMEOUT_S: Final = 120.0
+PARSE_MEMORY_MB: Final = 1024  # address space of one parse child above its start
+OCR: Final = "auto"  # which pages OCR reads (worker/parse/ocr_pass.py)
 
 # Progress of a running ingest job: a hash with the fields documents (in the job), done
 # (documents finished), chunks, points, errors, skipped; written by the worker while the job

@@ -41,11 +41,18 @@ def score_ms(priority: object, now_ms: int, delay_ms: int = 0) -> int:
     return due - HEAD_START_MS if priority == "interactive" else due
 
 
+def priority_of_score(score: float, now_ms: int) -> str:
+    """The priority a job scored ``score`` was placed with: ``interactive`` when scored more
+    than half a head start in the past (no bulk job waits years: arq expires it within a day),
+    else ``bulk``. The worker reads a job's lane from its score, never from its record."""
+    return "interactive" if int(score) < now_ms - HEAD_START_MS // 2 else "bulk"
+
+
 def due_ms(score: float, now_ms: int) -> int:
-    """When a job scored ``score`` may start: its score, or for an interactive one (scored
-    more than half a head start in the past) its score plus the head start."""
+    """When a job scored ``score`` may start: its score, or for an interactive one its score
+    plus the head start."""
     score = int(score)
-    return score + HEAD_START_MS if score < now_ms - HEAD_START_MS // 2 else score
+    return score + HEAD_START_MS if priority_of_score(score, now_ms) == "interactive" else score
 
 
 def resting_scores(now_ms: int) -> tuple[str, str]:

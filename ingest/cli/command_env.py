@@ -3,22 +3,15 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tomllib
 from pathlib import Path
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.wire import constants
-from poolq.wire.connection import (
-    RedisUnavailableError,
-    check_redis_url,
-    describe_address,
-    redact_text,
-)
+from poolq.wire.connection import RedisUnavailableError, describe_address, redact_text
+from poolq.worker.config.client_settings import load_client_settings
 
 # What a client command reports as one line (and exit code) instead of a traceback: Redis down
 # or gone mid-command (RedisUnavailableError is a ConnectionError), a timeout, a bad URL.
@@ -48,31 +41,11 @@ class OutageNotice:
 
 
 def resolve_redis_url(flag: str | None, config: Path | str | None = None) -> str:
-    """``--redis-url``, else ``POOLQ_REDIS_URL``, else the config file's ``[worker] redis_url``
-    (``--config`` / ``POOLQ_CONFIG``), else the default. Reads the file's ``[worker]`` table
-    only: client commands never load the models' profile. A URL poolq cannot connect with is a
-    ``ValueError`` naming where it came from, before anything connects."""
-    url, origin = _redis_url(flag, config)
-    try:
-        return check_redis_url(url)
-    except ValueError as e:
-        raise ValueError(f"{origin}: {e}") from None
-
-
-def _redis_url(flag: str | None, config: Path | str | None) -> tuple[str, str]:
-    if flag:
-        return flag, "--redis-url"
-    if env := os.environ.get("POOLQ_REDIS_URL"):
-        return env, "POOLQ_REDIS_URL"
-    config = config or os.environ.get("POOLQ_CONFIG")
-    if config:
-        path = Path(config)
-        if not path.is_file():
-            raise ValueError(f"config file {str(path)!r} does not exist")
-        worker = tomllib.loads(path.read_text(encoding="utf-8")).get("worker") or {}
-        if worker.get("redis_url"):
-            return str(worker["redis_url"]), f"{path} [worker] redis_url"
-    return constants.DEFAULT_REDIS_URL, "the default Redis URL"
+    """The client's ``redis_url`` (``worker/config/client_settings.py``): the config file's
+    ``[worker] redis_url`` (``--config`` / ``POOLQ_CONFIG``), then ``POOLQ_REDIS_URL``, then
+    ``--redis-url``. A URL poolq cannot connect with is a ``ValueError`` naming where it came
+    from, before anything connects."""
+    return load_client_settings(config, {"redis_url": flag}).redis_url
 
 
 def describe(exc: BaseException) -> str:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.responses import FileResponse
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from poolq.ingest.client import PoolqClient
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
     from poolq.ingest.cli.search import DirectSearch
 
 STATIC = Path(__file__).parent / "static"
+SVG = "image/svg+xml"  # the icon (static/icon.svg), also at /favicon.ico for what asks there
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
-TOKEN_ENV = "POOLQ_DASHBOARD_TOKEN"
 
 
 def create_app(
@@ -49,8 +50,14 @@ def create_app(
         finally:
             await app.state.client.close()
 
+    icon = Route("/favicon.ico", lambda _: FileResponse(STATIC / "icon.svg", media_type=SVG))
     app = Starlette(
-        routes=[*api.ROUTES, *pages.ROUTES, Mount("/static", StaticFiles(directory=STATIC))],
+        routes=[
+            *api.ROUTES,
+            *pages.ROUTES,
+            icon,
+            Mount("/static", StaticFiles(directory=STATIC)),
+        ],
         lifespan=lifespan,
     )
     app.state.token = token or None

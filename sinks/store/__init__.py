@@ -1,4 +1,4 @@
-"""The store interface (``base.py``), its backends (``edge.py`` over Qdrant Edge, the embedded
+"""The store interface (``interface.py``), its backends (``edge.py`` over Qdrant Edge, the embedded
 default; ``server.py``, a Qdrant server over gRPC; ``client.py`` over qdrant-client, a server
 over REST when chosen) and the one place that picks a backend from a URL or a folder
 (:func:`store_factory`; URLs: ``server_target.py``)."""

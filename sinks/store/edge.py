@@ -20,6 +20,7 @@ import qdrant_edge as qe
 from qdrant_client import models
 
 from poolq.sinks import collection_config as cc
+from poolq.sinks.points import PointRecord
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store import edge_convert as cv
 from poolq.sinks.store import edge_groups as eg
@@ -79,7 +80,7 @@ class EdgeStore(EdgeShards, Store):
     def create_for_import(self, name: str, schema: CollectionSchema) -> None:
         """Without a WAL until :meth:`finish_build`: Edge 0.9 replays the whole WAL on every
         load (finish_build loads twice), and the points are written once more by it; a
-        crash leaves an unnamed collection, as before."""
+        crash leaves an unnamed collection, which no alias names."""
         vectors, sparse = cc.vectors_config(schema), cc.sparse_vectors_config(schema)
         kw: dict[str, Any] = {"indexes": cc.PAYLOAD_INDEXES, "defer_indexing": True, "wal": False}
         if not self.create_from_params(name, vectors, sparse, **kw):
@@ -140,16 +141,19 @@ class EdgeStore(EdgeShards, Store):
     # -- points ------------------------------------------------------------------------------
 
     def upsert(self, collection: str, points: Sequence[models.PointStruct]) -> None:
-        points = uint8_codec.encode_points(points, self._uint8_of(collection), arrays_ok=True)
-        self._write(collection, cv.points([(p.id, p.vector, p.payload) for p in points]))
+        self.upsert_parts(collection, [(p.id, p.vector, p.payload) for p in points])
+
+    def upsert_records(self, collection: str, records: Sequence[PointRecord]) -> None:
+        """The writer's records, straight to Edge points: their arrays become the lists Edge
+        takes there, and nowhere else."""
+        self.upsert_parts(collection, [(r.id, r.vectors, r.payload) for r in records])
 
     def upsert_parts(self, collection: str, parts: Sequence[cv.PointParts]) -> None:
         """:meth:`upsert` of ``(id, vectors, payload)`` tuples (what a
         :class:`~poolq.sinks.store.process.ProcessStore` sends)."""
-        self.upsert(
-            collection,
-            [models.PointStruct.model_construct(id=i, vector=v, payload=pl) for i, v, pl in parts],
-        )
+        names = self._uint8_of(collection)
+        encoded = [(i, uint8_codec.encode_vectors(v, names), pl) for i, v, pl in parts]
+        self._write(collection, cv.points(encoded))
 
     def _write(self, collection: str, converted: list[Any]) -> None:
         with self._using(collection) as sh, edge_errors(f"upsert into {collection!r}"):

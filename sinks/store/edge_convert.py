@@ -21,6 +21,7 @@ import numpy as np
 import qdrant_edge as qe
 from qdrant_client import models
 
+from poolq.sinks.points import SparseValues
 from poolq.sinks.store.errors import EdgeError
 
 RRF_K = 2  # Qdrant's default ranking constant: 1 / (k + rank), rank from 0
@@ -63,9 +64,11 @@ def _point(pid: Any, vector: Any, payload: Any) -> qe.Point:
 
 
 def _vector(v: Any) -> Any:
-    if isinstance(v, models.SparseVector):
+    if isinstance(v, SparseValues):  # the writer's (numpy arrays)
+        return qe.SparseVector(v.indices.tolist(), v.values.tolist())
+    if isinstance(v, models.SparseVector):  # an import's (lists)
         return qe.SparseVector(list(v.indices), list(v.values))
-    if isinstance(v, np.ndarray):  # lists cross into Rust 3x faster than a 2-d array does
+    if isinstance(v, np.ndarray):  # lists cross into Rust faster than a 2-d array does
         return v.astype(np.float32, copy=False).tolist()
     return v
 

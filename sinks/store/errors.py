@@ -61,7 +61,10 @@ def describe_error(e: BaseException) -> str:
 
 
 def is_transient(e: BaseException) -> bool:
-    """Whether retrying may help: connection problems, timeouts, 5xx and 429 responses."""
+    """Whether retrying may help: Qdrant unavailable past the writer's retries, connection
+    problems, timeouts, 5xx and 429 responses (the encode worker's jobs retry on these)."""
+    if isinstance(e, SinkUnavailableError):
+        return True
     if isinstance(e, ResponseHandlingException):
         # it wraps transport errors, and also responses this client can't parse (permanent)
         return not isinstance(e.source, ValidationError)

@@ -38,6 +38,7 @@ from typing import Any
 
 from qdrant_client import models
 
+from poolq.sinks.points import PointRecord
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store.errors import EdgeError
 from poolq.sinks.store.interface import Selector, Store
@@ -179,6 +180,11 @@ class ProcessStore(Store):
         # plain tuples: numpy vectors travel as buffers; a pydantic point is slower to encode
         parts = [(p.id, p.vector, p.payload) for p in points]
         self._call("upsert_parts", collection, parts)
+
+    def upsert_records(self, collection: str, records: Sequence[PointRecord]) -> None:
+        """The writer's records as ``(id, vectors, payload)`` tuples: dense, multi and sparse
+        arrays travel as buffers and arrive as arrays (``process_codec.py``)."""
+        self._call("upsert_parts", collection, [(r.id, r.vectors, r.payload) for r in records])
 
     def delete(self, collection: str, selector: Selector) -> None:
         self._call("delete", collection, selector)

@@ -7,6 +7,7 @@ The values a store call takes or returns, and how each travels:
 * qdrant-client models (filters, points, records, scored points, ...): the class name, looked
   up in ``qdrant_client.models`` only, and the model's fields; a ``SparseVector`` travels as
   two arrays, built again without validation (as the worker built it);
+* the writer's sparse vectors (``SparseValues``): their two arrays, arriving as arrays;
 * poolq's schema dataclasses (:data:`DATACLASSES`): their fields;
 * exceptions: the class (a builtin one, or one defined in ``poolq.sinks``/``qdrant_client``,
   already imported) and its arguments, rebuilt without running its ``__init__``; any other
@@ -30,10 +31,11 @@ from pydantic import BaseModel
 from qdrant_client import models
 
 from poolq.sinks.collection_settings import CollectionSettings
+from poolq.sinks.points import SparseValues
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.sinks.store.errors import EdgeError
 
-_ARRAY, _MODEL, _SPARSE, _DATACLASS, _ERROR = 1, 2, 3, 4, 5
+_ARRAY, _MODEL, _SPARSE, _DATACLASS, _ERROR, _SPARSE_VALUES = 1, 2, 3, 4, 5, 6
 DATACLASSES: dict[str, type] = {
     c.__name__: c for c in (CollectionSchema, VectorSpec, CollectionSettings)
 }
@@ -54,6 +56,8 @@ def _default(obj: Any) -> Any:
         return msgpack.ExtType(_ARRAY, _pk([a.dtype.str, list(a.shape), a.data]))
     if isinstance(obj, np.generic):
         return obj.item()
+    if isinstance(obj, SparseValues):  # the writer's: its two arrays as they are
+        return msgpack.ExtType(_SPARSE_VALUES, _pk([obj.indices, obj.values]))
     if isinstance(obj, models.SparseVector):
         idx = np.asarray(obj.indices, dtype=np.int64)
         val = np.asarray(obj.values, dtype=np.float64)
@@ -86,6 +90,8 @@ def _ext(code: int, data: bytes) -> Any:
     if code == _ARRAY:
         dtype, shape, raw = unpack(data)
         return np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape)
+    if code == _SPARSE_VALUES:
+        return SparseValues(*unpack(data))
     if code == _SPARSE:
         idx, val = unpack(data)
         return models.SparseVector.model_construct(indices=idx.tolist(), values=val.tolist())

@@ -86,33 +86,36 @@ def uint8_names(params: models.CollectionParams) -> frozenset[str]:
     return frozenset(name for name, p in vectors.items() if p.datatype == models.Datatype.UINT8)
 
 
+def encode_vectors(vectors: Any, names: frozenset[str]) -> Any:
+    """A point's named vectors with every one in ``names`` as codes and any uint8 array
+    elsewhere decoded (sparse vectors and anything not an array as they are)."""
+    if not isinstance(vectors, dict) or not (
+        names or any(isinstance(v, np.ndarray) and v.dtype == np.uint8 for v in vectors.values())
+    ):
+        return vectors
+    return {
+        k: for_storage(v, k in names) if isinstance(v, np.ndarray | list) else v
+        for k, v in vectors.items()
+    }
+
+
 def encode_points(
     points: Iterable[models.PointStruct], names: frozenset[str], *, arrays_ok: bool
 ) -> list[models.PointStruct]:
-    """Points with every vector in ``names`` as codes and any uint8 array elsewhere decoded
-    (and, unless ``arrays_ok``, numpy arrays as lists)."""
+    """qdrant-client's points with :func:`encode_vectors` (and, unless ``arrays_ok``, numpy
+    arrays as lists: a server over REST)."""
     out = []
     for p in points:
-        vectors = p.vector if isinstance(p.vector, dict) else None
-        if vectors is None or not (
-            names
-            or any(
-                isinstance(v, np.ndarray) and (v.dtype == np.uint8 or not arrays_ok)
-                for v in vectors.values()
-            )
-        ):
-            out.append(p)
-            continue
-        new = {}
-        for k, v in vectors.items():
-            if isinstance(v, models.SparseVector):
-                new[k] = v
-                continue
-            value = for_storage(v, k in names)
-            if isinstance(value, np.ndarray) and not arrays_ok:
-                value = value.tolist()
-            new[k] = value
-        out.append(models.PointStruct.model_construct(id=p.id, vector=new, payload=p.payload))
+        vectors = encode_vectors(p.vector, names)
+        if not arrays_ok and isinstance(vectors, dict):
+            vectors = {
+                k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in vectors.items()
+            }
+        out.append(
+            p
+            if vectors is p.vector
+            else models.PointStruct.model_construct(id=p.id, vector=vectors, payload=p.payload)
+        )
     return out
 
 

@@ -1,5 +1,6 @@
 """The client side is light: importing any module of ``poolq.ingest`` (and ``poolq`` itself)
-loads no worker module, torch, transformers or Qdrant client. Run in a fresh interpreter, so
+loads no worker module but the settings' declarations and loader, and no torch, transformers or
+Qdrant client. Run in a fresh interpreter, so
 what other tests imported does not hide it."""
 
 from __future__ import annotations
@@ -12,6 +13,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("poolq.worker", "torch", "transformers", "qdrant_client", "qdrant_edge", "tokenizers")
+# the settings' declarations and their one loader (standard library only): the client reads
+# its own settings (redis_url, redis_outage_limit_s) with them, as the workers do
+SETTINGS = [
+    "poolq.worker",
+    "poolq.worker.config",
+    "poolq.worker.config.client_settings",
+    "poolq.worker.config.loader",
+    "poolq.worker.config.variables",
+]
 
 CODE = """
 import importlib, json, sys
@@ -43,7 +53,11 @@ def test_the_client_loads_no_worker_model_or_store_code():
     modules = client_modules()
     assert len(modules) > 10, modules
     assert "poolq.ingest.cli.enqueue" in modules and "poolq.ingest.cli.dlq" in modules
-    assert loaded_by(modules) == []
+    assert loaded_by(modules) == SETTINGS
+
+
+def test_the_settings_modules_load_nothing_else():
+    assert loaded_by(SETTINGS) == SETTINGS
 
 
 def test_the_check_sees_a_heavy_import():

@@ -141,15 +141,30 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     assert any("_layer_probe" in v and "poolq.worker.app" in v for v in found), found
 
 
-def test_the_client_imports_only_itself_and_the_wire():
-    """``ingest/`` is what applications import: nothing of the worker, engine or store (the
-    layers above allow the worker's code below it; this is stricter)."""
+# what the client may import of the worker package: its settings' declarations and their loader
+CLIENT_SETTINGS = (
+    "poolq.worker.config.client_settings",
+    "poolq.worker.config.loader",
+    "poolq.worker.config.variables",
+)
+
+
+def test_the_client_imports_only_itself_the_wire_and_its_settings():
+    """``ingest/`` is what applications import: nothing of the worker, engine or store but the
+    settings' declarations and loader (the layers above allow the worker's code below it; this
+    is stricter)."""
     for path in sorted((ROOT / "ingest").rglob("*.py")):
         for lineno, name in poolq_imports(path):
             target = resolve(name)
-            assert target == "poolq" or target.startswith(("poolq.ingest", "poolq.wire")), (
+            allowed = ("poolq.ingest", "poolq.wire", *CLIENT_SETTINGS)
+            assert target == "poolq" or target.startswith(allowed), (
                 f"{path.relative_to(ROOT)}:{lineno} imports {target}"
             )
+    for module in CLIENT_SETTINGS:  # which import nothing but the wire and each other
+        path = ROOT / "worker" / "config" / (module.rsplit(".", 1)[1] + ".py")
+        for lineno, name in poolq_imports(path):
+            target = resolve(name)
+            assert target.startswith(("poolq.wire", *CLIENT_SETTINGS)), f"{path}:{lineno} {target}"
 
 
 @pytest.mark.parametrize("folder", ["ingest", "sinks", "worker/engine", "worker/pooling", "wire"])

@@ -168,3 +168,14 @@ def test_search_without_a_worker_answers_503(api):
     r = api.get("/api/search?q=hello&collection=docs&mode=dense")
     assert r.status_code == 503 and "no worker" in r.json()["error"]
     assert api.get("/api/search?q=hello&collection=docs&mode=bogus").status_code == 400
+
+
+def test_every_page_names_an_icon_that_is_served(api, seeded):
+    """A browser asks for the page's icon (or /favicon.ico): both answer, so no page logs a 404."""
+    for path in ("/", "/jobs", "/workers", "/dlq", "/reindex", "/search"):
+        page = api.get(path)
+        assert page.status_code == 200 and '<link rel="icon" href="/static/icon.svg"' in page.text
+    for path in ("/static/icon.svg", "/favicon.ico"):
+        icon = api.get(path)
+        assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg")
+        assert icon.content.startswith(b"<svg")

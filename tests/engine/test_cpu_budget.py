@@ -124,23 +124,29 @@ def test_plan_takes_the_smaller_of_affinity_and_quota():
 
 
 def test_an_explicit_count_always_wins():
-    env = {"POOLQ_THREADS": "3", "OMP_NUM_THREADS": "2"}
-    assert explicit_threads(5, env) == (5, "--threads")
-    assert explicit_threads(None, env) == (3, "POOLQ_THREADS")
+    """The setting (its flag, ``POOLQ_THREADS`` or the config: ``tests/test_settings.py``), then
+    ``OMP_NUM_THREADS``."""
+    env = {"OMP_NUM_THREADS": "2"}
+    assert explicit_threads(5, env) == (5, "threads")
+    assert explicit_threads(None, env) == (2, "OMP_NUM_THREADS")
     assert explicit_threads(None, {"OMP_NUM_THREADS": "2,1"}) == (2, "OMP_NUM_THREADS")
-    assert explicit_threads(None, {"POOLQ_THREADS": ""}) is None
+    assert explicit_threads(None, {"OMP_NUM_THREADS": ""}) is None
     assert explicit_threads(None, {}) is None
-    budget = plan({0, 1}, None, 0.1, 1.0, explicit_threads(None, env))
-    assert (budget.threads, budget.source) == (3, "POOLQ_THREADS")
-    assert budget.summary() == "3 intra-op threads (POOLQ_THREADS)"
+    budget = plan({0, 1}, None, 0.1, 1.0, explicit_threads(3, env))
+    assert (budget.threads, budget.source) == (3, "threads")
+    assert budget.summary() == "3 intra-op threads (threads)"
 
 
 @pytest.mark.parametrize("bad", ["0", "-2", "two", "1.5", "auto"])
 def test_a_bad_count_is_one_line_naming_it(bad):
     with pytest.raises(
-        ValueError, match=rf"^POOLQ_THREADS: expected a positive integer, got '{bad}'$"
+        ValueError, match=rf"^OMP_NUM_THREADS: expected a positive integer, got '{bad}'$"
     ):
-        explicit_threads(None, {"POOLQ_THREADS": bad})
+        explicit_threads(None, {"OMP_NUM_THREADS": bad})
+    from poolq.worker.config.loader import load_values
+
+    with pytest.raises(ValueError, match=r"^POOLQ_THREADS: expected an integer"):
+        load_values(("threads",), {}, None, {"POOLQ_THREADS": bad})
 
 
 class _Clock:

@@ -228,23 +228,24 @@ async def test_cancelling_frees_the_queue_place(minilm_model):
 
 
 async def test_event_loop_stays_responsive_during_forward(minilm_model):
-    gaps: list[float] = []
+    """The forwards run beside the event loop: it gets a turn while each batch computes (a
+    loop blocked for a whole forward would see two batch counts go by at once)."""
+    seen: set[int] = set()
 
-    async def ticker(stop):
-        last = time.perf_counter()
+    async def ticker(engine, stop):
         while not stop.is_set():
+            seen.add(engine.stats.batches)
             await asyncio.sleep(0.005)
-            now = time.perf_counter()
-            gaps.append(now - last)
-            last = now
 
-    async with AsyncEngine(minilm_model, max_batch_tokens=8192) as engine:
+    async with AsyncEngine(minilm_model, max_batch_tokens=2048) as engine:
         stop = asyncio.Event()
-        tick = asyncio.create_task(ticker(stop))
+        tick = asyncio.create_task(ticker(engine, stop))
         await engine.encode(varied_texts(150, seed=9), ["embed"])
         stop.set()
         await tick
-    assert max(gaps) < 0.25, f"event loop blocked for {max(gaps):.3f}s"
+        batches = engine.stats.batches
+    # (the last, a short tail, may end within one tick)
+    assert batches >= 3 and set(range(batches - 1)) <= seen, (batches, sorted(seen))
 
 
 async def test_errors_name_the_request(minilm_model):

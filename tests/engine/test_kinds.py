@@ -300,4 +300,4 @@ def test_registry_refuses_duplicates_and_unknown_names():
     with pytest.raises(ValueError, match="'toy' is already registered"):
         KindRegistry([TOY, TOY])
     with pytest.raises(ValueError, match=r"no checkpoint kind 'nope'; kinds: \['bge_m3'"):
-        KINDS.named("nope")
+        KINDS.by_name("nope")

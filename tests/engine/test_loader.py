@@ -2,9 +2,11 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
+from safetensors.torch import save_file
 from torch.testing import assert_close
 
 from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
@@ -139,20 +141,27 @@ def test_offline_hub_id_error_names_id_and_variable(monkeypatch):
         describe_model("acme/not-cached")
 
 
-def test_remote_code_models_are_not_run(tmp_path):
+def test_remote_code_models_are_not_run(tmp_path, minilm):
+    """A whole checkpoint (weights, tokenizer) whose config asks for its own modeling code: the
+    load is refused by transformers (no trust_remote_code) and the code never runs."""
     folder = tmp_path / "custom"
     folder.mkdir()
+    for f in Path(minilm).iterdir():
+        if f.name.startswith(("tokenizer", "vocab", "special_tokens")):
+            shutil.copy(f, folder / f.name)
     (folder / "config.json").write_text(
         json.dumps(
             {
                 "model_type": "my-custom",
-                "auto_map": {"AutoModel": "modeling.MyModel"},
+                "auto_map": {"AutoConfig": "modeling.MyConfig", "AutoModel": "modeling.MyModel"},
                 "architectures": ["MyModel"],
                 "hidden_size": 8,
             }
         )
     )
-    (folder / "modeling.py").write_text("raise SystemExit('remote code ran')\n")
-    with pytest.raises(Exception) as info:
+    ran = tmp_path / "remote-code-ran"
+    (folder / "modeling.py").write_text(f"open({str(ran)!r}, 'w').write('it ran')\n")
+    save_file({"w": torch.zeros(2)}, str(folder / "model.safetensors"))
+    with pytest.raises(ValueError, match="trust_remote_code"):
         load_model(str(folder))
-    assert "remote code ran" not in str(info.value)
+    assert not ran.exists()

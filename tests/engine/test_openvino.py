@@ -6,10 +6,8 @@ load converts nothing); int8 behind the quality gate; the backend setting."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-from collections.abc import Iterator
 
 import pytest
 import torch
@@ -22,27 +20,13 @@ from poolq.worker.engine.checkpoints.description import Int8Floors
 from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.cpu.int8_gate import Int8QualityError, encode_texts
 from poolq.worker.engine.models.packed_encoder import PackedEncoder
-from poolq.worker.engine.openvino import backend as ov_backend
 from poolq.worker.engine.openvino import graph
 from poolq.worker.engine.openvino.buckets import bucket_lengths, plan_calls
 from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
+from poolq.worker.engine.process_options import ProcessOptions, process_options_set
 from tests.texts import varied_texts
 
 TEXTS = varied_texts(60)  # short to past 256 tokens: several buckets and calls per batch
-
-
-@contextlib.contextmanager
-def env(**values: str) -> Iterator[None]:
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +36,7 @@ def cache_dir(tmp_path_factory):
 
 def load(path: str, backend: str, cache: str, **cfg):
     cfg.setdefault("dtype", "float32")  # not "auto": bf16 on CPUs with AMX / avx512_bf16
-    with env(POOLQ_BACKEND=backend, POOLQ_CACHE_DIR=cache):
+    with process_options_set(backend=backend, cache_dir=cache):
         return load_model(ModelConfig(path, **cfg))
 
 
@@ -261,10 +245,16 @@ def test_auto_picks_openvino_for_fp32_and_logs_why(minilm, minilm_pair, cache_di
 
 
 def test_the_setting_is_checked():
-    assert ov_backend.backend_setting({}) == "torch"
-    assert ov_backend.backend_setting({"POOLQ_BACKEND": "OpenVINO"}) == "openvino"
+    from poolq.worker.config.loader import load_values
+
+    assert load_values(("backend",), {}, None, {}) == {}  # unset: torch
+    assert load_values(("backend",), {}, None, {"POOLQ_BACKEND": "OpenVINO"}) == {
+        "backend": "openvino"
+    }
     with pytest.raises(ValueError, match="POOLQ_BACKEND: expected one of torch, openvino, auto"):
-        ov_backend.backend_setting({"POOLQ_BACKEND": "onnx"})
+        load_values(("backend",), {}, None, {"POOLQ_BACKEND": "onnx"})
+    with pytest.raises(ValueError, match="backend: expected one of torch, openvino, auto"):
+        ProcessOptions(backend="onnx")
 
 
 def test_openvino_refuses_what_it_cannot_run_and_auto_names_it(minilm, cache_dir, caplog):
@@ -297,7 +287,7 @@ def test_a_prefetched_compile_is_the_model_the_loader_asks_for(minilm, minilm_pa
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(prefetch, "take", spy)
-        with env(POOLQ_CACHE_DIR=cache_dir):
+        with process_options_set(cache_dir=cache_dir):
             prefetch.start(minilm, "float32", threads=torch.get_num_threads())
         m = load(minilm, "openvino", cache_dir)
         assert taken and taken[0] is not None and m.encoder.compiled is taken[0]
@@ -305,7 +295,7 @@ def test_a_prefetched_compile_is_the_model_the_loader_asks_for(minilm, minilm_pa
         got = encode_texts(m, TEXTS[:20], ["embed"])
         assert all(torch.equal(r["embed"], g["embed"]) for r, g in zip(ref, got, strict=True))
         taken.clear()
-        with env(POOLQ_CACHE_DIR=cache_dir):
+        with process_options_set(cache_dir=cache_dir):
             prefetch.start(minilm, "float32", threads=torch.get_num_threads() + 1)
         load(minilm, "openvino", cache_dir)
         assert taken == [None]  # other thread settings: compiled by the loader as before
@@ -348,7 +338,7 @@ def test_encode_batches_as_large_as_one_openvino_call(
     opts = offline_encode.EncodeOptions(("embed",))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(offline_encode, "AsyncEngine", Spy)
-        with env(POOLQ_BACKEND="openvino", POOLQ_CACHE_DIR=cache_dir):
+        with process_options_set(backend="openvino", cache_dir=cache_dir):
             offline_encode.run_encode(minilm, src, tmp_path / "a.jsonl", opts, dtype="float32")
             offline_encode.run_encode(
                 minilm, src, tmp_path / "b.jsonl", opts, dtype="float32", max_batch_tokens=512

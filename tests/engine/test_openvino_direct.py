@@ -23,6 +23,7 @@ pytest.importorskip("nncf")
 from poolq.worker.engine.openvino import direct_plan
 from poolq.worker.engine.openvino.direct_plan import DirectPlan
 from poolq.worker.engine.openvino.direct_pool import normalized, pool_rows
+from poolq.worker.engine.process_options import process_options_set
 from poolq.worker.runtime.direct_encode import direct_start
 from poolq.worker.runtime.encode_lines import EncodeOptions
 from tests.texts import varied_texts
@@ -114,13 +115,12 @@ def test_a_cached_dense_encode_imports_no_torch_and_writes_what_the_engine_write
     assert float(cos.min()) >= 0.99999 and float(np.abs(ref - got).max()) < 1e-5
 
 
-def test_what_the_torch_free_start_declines_goes_the_full_way(minilm, tmp_path, monkeypatch):
+def test_what_the_torch_free_start_declines_goes_the_full_way(minilm, tmp_path, process_options):
     cache = str(tmp_path / "cache")
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"id": 1, "text": "hello"}) + "\n")
     _encode(minilm, src, tmp_path / "a.jsonl", cache)  # converts, writes the plan
-    monkeypatch.setenv("POOLQ_CACHE_DIR", cache)
-    monkeypatch.setenv("POOLQ_BACKEND", "openvino")
+    process_options(backend="openvino", cache_dir=cache)
     embed = EncodeOptions(("embed",))
     kw = {"dtype": None, "device": None, "report_quality": False}
     start = direct_start(minilm, embed, **kw)
@@ -136,10 +136,9 @@ def test_what_the_torch_free_start_declines_goes_the_full_way(minilm, tmp_path, 
         direct_start(str(tmp_path), embed, **kw),  # no cached graph for this folder
     ]
     assert declined == [None] * len(declined)
-    monkeypatch.setenv("POOLQ_BACKEND", "torch")
-    assert direct_start(minilm, embed, **kw) is None
+    with process_options_set(backend="torch"):
+        assert direct_start(minilm, embed, **kw) is None
     # a plan written by another poolq is not read
-    monkeypatch.setenv("POOLQ_BACKEND", "openvino")
     other = DirectPlan(**{**start.plan.__dict__, "poolq": "0.0.0-other"})
     direct_plan.write(start.key, other)
     assert direct_plan.read(start.key) is None and direct_start(minilm, embed, **kw) is None
@@ -163,20 +162,19 @@ def test_a_missing_input_fails_before_any_compile_and_a_left_prefetch_is_settled
     assert r.exit_code == 2 and started == []
     assert "nowhere.jsonl' does not exist" in r.output
     monkeypatch.undo()
-    monkeypatch.setenv("POOLQ_CACHE_DIR", str(tmp_path / "cache"))
-    prefetch.start(minilm, "float32", threads=1)  # nothing cached: it finds nothing to compile
+    with process_options_set(cache_dir=str(tmp_path / "cache")):
+        prefetch.start(minilm, "float32", threads=1)  # nothing cached: nothing to compile
     assert prefetch._pending is not None
     prefetch.settle()
     assert prefetch._pending is None
     prefetch.settle()  # nothing pending: a no-op
 
 
-def test_a_plan_is_written_only_for_the_default_settings(minilm, tmp_path, monkeypatch):
+def test_a_plan_is_written_only_for_the_default_settings(minilm, tmp_path, process_options):
     from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
     from poolq.worker.engine.openvino import cache
 
-    monkeypatch.setenv("POOLQ_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("POOLQ_BACKEND", "openvino")
+    process_options(backend="openvino", cache_dir=str(tmp_path))
     key = cache.cache_key(minilm, sparse_head=False, precision="float32")
     load_model(ModelConfig(minilm, dtype="float32", pooling="CLS"))
     assert cache.has(key) and direct_plan.read(key) is None  # CLS is not the model's MEAN

@@ -10,6 +10,7 @@ import torch
 from poolq.worker.config.profile import Profile
 from poolq.worker.engine.cpu import cpu_features
 from poolq.worker.engine.execution.device import resolve_precision, warn_emulated_bf16
+from poolq.worker.engine.process_options import process_options_set
 
 CPU = torch.device("cpu")
 NO_BF16 = frozenset({"avx2", "avx512f", "avx512bw", "avx512_vnni", "fma"})  # this kind of Xeon
@@ -20,18 +21,24 @@ def simulate_cpu(monkeypatch: pytest.MonkeyPatch, flags: set[str] | frozenset[st
     monkeypatch.setattr(cpu_features, "cpu_flags", lambda: frozenset(flags))
 
 
+@pytest.fixture
+def auto_bf16():
+    """``dtype = "auto"`` may pick bf16 (the suite's conftest turns it off)."""
+    with process_options_set(auto_bf16=True):
+        yield
+
+
 @pytest.mark.parametrize("name", [None, "auto"])
 def test_auto_is_fp32_on_a_cpu_without_native_bf16(name):
     assert resolve_precision(name, CPU, NO_BF16) == "float32"
 
 
 @pytest.mark.parametrize("flag", ["avx512_bf16", "amx_bf16"])
-def test_auto_is_bf16_where_the_cpu_computes_it_natively(flag, monkeypatch):
-    monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)  # the suite's conftest sets it
-    assert resolve_precision("auto", CPU, NO_BF16 | {flag}) == "bfloat16"
-    assert resolve_precision(None, CPU, NO_BF16 | {flag}) == "bfloat16"
-    for off in ("0", "off", "false"):  # fp32 everywhere, on request
-        monkeypatch.setenv("POOLQ_AUTO_BF16", off)
+def test_auto_is_bf16_where_the_cpu_computes_it_natively(flag):
+    with process_options_set(auto_bf16=True):  # (the suite's conftest turns it off)
+        assert resolve_precision("auto", CPU, NO_BF16 | {flag}) == "bfloat16"
+        assert resolve_precision(None, CPU, NO_BF16 | {flag}) == "bfloat16"
+    with process_options_set(auto_bf16=False):  # fp32 everywhere, on request
         assert resolve_precision("auto", CPU, NO_BF16 | {flag}) == "float32"
         assert resolve_precision("bfloat16", CPU, NO_BF16 | {flag}) == "bfloat16"  # explicit
 
@@ -47,8 +54,8 @@ def test_explicit_choices_are_kept_and_checked():
         resolve_precision("int8", torch.device("cuda"), NO_BF16)
 
 
+@pytest.mark.usefixtures("auto_bf16")
 def test_the_cpu_flags_decide_native_bf16_and_vnni(monkeypatch):
-    monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)
     simulate_cpu(monkeypatch, {"avx2", "amx_bf16", "amx_tile"})
     assert cpu_features.native_bf16()
     assert resolve_precision(None, CPU) == "bfloat16"
@@ -91,10 +98,10 @@ def test_profile_dtype_and_int8_floors_are_validated():
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("auto_bf16")
 def test_load_model_default_precision_follows_the_cpu_flags(minilm, monkeypatch):
     from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 
-    monkeypatch.delenv("POOLQ_AUTO_BF16", raising=False)
     simulate_cpu(monkeypatch, NO_BF16)
     model = load_model(ModelConfig(minilm, device="cpu"))
     assert (model.precision, model.dtype) == ("float32", torch.float32)

@@ -19,7 +19,7 @@ from poolq.ingest.sample_corpus import passages
 from poolq.wire.connection import redis_settings
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.observability.collector import WorkerMetrics
-from poolq.worker.observability.job_outcomes import named
+from poolq.worker.observability.job_outcomes import labelled
 from poolq.worker.reliability.arq_overrides import PoolqWorker
 
 STAGES = ("tokenize", "queue_wait", "forward", "pool", "write")
@@ -88,9 +88,9 @@ def test_job_outcomes_follow_arq_counters_per_function(redis_server):
         await pool.enqueue_job("nope")  # unknown function
         worker = PoolqWorker(
             functions=[
-                func(named(_job, "ingest"), name="ingest"),
-                func(named(_job, "reindex"), name="reindex:docs:0", max_tries=3),
-                func(named(_job, "other"), name="other", max_tries=1),
+                func(labelled(_job, "ingest"), name="ingest"),
+                func(labelled(_job, "reindex"), name="reindex:docs:0", max_tries=3),
+                func(labelled(_job, "other"), name="other", max_tries=1),
             ],
             redis_pool=pool,
             burst=True,

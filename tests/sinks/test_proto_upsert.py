@@ -199,6 +199,8 @@ def test_point_ids_are_the_uuid5_of_the_json_pair(doc_id, index):
     the points it wrote before)."""
     import json
 
-    from poolq.sinks.points import POOLQ_NAMESPACE
+    from poolq.sinks.points import POINT_ID_NAMESPACE
 
-    assert point_id(doc_id, index) == str(uuid.uuid5(POOLQ_NAMESPACE, json.dumps([doc_id, index])))
+    assert point_id(doc_id, index) == str(
+        uuid.uuid5(POINT_ID_NAMESPACE, json.dumps([doc_id, index]))
+    )

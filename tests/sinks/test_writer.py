@@ -121,7 +121,7 @@ async def test_write_roundtrip_and_idempotent(writer):
     assert got.payload == want.payload
     np.testing.assert_allclose(got.vector["dense"], unit(want.vectors["dense"]), atol=1e-6)
     sparse = got.vector["splade"]
-    assert sparse.indices == want.vectors["splade"].indices
+    assert sparse.indices == want.vectors["splade"].indices.tolist()
     np.testing.assert_allclose(sparse.values, want.vectors["splade"].values, rtol=1e-6)
     multi = np.asarray(got.vector["colbert"])
     assert multi.shape == (len(want.vectors["colbert"]), 128)
@@ -449,5 +449,8 @@ def test_points():
         {"doc_id": "d"},
     )
     ps = to_point_struct(rec)
-    assert ps.vector["s"] == models.SparseVector(indices=[4, 9], values=[0.1, 0.2])
+    # sparse values are float32 from the pooler to the store (Qdrant keeps float32)
+    f32 = np.float32([0.1, 0.2]).tolist()
+    assert ps.vector["s"] == models.SparseVector(indices=[4, 9], values=f32)
+    assert type(ps.vector["s"].indices[0]) is int  # plain ints for qdrant-client
     assert ps.vector["v"] == [1.0, 1.0, 1.0]

@@ -1,3 +1,3 @@
 """Typed records for every value that crosses Redis, one definition for the worker and the
-client (see ``base.py``): job arguments, results, progress, heartbeats, search calls and
+client (see ``record.py``): job arguments, results, progress, heartbeats, search calls and
 replies, dead letters, job outcomes, and the errors inside them."""

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from poolq.sinks.folder_lock import hold_folder
+from poolq.sinks.store.errors import is_transient
 from poolq.sinks.store.heap import keep_freed_memory
 from poolq.wire import constants
 from poolq.wire.connection import redis_settings
@@ -33,9 +34,10 @@ from poolq.worker.app.shutdown_steps import cancel_tasks, close_board, final_hea
 from poolq.worker.config.event_loop import event_loop_policy
 from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
-from poolq.worker.engine.execution.thread_names import named
+from poolq.worker.engine.execution.thread_names import thread_initializer
+from poolq.worker.engine.process_options import process_options_set
 from poolq.worker.observability import metrics
-from poolq.worker.observability.job_outcomes import named as labelled
+from poolq.worker.observability.job_outcomes import labelled
 from poolq.worker.observability.series import SeriesWriter
 from poolq.worker.reliability.arq_overrides import (
     NotAPoolqWorkerError,
@@ -75,7 +77,9 @@ async def startup(ctx: dict[str, Any]) -> None:
     keep_freed_memory()  # upsert buffers reuse their pages (sinks/store/heap.py)
     # asyncio.to_thread's threads (chunking, ...) named for the OS, as the others are
     asyncio.get_running_loop().set_default_executor(
-        ThreadPoolExecutor(thread_name_prefix="poolq-io", initializer=named("poolq-io"))
+        ThreadPoolExecutor(
+            thread_name_prefix="poolq-io", initializer=thread_initializer("poolq-io")
+        )
     )
     if not settings.qdrant_url and "writer" not in ctx:
         # one worker per embedded folder, before any model loads (`poolq worker` took it
@@ -100,7 +104,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     ctx["metrics"] = metrics.start(ctx)  # None unless settings.metrics_port is set
     # everything start-up built (models, tokenizers, modules: ~280k objects) lives as long as the
     # process: out of the cyclic collector's sight, each full collection scans only what jobs
-    # allocate (one scanning it all took 120-250 ms of a thread mid-run, bench_host_path)
+    # allocate, not all of it (which stalled a thread mid-run: benchmarks/bench_host_path.py)
     gc.collect()
     gc.freeze()
     log.info("worker %s ready: models %s", rt.worker_id, ", ".join(settings.profile.models))
@@ -122,11 +126,17 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 def worker_kwargs(settings: Settings) -> dict[str, Any]:
     return {
         "functions": [
-            guarded_function(ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries),
+            guarded_function(
+                ingest,
+                name=constants.INGEST_JOB,
+                max_tries=settings.max_tries,
+                transient=is_transient,
+            ),
             guarded_function(
                 reindex,
                 name=constants.REINDEX_JOB,
                 max_tries=REINDEX_MAX_TRIES,
+                transient=is_transient,
                 timeout=settings.reindex_timeout_s,
             ),
             guarded_function(rejected_payload, name=REJECTED_JOB, max_tries=1),
@@ -170,7 +180,12 @@ def worker_kwargs(settings: Settings) -> dict[str, Any]:
 
 def run_worker(settings: Settings, *, burst: bool = False) -> None:
     """``poolq worker``: a :class:`PoolqWorker` with :func:`worker_kwargs`, on the event loop ``settings.event_loop`` chooses (``config/event_loop.py``)."""
-    with event_loop_policy(settings.event_loop) as loop:
+    with (
+        process_options_set(  # every model load of the worker follows them
+            backend=settings.backend, auto_bf16=settings.auto_bf16, cache_dir=settings.cache_dir
+        ),
+        event_loop_policy(settings.event_loop) as loop,
+    ):
         log.info("event loop: %s", loop)
         PoolqWorker(burst=burst, **worker_kwargs(settings)).run()
 

@@ -1,4 +1,4 @@
-"""A BERT tokenizer's twin for plain ASCII texts: the same tokens, about 30% less CPU.
+"""A BERT tokenizer's twin for plain ASCII texts: the same tokens, for less CPU.
 
 BERT's normalizer (``BertNormalizer``) walks every character: it drops control characters,
 maps whitespace to a space, isolates CJK ideographs, strips accents (an NFD pass) and

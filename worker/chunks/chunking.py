@@ -72,7 +72,7 @@ class TokenCounter:
     def encode_batch(self, texts: list[str], *, offsets: bool = True) -> list[Encoding]:
         """One call into Rust for many texts (the GIL is released for all of it).
         ``offsets=False``: the same tokens without their character offsets (all zero), which
-        ``tokenizers`` then does not track: about 30% less CPU (``encode_batch_fast``).
+        ``tokenizers`` then does not track: less CPU (``encode_batch_fast``).
         Plain ASCII texts go to the tokenizer's ASCII twin (``ascii_twin.py``), the others
         to the tokenizer itself: the same tokens either way."""
         if self._ascii is None:
@@ -207,7 +207,7 @@ class Chunker:
         spans = [_strip(t, 0, len(t)) for t in texts]
         stripped = [t[a:b] for t, (a, b) in zip(texts, spans, strict=True)]
         # only a text cut in pieces needs the tokens' offsets: a text far longer (in characters)
-        # than a chunk's tokens is tokenized with them; the others without (about 30% cheaper),
+        # than a chunk's tokens is tokenized with them; the others without (cheaper),
         # and again with them in the rare case one turns out too long all the same
         wide = LIKELY_LONG_CHARS_PER_TOKEN * self.max_tokens
         encodings = [

@@ -6,7 +6,7 @@ all documents in one :meth:`Chunker.chunk_many` call, and each chunk's span move
 document's text. A section that holds nothing but its heading (a chapter title followed at once
 by its first subsection) joins the section after it when that one lies under it, so that no
 chunk is a bare heading; the merged chunk cites the deeper heading path. A document without a
-layout is chunked whole, as before.
+layout is chunked as one text.
 
 Pages are boundaries too: a chunk of a PDF or a PPTX cites the one page (or slide) its text is
 on, which is what a reader opens. A page with less text than :data:`SHORT_PAGE_CHARS` (a

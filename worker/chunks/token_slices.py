@@ -13,7 +13,7 @@ chunk is checked too (:func:`chunk_ids`): both its ends must touch whitespace or
 ends (a cut inside a run of text without spaces falls mid-word, where a word's continuation
 tokens differ), and the document's tokens must cover its characters exactly. Byte-level BPE
 (a word's token carries the space before it) and SentencePiece's ``Metaspace`` fail the first
-test: their chunks are tokenized again, as before. ``tests/chunks/test_token_slices.py`` checks
+test: their chunks are tokenized again, each on its own. ``tests/chunks/test_token_slices.py`` checks
 the ids against tokenizing each chunk alone.
 """
 

@@ -154,7 +154,10 @@ def dashboard(redis_url: str, log: Path) -> Iterator[None]:
         yield
         return
     port = _port()
-    env = {k: v for k, v in os.environ.items() if k != "POOLQ_DASHBOARD_TOKEN"}
+    from poolq.worker.config.variables import VARIABLES
+
+    token_env = VARIABLES["dashboard_token"].env  # left out: the demo's dashboard is read-only
+    env = {k: v for k, v in os.environ.items() if k != token_env}
     with log.open("ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "poolq.worker", "dashboard", "--port", str(port),

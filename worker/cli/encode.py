@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import typer
 
 from poolq.worker.cli.app import app
+from poolq.worker.cli.options import fail, setting_option
 
-# engine/description.py PRECISIONS, spelled out here: this module must not import the engine
+# engine/checkpoints/description.py PRECISIONS, spelled out here: this module must not import the engine
 DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
-BACKENDS = ("torch", "openvino", "auto")  # engine/openvino/backend.py BACKENDS
+# the settings `poolq encode` reads (file: POOLQ_CONFIG's [worker] table; environment; flags)
+ENCODE_SETTINGS = ("backend", "threads", "device", "max_batch_tokens", "auto_bf16", "cache_dir")
 QUALITY_EXIT = 3  # --report-quality: an int8-vs-float32 figure fell below its floor
 
 
@@ -46,30 +47,19 @@ def encode(
         help="With --dtype int8: also encode in float32 and print int8-vs-float32 figures on "
         f"this file (stderr); exit {QUALITY_EXIT} if one is below its floor.",
     ),
-    backend: str | None = typer.Option(
-        None,
-        "--backend",
-        help="torch, openvino or auto: what runs the CPU forwards (env POOLQ_BACKEND; default "
-        "torch). openvino (poolq[openvino]): the model converted to OpenVINO, int8 with NNCF "
-        "behind the same quality gate; auto: OpenVINO when installed and its outputs pass it.",
+    backend: str | None = setting_option(
+        "backend",
+        help_="torch, openvino or auto: what runs the CPU forwards. openvino (poolq[openvino]): "
+        "the model converted to OpenVINO, int8 with NNCF behind the same quality gate; auto: "
+        "OpenVINO when installed and its outputs pass it.",
     ),
-    max_batch_tokens: int | None = typer.Option(
-        None,
-        "--max-batch-tokens",
-        min=1,
-        help="Token budget of one forward pass (default: 2048 on CPU, 16384 on CUDA; with "
+    max_batch_tokens: int | None = setting_option(
+        "max_batch_tokens",
+        help_="Token budget of one forward pass (unset: 2048 on CPU, 16384 on CUDA; with "
         "--backend openvino, one OpenVINO call's 8192 unless a SPLADE head is in its graph).",
     ),
-    device: str | None = typer.Option(
-        None, "--device", help="cpu, cuda, cuda:N (default: CUDA when present)."
-    ),
-    threads: int | None = typer.Option(
-        None,
-        "--threads",
-        min=1,
-        help="Intra-op CPU threads (env POOLQ_THREADS; default: chosen from the CPUs this "
-        "process may use, less those other processes hold, and re-chosen while it runs).",
-    ),
+    device: str | None = setting_option("device"),
+    threads: int | None = setting_option("threads"),
     no_truncate: bool = typer.Option(
         False, "--no-truncate", help="Over-long texts are errors instead of being truncated."
     ),
@@ -85,86 +75,95 @@ def encode(
         raise typer.BadParameter(
             f"expected one of {', '.join(DTYPES)}, got {dtype!r}", param_hint="--dtype"
         )
-    if backend is not None:
-        if backend.strip().lower() not in BACKENDS:
-            raise typer.BadParameter(
-                f"expected one of {', '.join(BACKENDS)}, got {backend!r}", param_hint="--backend"
-            )
-        os.environ["POOLQ_BACKEND"] = backend.strip().lower()  # the loader reads it
-    from poolq.worker.cli.options import model_path
+    from poolq.worker.config.loader import load_values
 
-    model = model_path("encode", model)
-    from poolq.worker.runtime.encode_lines import EncodeOptions
-
-    opts = EncodeOptions(
-        tuple(dict.fromkeys(task)), dimensions, not no_normalize, not no_truncate, prompt_name
-    )
-    if not input_path.is_file():  # before any model work
-        typer.echo(f"poolq encode: error: input file {str(input_path)!r} does not exist", err=True)
-        raise typer.Exit(2)
-    if os.environ.get("POOLQ_BACKEND") == "openvino" and Path(model).is_dir():
-        from poolq.worker.engine.openvino import prefetch
-        from poolq.worker.runtime.direct_encode import direct_start
-
-        # the cached OpenVINO model compiles on the other core while torch is imported below
-        # (or, for a dense model run without torch, while its tokenizer loads)
-        prefetch.start(model, "float32" if dtype is None else dtype)
-        direct = direct_start(
-            model, opts, dtype=dtype, device=device, report_quality=report_quality
-        )
-    else:
-        direct = None
+    flags = {"backend": backend, "threads": threads, "device": device}
     try:
-        if direct is not None:  # dense, cached: no torch (runtime/direct_encode.py)
-            from poolq.worker.runtime.direct_encode import run_direct
+        chosen = load_values(ENCODE_SETTINGS, None, flags | {"max_batch_tokens": max_batch_tokens})
+    except ValueError as exc:
+        fail("encode", exc)
+    backend, threads, device = chosen.get("backend"), chosen.get("threads"), chosen.get("device")
+    max_batch_tokens = chosen.get("max_batch_tokens")
+    from poolq.worker.engine.process_options import process_options_set
 
-            summary = run_direct(
-                direct,
-                input_path,
-                output,
-                opts,
-                threads=threads,
-                max_batch_tokens=max_batch_tokens,
+    options = {"auto_bf16": chosen.get("auto_bf16"), "cache_dir": chosen.get("cache_dir")}
+    with process_options_set(backend=backend, **options):
+        from poolq.worker.cli.options import model_path
+
+        model = model_path("encode", model)
+        from poolq.worker.runtime.encode_lines import EncodeOptions
+
+        opts = EncodeOptions(
+            tuple(dict.fromkeys(task)), dimensions, not no_normalize, not no_truncate, prompt_name
+        )
+        if not input_path.is_file():  # before any model work
+            typer.echo(
+                f"poolq encode: error: input file {str(input_path)!r} does not exist", err=True
+            )
+            raise typer.Exit(2)
+        if backend == "openvino" and Path(model).is_dir():
+            from poolq.worker.engine.openvino import prefetch
+            from poolq.worker.runtime.direct_encode import direct_start
+
+            # the cached OpenVINO model compiles on the other core while torch is imported below
+            # (or, for a dense model run without torch, while its tokenizer loads)
+            prefetch.start(model, "float32" if dtype is None else dtype)
+            direct = direct_start(
+                model, opts, dtype=dtype, device=device, report_quality=report_quality
             )
         else:
-            from poolq.worker.runtime.offline_encode import run_encode
+            direct = None
+        try:
+            if direct is not None:  # dense, cached: no torch (runtime/direct_encode.py)
+                from poolq.worker.runtime.direct_encode import run_direct
 
-            summary = run_encode(
-                model,
-                input_path,
-                output,
-                opts,
-                dtype=dtype,
-                device=device,
-                max_batch_tokens=max_batch_tokens,
-                report_quality=report_quality,
-                threads=threads,
+                summary = run_direct(
+                    direct,
+                    input_path,
+                    output,
+                    opts,
+                    threads=threads,
+                    max_batch_tokens=max_batch_tokens,
+                )
+            else:
+                from poolq.worker.runtime.offline_encode import run_encode
+
+                summary = run_encode(
+                    model,
+                    input_path,
+                    output,
+                    opts,
+                    dtype=dtype,
+                    device=device,
+                    max_batch_tokens=max_batch_tokens,
+                    report_quality=report_quality,
+                    threads=threads,
+                )
+        except (ValueError, FileNotFoundError) as exc:
+            typer.echo(f"poolq encode: error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        finally:
+            if "poolq.worker.engine.openvino.prefetch" in sys.modules:
+                from poolq.worker.engine.openvino import prefetch
+
+                prefetch.settle()  # a compile left running would abort the exit
+        from poolq.worker.cli import quick_exit
+
+        quick_exit.request()  # the output is written and closed (cli/quick_exit.py)
+        if summary.cpu is not None:
+            typer.echo(f"poolq encode: {summary.cpu}", err=True)
+        if summary.gate is not None:
+            typer.echo(
+                f"poolq encode: quality gate (built-in sample): {summary.gate.summary()}", err=True
             )
-    except (ValueError, FileNotFoundError) as exc:
-        typer.echo(f"poolq encode: error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    finally:
-        if "poolq.worker.engine.openvino.prefetch" in sys.modules:
-            from poolq.worker.engine.openvino import prefetch
-
-            prefetch.settle()  # a compile left running would abort the exit
-    from poolq.worker.cli import quick_exit
-
-    quick_exit.request()  # the output is written and closed (cli/quick_exit.py)
-    if summary.cpu is not None:
-        typer.echo(f"poolq encode: {summary.cpu}", err=True)
-    if summary.gate is not None:
+        if summary.quality is not None:
+            typer.echo(f"poolq encode: this file: {summary.quality.summary()}", err=True)
         typer.echo(
-            f"poolq encode: quality gate (built-in sample): {summary.gate.summary()}", err=True
+            f"poolq encode: {summary.written} written, {summary.errors} skipped, {summary.truncated} truncated, "
+            f"{summary.tokens} tokens",
+            err=True,
         )
-    if summary.quality is not None:
-        typer.echo(f"poolq encode: this file: {summary.quality.summary()}", err=True)
-    typer.echo(
-        f"poolq encode: {summary.written} written, {summary.errors} skipped, {summary.truncated} truncated, "
-        f"{summary.tokens} tokens",
-        err=True,
-    )
-    if summary.errors:
-        raise typer.Exit(1)
-    if summary.quality is not None and not summary.quality.passed:
-        raise typer.Exit(QUALITY_EXIT)
+        if summary.errors:
+            raise typer.Exit(1)
+        if summary.quality is not None and not summary.quality.passed:
+            raise typer.Exit(QUALITY_EXIT)

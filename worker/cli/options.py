@@ -9,17 +9,49 @@ from typing import Any, NoReturn
 import typer
 
 from poolq.ingest.cli.command_env import error
-from poolq.wire import constants
+from poolq.worker.config.variables import VARIABLES
+
+# settings whose flag is not ``--`` + the name with dashes (errors name the flag as spelled)
+FLAG_NAMES = {
+    "job_stall_timeout_s": "--job-stall-timeout",
+    "job_timeout_s": "--job-timeout",
+    "shutdown_grace_s": "--shutdown-grace",
+    "parse_timeout_s": "--parse-timeout",
+    "parse_memory_mb": "--parse-memory",
+    "redis_outage_limit_s": "--redis-outage-limit",
+    "dashboard_token": "--token",
+}
+
+
+def flag_of(name: str) -> str:
+    """The flag of setting ``name``."""
+    return FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
+
+
+def setting_help(name: str, help_: str | None = None) -> str:
+    """A flag's help: the setting's own (``worker/config/variables.py``), its variable and its
+    default."""
+    var = VARIABLES[name]
+    if var.default is None:
+        shown = "unset"
+    else:
+        value = str(var.default).lower() if var.type is bool else str(var.default)
+        shown = f"{value} {var.unit}" if var.unit else value
+    return f"{help_ or var.help} (env {var.env}; default {shown})."
+
+
+def setting_option(name: str, help_: str | None = None, **kw: Any) -> Any:
+    """The flag of setting ``name`` (None when not given: the config file and the environment
+    decide; the loader checks the value)."""
+    return typer.Option(None, flag_of(name), help=setting_help(name, help_), **kw)
 
 
 def redis_url_option() -> Any:
-    return typer.Option(
-        None, "--redis-url", help=f"env POOLQ_REDIS_URL (default {constants.DEFAULT_REDIS_URL})."
-    )
+    return setting_option("redis_url")
 
 
 def config_option() -> Any:
-    return typer.Option(None, "--config", help="TOML config (env POOLQ_CONFIG).")
+    return setting_option("config")
 
 
 def json_option(shape: str) -> Any:
@@ -31,14 +63,7 @@ def timeout_option(help_: str = "Give up waiting after this many seconds.") -> A
 
 
 def outage_limit_option() -> Any:
-    return typer.Option(
-        None,
-        "--redis-outage-limit",
-        metavar="SECONDS",
-        min=0,
-        help="Once connected, wait this many seconds for a Redis that went away to come back "
-        "before giving up (env POOLQ_REDIS_OUTAGE_LIMIT_S; default 300).",
-    )
+    return setting_option("redis_outage_limit_s", metavar="SECONDS")
 
 
 def model_path(command: str, model: str) -> str:

@@ -15,34 +15,14 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 from poolq.worker.cli.options import fail
 
-ROLES = ("all", "parse", "encode")
 
-
-def check_role(role: str) -> str:
-    if role not in ROLES:
-        fail("worker", f"--role: expected one of {', '.join(ROLES)}, got {role!r}")
-    return role
-
-
-def parse_overrides(
-    redis_url: str, parse_workers: int | None, parse_timeout_s: float | None,
-    parse_memory_mb: int | None, max_file_bytes: int | None, shutdown_grace_s: int | None,
-) -> dict[str, Any]:  # fmt: skip
-    return {
-        "redis_url": redis_url,
-        "parse_workers": parse_workers,
-        "parse_timeout_s": parse_timeout_s,
-        "parse_memory_mb": parse_memory_mb,
-        "max_file_bytes": max_file_bytes,
-        "shutdown_grace_s": shutdown_grace_s,
-    }
-
-
-def run_parse_role(overrides: dict[str, Any], *, burst: bool) -> None:
+def run_parse_role(config: Path | None, flags: dict[str, Any], *, burst: bool) -> None:
     """``--role parse``: settings, Redis answering, then the parse worker."""
     from redis.exceptions import RedisError
 
@@ -50,7 +30,7 @@ def run_parse_role(overrides: dict[str, Any], *, burst: bool) -> None:
     from poolq.worker.config.parse_settings import load_parse_settings
 
     try:
-        settings = load_parse_settings(overrides)
+        settings = load_parse_settings(config, flags)
     except ValueError as exc:
         fail("worker", exc)
     try:
@@ -65,20 +45,21 @@ def run_parse_role(overrides: dict[str, Any], *, burst: bool) -> None:
         fail("worker", exc, 1)
 
 
-def parse_command(overrides: dict[str, Any], log_format: str, *, burst: bool) -> list[str]:
-    flags = {
-        "--redis-url": overrides.get("redis_url"),
-        "--parse-workers": overrides.get("parse_workers"),
-        "--parse-timeout": overrides.get("parse_timeout_s"),
-        "--parse-memory": overrides.get("parse_memory_mb"),
-        "--max-file-bytes": overrides.get("max_file_bytes"),
-        "--shutdown-grace": overrides.get("shutdown_grace_s"),
-    }
+def parse_command(
+    config: Path | None, flags: dict[str, Any], log_format: str, *, burst: bool
+) -> list[str]:
+    """The parse process of ``--role all``: ``poolq worker --role parse`` with the same config
+    file and the parse stage's flags of this command (its environment is inherited)."""
+    from poolq.worker.cli.options import flag_of
+    from poolq.worker.config.parse_settings import ParseSettings
+
     cmd = [sys.executable, "-m", "poolq.worker", "worker", "--role", "parse"]
     cmd += ["--log-format", log_format]
-    for flag, value in flags.items():
-        if value is not None:
-            cmd += [flag, str(value)]
+    if config is not None:
+        cmd += ["--config", str(config)]
+    for f in fields(ParseSettings):
+        if (value := flags.get(f.name)) is not None:
+            cmd += [flag_of(f.name), str(value)]
     return [*cmd, "--burst"] if burst else cmd
 
 
@@ -88,10 +69,12 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 
 
 @contextlib.contextmanager
-def parse_process(overrides: dict[str, Any], log_format: str, *, burst: bool) -> Iterator[None]:
+def parse_process(
+    config: Path | None, flags: dict[str, Any], log_format: str, *, burst: bool
+) -> Iterator[None]:
     """``--role all``: the parse worker in a process of its own while the block runs (with
     ``burst``, run to its end first)."""
-    cmd = parse_command(overrides, log_format, burst=burst)
+    cmd = parse_command(config, flags, log_format, burst=burst)
     if burst:
         subprocess.run(cmd, check=False, preexec_fn=_die_with_parent)
         yield
@@ -103,7 +86,7 @@ def parse_process(overrides: dict[str, Any], log_format: str, *, burst: bool) ->
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=(overrides.get("shutdown_grace_s") or 30) + 10)
+                proc.wait(timeout=(flags.get("shutdown_grace_s") or 30) + 10)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

@@ -6,7 +6,7 @@ After ``poolq encode`` has written and closed its output, tearing the interprete
 user's work. A command that has closed everything it wrote calls :func:`request`;
 :func:`end_process` (the console script, after the command) then flushes the standard streams
 and the log handlers and ends the process with the command's exit status. Commands that do not
-ask, and any run through Typer's test runner, end as before.
+ask, and any run through Typer's test runner, end through the interpreter's usual teardown.
 """
 
 from __future__ import annotations

@@ -20,7 +20,12 @@ from poolq.wire.search_results import (
     SearchResult,
 )
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import config_option, json_option, redis_url_option
+from poolq.worker.cli.options import (
+    config_option,
+    json_option,
+    redis_url_option,
+    setting_option,
+)
 
 
 async def _direct(query: str, request: SearchRequest, settings: Any) -> SearchResult:
@@ -38,7 +43,12 @@ async def _direct(query: str, request: SearchRequest, settings: Any) -> SearchRe
             f"cannot open the embedded Qdrant folder {settings.qdrant_path!r} ({e}); while a "
             "worker runs, search through it (drop --direct)"
         ) from None
-    vectorizer = await Vectorizer.start(settings.profile, device=settings.device)
+    from poolq.worker.engine.process_options import process_options_set
+
+    with process_options_set(
+        backend=settings.backend, auto_bf16=settings.auto_bf16, cache_dir=settings.cache_dir
+    ):
+        vectorizer = await Vectorizer.start(settings.profile, device=settings.device)
     try:
         return await QueryService(vectorizer, writer).search(query, request)
     finally:
@@ -132,15 +142,11 @@ def search(
     ),
     config: Path | None = config_option(),
     redis_url: str | None = redis_url_option(),
-    qdrant_url: str | None = typer.Option(
-        None, "--qdrant-url", help="With --direct: Qdrant server (env POOLQ_QDRANT_URL)."
+    qdrant_url: str | None = setting_option("qdrant_url", help_="With --direct: Qdrant server."),
+    qdrant_path: Path | None = setting_option(
+        "qdrant_path", help_="With --direct: the embedded folder."
     ),
-    qdrant_path: Path | None = typer.Option(
-        None, "--qdrant-path", help="With --direct: embedded folder (env POOLQ_QDRANT_PATH)."
-    ),
-    qdrant_api_key: str | None = typer.Option(
-        None, "--qdrant-api-key", help="env POOLQ_QDRANT_API_KEY"
-    ),
+    qdrant_api_key: str | None = setting_option("qdrant_api_key"),
     timeout_s: float = typer.Option(
         30.0,
         "--timeout",

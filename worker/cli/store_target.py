@@ -4,7 +4,6 @@ errors. Qdrant's client and Qdrant Edge load only when a command runs."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ def qdrant_url_option() -> Any:
         None,
         "--qdrant-url",
         help="Qdrant server: grpc://HOST:PORT, or http(s)://HOST:PORT (gRPC on port 6334 of "
-        "that host; env POOLQ_QDRANT_TRANSPORT=rest keeps it on REST).",
+        "that host; the setting qdrant_transport = rest keeps it on REST).",
     )
 
 
@@ -47,11 +46,12 @@ def open_target(
         fail(command, "give exactly one of --qdrant-path DIR or --qdrant-url URL")
     if path is not None and must_exist and not path.is_dir():
         fail(command, f"no embedded Qdrant folder at {str(path)!r}")
-    env = os.environ
-    transport = env.get("POOLQ_QDRANT_TRANSPORT") or "grpc"
+    from poolq.worker.config.loader import load_values
+
     try:
-        port = env.get("POOLQ_QDRANT_GRPC_PORT")
-        grpc_port = int(port) if port else None
+        chosen = load_values(("qdrant_transport", "qdrant_grpc_port"))
+        transport = chosen.get("qdrant_transport", "grpc")
+        grpc_port = chosen.get("qdrant_grpc_port")
         if url is not None:  # the protocol answers, before the store is opened (one line)
             from poolq.sinks.store.probe import check_speaks_qdrant
             from poolq.sinks.store.server_target import server_target

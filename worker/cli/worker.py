@@ -10,7 +10,6 @@ heavy is imported, then the settings, then Redis answering
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,9 +17,15 @@ from urllib.parse import urlsplit
 
 import typer
 
-from poolq.wire import constants
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import fail
+from poolq.worker.cli.options import (
+    FLAG_NAMES,
+    config_option,
+    fail,
+    redis_url_option,
+    setting_option,
+)
+from poolq.worker.config.variables import VARIABLES
 
 if TYPE_CHECKING:
     from poolq.worker.config.locations import Locations
@@ -51,146 +56,54 @@ def probe_qdrant(
 
 @app.command()
 def worker(
-    config: Path | None = typer.Option(None, "--config", help="TOML config (env POOLQ_CONFIG)."),
-    redis_url: str | None = typer.Option(
-        None,
-        "--redis-url",
-        help=f"Redis of the queue (env POOLQ_REDIS_URL; default {constants.DEFAULT_REDIS_URL}).",
-    ),
-    qdrant_url: str | None = typer.Option(
-        None, "--qdrant-url", help="Qdrant server (env POOLQ_QDRANT_URL; default: embedded)."
-    ),
-    qdrant_path: Path | None = typer.Option(
-        None,
-        "--qdrant-path",
-        help="Embedded Qdrant folder, one worker per folder (env POOLQ_QDRANT_PATH; default "
-        f"{constants.DEFAULT_QDRANT_PATH}).",
-    ),
-    qdrant_api_key: str | None = typer.Option(
-        None, "--qdrant-api-key", help="API key of a Qdrant server (env POOLQ_QDRANT_API_KEY)."
-    ),
-    qdrant_transport: str | None = typer.Option(
-        None,
-        "--qdrant-transport",
-        help="grpc (default: an http(s):// URL's host on port 6334, or a grpc:// URL) or rest "
-        "(JSON over the http(s):// URL) (env POOLQ_QDRANT_TRANSPORT).",
-    ),
-    device: str | None = typer.Option(
-        None, "--device", help="cpu, cuda or cuda:N (default: CUDA when present)."
-    ),
-    max_jobs: int | None = typer.Option(
-        None, "--max-jobs", min=1, help="Upper limit on running jobs (default 32)."
-    ),
-    max_queued_tokens: int | None = typer.Option(
-        None,
-        "--max-queued-tokens",
-        min=1,
-        help="Take a bulk job only while the engines hold fewer queued tokens (default 8 batches).",
-    ),
-    job_stall_timeout_s: int | None = typer.Option(
-        None,
-        "--job-stall-timeout",
-        min=1,
-        help="Time a job out after this many seconds without progress (default 120).",
-    ),
-    job_timeout_s: int | None = typer.Option(
-        None, "--job-timeout", min=1, help="Ceiling on one run of a job, seconds (default 3600)."
-    ),
-    threads: int | None = typer.Option(
-        None,
-        "--threads",
-        min=1,
-        help="Intra-op CPU threads (env POOLQ_THREADS; default: chosen from the CPUs this "
-        "process may use, less those other processes hold, and re-chosen while it runs).",
-    ),
-    backend: str | None = typer.Option(
-        None,
-        "--backend",
-        help="torch, openvino or auto: what runs the CPU forwards (env POOLQ_BACKEND, config "
-        "[engine] backend; default torch). openvino needs poolq[openvino]; auto picks it when "
-        "installed and its outputs pass the quality gate.",
-    ),
+    config: Path | None = config_option(),
+    redis_url: str | None = redis_url_option(),
+    qdrant_url: str | None = setting_option("qdrant_url"),
+    qdrant_path: Path | None = setting_option("qdrant_path"),
+    qdrant_api_key: str | None = setting_option("qdrant_api_key"),
+    qdrant_transport: str | None = setting_option("qdrant_transport"),
+    device: str | None = setting_option("device"),
+    max_jobs: int | None = setting_option("max_jobs"),
+    max_queued_tokens: int | None = setting_option("max_queued_tokens"),
+    job_stall_timeout_s: int | None = setting_option("job_stall_timeout_s"),
+    job_timeout_s: int | None = setting_option("job_timeout_s"),
+    threads: int | None = setting_option("threads"),
+    backend: str | None = setting_option("backend"),
     burst: bool = typer.Option(False, "--burst", help="Exit once the queue is empty."),
-    metrics_port: int | None = typer.Option(
-        None,
-        "--metrics-port",
-        min=1,
-        max=65535,
-        help="Serve Prometheus /metrics on this port (env POOLQ_METRICS_PORT).",
-    ),
-    metrics_host: str | None = typer.Option(
-        None,
-        "--metrics-host",
-        help="Address /metrics listens on (env POOLQ_METRICS_HOST; default "
-        f"{constants.DEFAULT_METRICS_HOST}, this machine only; 0.0.0.0 for every interface).",
-    ),
-    shutdown_grace_s: int | None = typer.Option(
-        None,
-        "--shutdown-grace",
-        min=0,
-        help="On SIGTERM or Ctrl-C, seconds running jobs may take to finish before they go back "
-        "to the queue (default 30); a second Ctrl-C stops at once.",
+    metrics_port: int | None = setting_option("metrics_port"),
+    metrics_host: str | None = setting_option("metrics_host"),
+    shutdown_grace_s: int | None = setting_option(
+        "shutdown_grace_s",
+        VARIABLES["shutdown_grace_s"].help.rstrip(".") + "; a second Ctrl-C stops at once",
     ),
     log_format: str = typer.Option(
         "text", "--log-format", help="text or json (one JSON object per line, with job ids)."
     ),
-    role: str = typer.Option(
-        "all",
-        "--role",
-        envvar="POOLQ_ROLE",
-        help="all (parse files and encode: the default), parse (only the parse stage: no torch, "
-        "no models, no store) or encode (only encoding and writing) (env POOLQ_ROLE).",
-    ),
-    parse_workers: int | None = typer.Option(
-        None,
-        "--parse-workers",
-        min=1,
-        help="Processes parsing files at once, each one file at a time (env "
-        "POOLQ_PARSE_WORKERS; default half the CPUs, 1 to 4).",
-    ),
-    parse_timeout_s: float | None = typer.Option(
-        None,
-        "--parse-timeout",
-        min=0.1,
-        help="Seconds one file may take to parse before it fails as parse_timeout (env "
-        "POOLQ_PARSE_TIMEOUT_S; default 120).",
-    ),
-    parse_memory_mb: int | None = typer.Option(
-        None,
-        "--parse-memory",
-        min=64,
-        help="MB of memory a parse process may take above its start before the file fails as "
-        "too_large (env POOLQ_PARSE_MEMORY_MB; default 1024).",
-    ),
-    max_file_bytes: int | None = typer.Option(
-        None,
-        "--max-file-bytes",
-        min=1,
-        help="Refuse files over this many bytes as too_large (env POOLQ_MAX_FILE_BYTES; "
-        "default 33554432, 32 MiB).",
-    ),
+    role: str | None = setting_option("role"),
+    parse_workers: int | None = setting_option("parse_workers"),
+    parse_max_jobs: int | None = setting_option("parse_max_jobs"),
+    parse_timeout_s: float | None = setting_option("parse_timeout_s"),
+    parse_memory_mb: int | None = setting_option("parse_memory_mb"),
+    ocr: str | None = setting_option("ocr"),
+    max_file_bytes: int | None = setting_option("max_file_bytes"),
+    source_roots: str | None = setting_option("source_roots"),
 ) -> None:
     """Run an ingestion worker: drain jobs from Redis, parse files, encode, write to Qdrant."""
-    from poolq.worker.cli.parse_role import check_role, parse_overrides, parse_process
+    flags = {k: v for k, v in locals().items() if k in VARIABLES}
+    flags["qdrant_path"] = str(qdrant_path) if qdrant_path else None
+    from poolq.worker.config.loader import load_values
 
-    check_role(role)
-    from poolq.worker.config.locations import check_qdrant_url, resolve_locations
+    try:
+        chosen = load_values(("role",), config, flags, flag_names=FLAG_NAMES).get("role", "all")
+    except ValueError as exc:
+        fail("worker", exc)
+    from poolq.worker.cli.parse_role import parse_process, run_parse_role
+    from poolq.worker.config.locations import resolve_locations
     from poolq.worker.engine.cpu.cpu_threads import CpuProbe
 
     cpu_probe = CpuProbe.start()  # neighbours measured while the worker starts
-    from poolq.wire.connection import check_redis_url
-
     if qdrant_url and qdrant_path:
         raise typer.BadParameter("give --qdrant-url or --qdrant-path, not both")
-    for flag, value, check in [
-        ("--redis-url", redis_url, check_redis_url),
-        ("--qdrant-url", qdrant_url, check_qdrant_url),
-    ]:
-        if value is not None:
-            try:
-                check(value)
-            except ValueError as exc:
-                fail("worker", f"{flag}: {str(exc).removeprefix('qdrant_url: ')}")
     from poolq.wire.connection import redact_log_handlers
     from poolq.worker.observability.logs import configure
 
@@ -199,71 +112,34 @@ def worker(
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--log-format") from None
     redact_log_handlers()  # no credentials in any log line, arq's and redis-py's included
-    parse_flags = parse_overrides(
-        redis_url or "", parse_workers, parse_timeout_s, parse_memory_mb, max_file_bytes,
-        shutdown_grace_s,
-    )  # fmt: skip
-    if max_file_bytes is not None:  # a store sync's fetches read the same limit
-        os.environ["POOLQ_MAX_FILE_BYTES"] = str(max_file_bytes)
-    if role == "parse":
-        from poolq.worker.cli.parse_role import run_parse_role
-        from poolq.worker.config.locations import resolve_locations as locations
-
-        try:
-            parse_flags["redis_url"] = locations(config, {"redis_url": redis_url}).redis_url
-        except ValueError as exc:
-            fail("worker", exc)
-        run_parse_role(parse_flags, burst=burst)
+    if chosen == "parse":
+        run_parse_role(config, flags, burst=burst)
         return
-    overrides = {
-        "redis_url": redis_url,
-        "qdrant_url": qdrant_url,
-        "qdrant_path": str(qdrant_path) if qdrant_path else None,
-        "qdrant_api_key": qdrant_api_key,
-        "qdrant_transport": qdrant_transport,
-        "device": device,
-        "max_jobs": max_jobs,
-        "max_queued_tokens": max_queued_tokens,
-        "job_stall_timeout_s": job_stall_timeout_s,
-        "job_timeout_s": job_timeout_s,
-        "threads": threads,
-        "backend": backend,
-        "metrics_port": metrics_port,
-        "metrics_host": metrics_host,
-        "shutdown_grace_s": shutdown_grace_s,
-        "role": role,
-    }
     try:  # where Redis and Qdrant are, from flags, environment or config: checked first
-        where = resolve_locations(config, overrides)
-        check_redis_url(where.redis_url)
-        if where.qdrant_url:
-            check_qdrant_url(where.qdrant_url)
+        where = resolve_locations(config, flags)
     except ValueError as exc:
         fail("worker", exc)
     _hold_folder(where)
     from poolq.worker.config.settings import load_settings  # the profile: imports torch
 
     try:
-        settings = load_settings(config, overrides)
+        settings = load_settings(config, flags)
     except ValueError as exc:
         fail("worker", exc)
     _probe(settings)
-    if settings.backend is not None:  # the loader reads it (engine/openvino/backend.py)
-        os.environ["POOLQ_BACKEND"] = settings.backend
     from poolq.worker.engine.cpu.cpu_budget import RESERVED_WORKER_CPUS, explicit_threads
 
     try:
         explicit_threads(settings.threads)
-    except ValueError as exc:  # POOLQ_THREADS=0, OMP_NUM_THREADS=x
+    except ValueError as exc:  # OMP_NUM_THREADS=x
         fail("worker", exc)
     from redis.exceptions import RedisError
 
     from poolq.worker.app.worker_settings import run_worker
 
-    parse_flags["redis_url"] = settings.redis_url
     parse_stage = (
-        parse_process(parse_flags, log_format, burst=burst)
-        if role == "all"
+        parse_process(config, flags, log_format, burst=burst)
+        if settings.role == "all"
         else contextlib.nullcontext()
     )
     try:

@@ -1,46 +1,48 @@
-"""Settings of the parse role (``poolq worker --role parse``, and the parse process of
-``--role all``): flags, else ``POOLQ_*`` variables, else these defaults. Apart from
-:class:`~poolq.worker.config.settings.Settings` because loading those loads the collection
-profiles, and with them torch: a parse worker never imports it."""
+"""The parse stage's settings (``poolq worker --role parse``, and the parse process of ``--role
+all``): :class:`ParseSettings`, loaded by :func:`load_parse_settings` with the encode stage's
+loader and precedence (config file ``[worker]`` table, then ``POOLQ_*`` variables, then flags).
+Apart from :class:`~poolq.worker.config.settings.Settings` because those carry the collection
+profile, and with it torch: a parse worker never imports it."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
-from poolq.wire import constants
 from poolq.wire.connection import check_redis_url
-from poolq.worker.parse.limits import DEFAULT_PARSE_MEMORY_MB, DEFAULT_PARSE_TIMEOUT_S
-from poolq.worker.parse.sandbox import DEFAULT_PARSE_WORKERS
-
-ENV_PREFIX = "POOLQ_"
+from poolq.worker.config.loader import check_fields, load_role
+from poolq.worker.config.variables import default
+from poolq.worker.parse.ocr_engine import missing as ocr_missing
 
 
 @dataclass(frozen=True)
 class ParseSettings:
-    redis_url: str = constants.DEFAULT_REDIS_URL
-    # child processes parsing at once (each one file at a time), and the bounds of one file
-    parse_workers: int = DEFAULT_PARSE_WORKERS
-    parse_timeout_s: float = DEFAULT_PARSE_TIMEOUT_S
-    parse_memory_mb: int = DEFAULT_PARSE_MEMORY_MB
-    max_file_bytes: int = constants.MAX_FILE_BYTES
-    # parse jobs running at once (each waits for a free child per file)
-    max_jobs: int = 8
-    max_tries: int = 5
-    keep_result_s: int = 24 * 3600
-    job_timeout_s: int = 3600
-    shutdown_grace_s: int = 30
-    # folders a file given by its path may be read from (os.pathsep-separated; None: any)
-    source_roots: str | None = None
+    """Each field a setting declared in :mod:`~poolq.worker.config.variables`."""
+
+    redis_url: str = default("redis_url")
+    parse_workers: int | None = default("parse_workers")  # None: half the CPUs, 1 to 4
+    parse_timeout_s: float = default("parse_timeout_s")
+    parse_memory_mb: int = default("parse_memory_mb")
+    ocr: str = default("ocr")
+    parse_max_jobs: int = default("parse_max_jobs")
+    parse_child: str | None = default("parse_child")
+    max_file_bytes: int = default("max_file_bytes")
+    max_job_bytes: int = default("max_job_bytes")
+    max_tries: int = default("max_tries")
+    keep_result_s: int = default("keep_result_s")
+    job_timeout_s: int = default("job_timeout_s")
+    shutdown_grace_s: int = default("shutdown_grace_s")
+    source_roots: str | None = default("source_roots")
+    source_uris: str | None = default("source_uris")
+    http_timeout_s: float = default("http_timeout_s")
+    source_retry_s: float = default("source_retry_s")
 
     def __post_init__(self) -> None:
-        for name in ("parse_workers", "parse_memory_mb", "max_file_bytes", "max_jobs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if not self.parse_timeout_s > 0:
-            raise ValueError(f"parse_timeout_s must be > 0, got {self.parse_timeout_s}")
+        check_fields(self)
+        if self.ocr == "always" and (why := ocr_missing()) is not None:
+            raise ValueError(f"ocr: always, but {why}")
         try:
             check_redis_url(self.redis_url)
         except ValueError as e:
@@ -48,21 +50,9 @@ class ParseSettings:
 
 
 def load_parse_settings(
-    overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+    config: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> ParseSettings:
-    """``overrides`` (flags; None values ignored) over ``POOLQ_<NAME>`` variables over defaults."""
-    env = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    for f in fields(ParseSettings):
-        raw = env.get(ENV_PREFIX + f.name.upper())
-        if raw is None or raw == "":
-            continue
-        kind = type(getattr(ParseSettings, f.name, None))
-        try:
-            values[f.name] = float(raw) if kind is float else int(raw) if kind is int else raw
-        except ValueError:
-            raise ValueError(
-                f"{ENV_PREFIX}{f.name.upper()}: expected a number, got {raw!r}"
-            ) from None
-    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return ParseSettings(**values)
+    """``config`` (else ``POOLQ_CONFIG``), then the environment, then ``overrides`` (flags)."""
+    return load_role(ParseSettings, config, overrides, environ)

@@ -48,15 +48,15 @@ from poolq.worker.engine.engine_inputs import (
 )
 from poolq.worker.engine.execution.model_thread import BatchSlot, model_loop
 from poolq.worker.engine.execution.runner import ModelRunner
-from poolq.worker.engine.execution.thread_names import named
+from poolq.worker.engine.execution.thread_names import thread_initializer
 from poolq.worker.pooling import PoolingTask
 
 log = logging.getLogger(__name__)
 
 
 def default_batch_tokens(device: torch.device) -> int:
-    """Tokens per forward. On CPU ~2k-token batches ran fastest per token (GEMM operands stay
-    in cache; 16k-token batches were ~17% slower on MiniLM); GPUs want large batches."""
+    """Tokens per forward. On CPU ~2k-token batches run fastest per token (the GEMM operands
+    stay in cache, which 16k-token batches overflow); GPUs want large batches."""
     return 16384 if device.type == "cuda" else 2048
 
 
@@ -99,7 +99,7 @@ class AsyncEngine:
         self._tok_pool = ThreadPoolExecutor(
             tokenizer_threads,
             thread_name_prefix="poolq-tokenize",
-            initializer=named("poolq-tokenize"),
+            initializer=thread_initializer("poolq-tokenize"),
         )
         self._threads: list[threading.Thread] = []
         self.event_loop: asyncio.AbstractEventLoop | None = None

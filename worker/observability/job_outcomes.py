@@ -3,7 +3,7 @@
 arq bumps exactly one of its ``jobs_complete/jobs_failed/jobs_retried`` counters for a job that
 ran, then awaits its public ``on_job_end`` hook with no await in between: the hook reads which
 of ``jobs_complete``/``jobs_retried`` moved since the last job end (neither: failed). The
-function name comes from a thin wrapper (:func:`named`) put around each job coroutine where its
+function name comes from a thin wrapper (:func:`labelled`) put around each job coroutine where its
 ``arq.worker.func`` / ``cron`` is built, before the worker is (``job_guard.guarded_function``;
 the cron reindex entries ``reindex:COLL:I``, labelled ``reindex``, in ``worker_settings.py``):
 it records the name in the job's ctx. arq's ``Function`` objects are never changed afterwards. Jobs arq fails without
@@ -64,7 +64,7 @@ class JobOutcomes:
     def hook_arq(self, worker: PoolqWorker) -> None:
         """Count ``worker``'s job outcomes per function, through its public ``on_job_end`` hook
         (chained with any hook already set) and its ``failed_unrun`` listeners. Jobs whose
-        coroutine was not :func:`named` count as ``unknown``."""
+        coroutine was not :func:`labelled` count as ``unknown``."""
         self._arq_seen = (worker.jobs_complete, worker.jobs_retried)
         prev_end = worker.on_job_end
 
@@ -82,7 +82,7 @@ class JobOutcomes:
         )
 
 
-def named(coroutine: WorkerCoroutine, label: str) -> WorkerCoroutine:
+def labelled(coroutine: WorkerCoroutine, label: str) -> WorkerCoroutine:
     """``coroutine``, recording ``label`` in the job's ctx before it runs: wrap a job
     coroutine with it before passing it to ``arq.worker.func`` or ``arq.cron.cron``."""
 

@@ -44,7 +44,6 @@ from poolq.worker.parse.ocr_pass import PageWork, finish, merge, pages_to_ocr
 
 DEFAULT_PARSE_WORKERS = max(1, min(4, (os.cpu_count() or 2) // 2))
 # the module children run (``python -m``): a deployment may point it at its own wrapper
-CHILD_MODULE_ENV = "POOLQ_PARSE_CHILD"
 CHILD_MODULE = "poolq.worker.parse.child"
 
 
@@ -72,13 +71,19 @@ class _Child:
 
 class ParsePool:
     def __init__(
-        self, workers: int = DEFAULT_PARSE_WORKERS, limits: ParseLimits | None = None
+        self,
+        workers: int | None = None,
+        limits: ParseLimits | None = None,
+        module: str | None = None,
     ) -> None:
+        """``workers``: children at most (None: half the CPUs, 1 to 4); ``module``: what the
+        children run (the setting ``parse_child``)."""
+        workers = DEFAULT_PARSE_WORKERS if workers is None else workers
         if workers < 1:
             raise ValueError(f"parse workers: expected at least 1, got {workers}")
         self.workers = workers
         self.limits = limits or ParseLimits()
-        self.module = os.environ.get(CHILD_MODULE_ENV) or CHILD_MODULE
+        self.module = module or CHILD_MODULE
         self._idle: asyncio.Queue[_Child | None] | None = None
         self.started = 0  # children started so far (replacements included)
         self._children: set[_Child] = set()

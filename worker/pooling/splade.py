@@ -22,9 +22,9 @@ from poolq.worker.pooling.poolers import Pooler
 from poolq.worker.pooling.tasks import PoolingTask
 
 # Logits are computed at most this many bytes at a time. On the CPU the [t, V] block is written
-# by the vocabulary GEMM and read back at once by the max, so it must stay in cache: 8 MiB blocks
-# (64-68 rows of a 30522 vocabulary) ran SPLADE-tiny's pooling 1.7x faster than 32 MiB ones on a
-# 2-core Xeon (int8 3.7 s vs 6.3 s over 1,080 passages); fewer than ~32 rows starve the GEMM.
+# by the vocabulary GEMM and read back at once by the max, so it must stay in cache: 8 MiB (about
+# 64 rows of a 30522 vocabulary) rather than 32; fewer than ~32 rows starve the GEMM
+# (benchmarks/bench_encode_vs_st.py measures the pooling).
 SPLADE_CHUNK_BYTES = 32 << 20  # CUDA and other devices
 SPLADE_CPU_CHUNK_BYTES = 8 << 20
 SPLADE_MIN_CHUNK_ROWS = 32
@@ -101,7 +101,7 @@ class SpladePooler(Pooler):
         # bf16/fp16 runs the (large) vocabulary projection in that dtype; reductions stay FP32.
         self.compute_dtype: torch.dtype | None = None
         # called before each logits block; the loader sets the engine's safe point for CPU
-        # models (a queued query-lane forward may run there: engine/compute_thread.py)
+        # models (a queued query-lane forward may run there: engine/execution/compute_thread.py)
         self.between_blocks: Callable[[], None] = _nothing
 
     def get_supported_tasks(self) -> frozenset[PoolingTask]:

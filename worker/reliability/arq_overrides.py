@@ -13,7 +13,8 @@ which job ids to start, or a job failed before it ran. What needs those override
   handed back to the queue (its in-progress mark dropped once Redis answers) instead of waiting
   out arq's job timeout; re-running it rewrites the same points;
 * ``start_jobs``, lanes and admission: of the job ids one poll read (in score order:
-  interactive jobs first), a bulk job is started only while the worker's engines have room
+  interactive jobs first; a job's lane is read from its score, its size from ``STRLEN``: no
+  record is read), a bulk job is started only while the worker's engines have room
   (``runtime/admission.py``), a retried interactive job only once its backoff is over
   (``wire/placement.py``: its score keeps it ahead of bulk jobs, not its due time), and a job
   running in this worker is never started a second time here (its mark, if something dropped
@@ -39,15 +40,14 @@ from collections.abc import Callable
 from typing import Any
 
 from arq.constants import in_progress_key_prefix, job_key_prefix
-from arq.jobs import deserialize_job
 from arq.utils import timestamp_ms
 from arq.worker import Worker
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.exceptions import WatchError
 
-from poolq.wire.placement import due_ms
-from poolq.worker.engine.batching.lanes import Lane, lane_of_priority
+from poolq.wire.placement import due_ms, priority_of_score
+from poolq.worker.engine.batching.lanes import lane_of_priority
 from poolq.worker.runtime.admission import Admission
 
 log = logging.getLogger("poolq.worker")
@@ -65,7 +65,7 @@ PRIVATE_ALLOWED = {
 }
 
 KEEP_MARK_EVERY_S = 1.0
-REMEMBERED = 4096  # job ids whose lane / due time is kept
+REMEMBERED = 4096  # resting job ids whose due time is kept
 _REDIS_DOWN = (RedisConnectionError, RedisTimeoutError, WatchError, ConnectionError, OSError)
 RUN_POOLQ_WORKER = (
     "poolq's worker must be started with `poolq worker` (arq's own CLI builds arq's Worker, "
@@ -84,7 +84,6 @@ class PoolqWorker(Worker):
         self.failed_unrun: list[Callable[[bytes | None], None]] = []
         self.draining_since: signal.Signals | None = None  # the first stop signal, once one came
         self.admission: Admission | None = None  # set at start-up (the worker's Runtime has it)
-        self.lanes_read: dict[str, tuple[Lane, int]] = {}  # job id -> lane, record bytes
         self.resting: dict[str, int] = {}  # job id -> due time (ms) of a job not due yet
         self.marks_kept: dict[str, float] = {}  # job id -> when its mark was last set back
         self.ctx["arq_worker"] = self  # on_startup(ctx) and the reaper find it here
@@ -152,53 +151,32 @@ class PoolqWorker(Worker):
                 continue
             if self.resting.get(job_id, 0) > now:
                 continue  # a retried interactive job waiting out its backoff
-            payload_bytes = None
-            if self.admission is not None and not self.admission.room(Lane.BULK):
-                lane, payload_bytes = await self.lane_of(job_id)
-                if not self.admission.room(lane):
-                    # only a bulk job can find no room (admission.py), and the ids come in
-                    # score order, interactive first: every id after this one is bulk too
-                    return
             if self.job_counter >= self.max_jobs:
                 return
             async with self.pool.pipeline(transaction=False) as pipe:
                 pipe.zscore(self.queue_name, job_id)
-                pipe.strlen(job_key_prefix + job_id)
+                pipe.strlen(job_key_prefix + job_id)  # its size, for admission: never read
                 score, size = await pipe.execute()
             if score is None:
                 continue  # taken and finished elsewhere
+            lane = lane_of_priority(priority_of_score(score, now))  # (wire/placement.py)
+            if self.admission is not None and not self.admission.room(lane):
+                # only a bulk job can find no room (admission.py), and the ids come in score
+                # order, interactive first: every id after this one is bulk too
+                return
             if (due := due_ms(score, now)) > now:
                 self.remember(self.resting, job_id, due)
                 continue
             await super().start_jobs([job_id.encode()])  # arq's claim (WATCH/MULTI) and task
             started = self.tasks.get(job_id) not in (None, before)
             if self.admission is not None and started:
-                self.admission.taken(job_id, payload_bytes or int(size))
+                self.admission.taken(job_id, int(size))
 
     @staticmethod
     def remember(into: dict[str, Any], job_id: str, value: Any) -> None:
         if len(into) >= REMEMBERED:
             into.clear()
         into[job_id] = value
-
-    async def lane_of(self, job_id: str) -> tuple[Lane, int]:
-        """A job's lane, read from its record: the ``priority`` it was enqueued with, the same
-        field that places its chunks in the engines (``jobs/ingest.py``); and the record's
-        size. A record that is gone or unreadable is bulk (arq then deals with it). A record
-        never changes while its job id is queued: each is read once, not at every poll that
-        finds no room (20 a second, each reading the whole record)."""
-        if (hit := self.lanes_read.get(job_id)) is not None:
-            return hit
-        record = await self.pool.get(job_key_prefix + job_id)
-        if record is None:
-            return Lane.BULK, 0
-        try:
-            job = deserialize_job(record, deserializer=self.job_deserializer)
-            found = lane_of_priority(job.kwargs.get("priority")), len(record)
-        except Exception:  # arq reports the record when it runs the job
-            found = Lane.BULK, len(record)
-        self.remember(self.lanes_read, job_id, found)
-        return found
 
     async def keep_mark(self, job_id: str) -> None:
         # seen again by every poll (20 a second) while it runs: one SET a second per job is

@@ -8,8 +8,12 @@ fails without running them as failed too.
 A job whose cancel flag is set (``wire/cancel.py``) does not start, and a running one stops at
 its next batch boundary: it is recorded as ``cancelled``, neither retried nor dead-lettered.
 
-A transient failure is one that waiting can fix: Qdrant unavailable past the writer's own
-retries, Redis or the network down. Bad input is not: it fails at once, without retries.
+A transient failure is one that waiting can fix: Redis or the network down, a call that timed
+out, a job that stalled, and what the
+worker's own classifier says (``transient``: the encode worker's is the store's,
+``sinks/store/errors.is_transient``: Qdrant unavailable past the writer's own retries, the
+network down). Bad input is not: it fails at once, without retries. The guard itself imports no
+store, so the parse role runs without one.
 """
 
 from __future__ import annotations
@@ -26,12 +30,11 @@ from arq.worker import Function, Retry, func
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from poolq.sinks.store.errors import SinkUnavailableError, is_transient
 from poolq.wire import constants
 from poolq.wire.cancel import JobCancelledError, add_cancelled, cancel_key
 from poolq.wire.placement import retry_defer_ms
 from poolq.wire.records.outcome import JobOutcomeRecord, outcome_key
-from poolq.worker.observability.job_outcomes import named
+from poolq.worker.observability.job_outcomes import labelled
 from poolq.worker.reliability import dead_letter, job_records
 from poolq.worker.reliability.deadlines import JobClock, JobDeadlineError, run_with_deadlines
 from poolq.worker.reliability.run_lock import RunLocks
@@ -40,21 +43,24 @@ log = logging.getLogger("poolq.jobs")
 RETRY_BACKOFF_S = (2.0, 10.0, 30.0, 60.0, 120.0)  # queue-level delay before try 2, 3, ...
 
 JobFn = Callable[..., Coroutine[Any, Any, Any]]
+Transient = Callable[[BaseException], bool]  # whether waiting may fix an error of the job's
 
 
-def is_transient_job_error(e: BaseException) -> bool:
-    if isinstance(e, SinkUnavailableError | RedisConnectionError | RedisTimeoutError):
-        return True
+def is_transient_job_error(e: BaseException, transient: Transient | None = None) -> bool:
+    if isinstance(e, RedisConnectionError | RedisTimeoutError | ConnectionError | TimeoutError):
+        return True  # Redis or the network down, a call that timed out
     if isinstance(e, JobDeadlineError):  # stalled or past the ceiling: another try may pass
         return True
-    return is_transient(e)
+    return transient is not None and transient(e)
 
 
-def retry_delay(e: BaseException, job_try: int, max_tries: int) -> float | None:
+def retry_delay(
+    e: BaseException, job_try: int, max_tries: int, transient: Transient | None = None
+) -> float | None:
     """What a job's failure on try ``job_try`` (of ``max_tries``) becomes: the queue-level delay
     in seconds before the next try, or None when it fails for good (a permanent error, or a
     transient one on the last try) and goes to the dead-letter list."""
-    if is_transient_job_error(e) and job_try < max_tries:
+    if is_transient_job_error(e, transient) and job_try < max_tries:
         return RETRY_BACKOFF_S[min(job_try - 1, len(RETRY_BACKOFF_S) - 1)]
     return None
 
@@ -67,15 +73,22 @@ def retry_in_place(priority: object, delay_s: float) -> Retry:
     return Retry(defer=defer_ms / 1000)
 
 
-def guarded_function(fn: JobFn, *, name: str, max_tries: int, **arq_options: Any) -> Function:
+def guarded_function(
+    fn: JobFn,
+    *,
+    name: str,
+    max_tries: int,
+    transient: Transient | None = None,
+    **arq_options: Any,
+) -> Function:
     """``fn`` guarded (:func:`guarded`) as arq's job function ``name`` (``arq.worker.func``, with
     its other options, ``timeout`` say), labelled ``name`` for the job outcome metrics
-    (``job_outcomes.named``)."""
-    run = named(guarded(fn, name=name, max_tries=max_tries), name)
+    (``job_outcomes.labelled``)."""
+    run = labelled(guarded(fn, name=name, max_tries=max_tries, transient=transient), name)
     return func(run, name=name, max_tries=max_tries, **arq_options)
 
 
-def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
+def guarded(fn: JobFn, *, name: str, max_tries: int, transient: Transient | None = None) -> JobFn:
     """Wrap a job coroutine (see the module docstring)."""
 
     @functools.wraps(fn)
@@ -147,7 +160,7 @@ def guarded(fn: JobFn, *, name: str, max_tries: int) -> JobFn:
                 ctx[job_records.OUTCOME_RECORDED] = unlisted
         except Exception as e:
             seconds = time.perf_counter() - t0
-            delay = retry_delay(e, job_try, max_tries)
+            delay = retry_delay(e, job_try, max_tries, transient)
             if delay is not None:
                 log.warning(
                     "job %s %s try %d of %d failed after %.2fs, retrying in %.0fs: %s",

@@ -11,7 +11,7 @@ poolers. When everything the run needs is already on disk, this module runs it w
 * a run asking for nothing more: ``--task embed`` only, no ``--dimensions``, no
   ``--report-quality``, the CPU, a prompt the model has.
 
-Anything else (:func:`direct_start` returns None) loads the model as before
+Anything else (:func:`direct_start` returns None) loads the whole model
 (``offline_encode.py``). The run: lines read in blocks of ``BLOCK_LINES``, tokenized (the same
 tokenizer and truncation), cut into the engine's length buckets (``openvino/buckets.py``, over
 the whole block: fuller buckets than a scheduler batch), run on the compiled model's streams,
@@ -74,10 +74,10 @@ def direct_start(
     report_quality: bool,
 ) -> DirectStart | None:
     """The torch-free run of this ``poolq encode``, when it may run that way (module doc)."""
-    from poolq.worker.engine.openvino.backend import backend_setting
+    from poolq.worker.engine.process_options import process_options
 
     try:
-        if backend_setting() != "openvino":
+        if process_options().backend != "openvino":
             return None
     except ValueError:
         return None  # the full start reports the bad setting
@@ -135,7 +135,7 @@ def run_direct(
         explicit_threads,
     )
 
-    explicit = explicit_threads(threads)  # a bad POOLQ_THREADS fails before anything loads
+    explicit = explicit_threads(threads)  # a bad OMP_NUM_THREADS fails before anything loads
     probe = StartProbe.start()
     if not input_path.is_file():
         raise FileNotFoundError(f"input file {str(input_path)!r} does not exist")

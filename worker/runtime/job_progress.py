@@ -1,8 +1,8 @@
-"""The progress of one running ingest job, published for clients under ``JOB_PROGRESS_KEY``.
+"""The progress of one running job, published for clients under ``JOB_PROGRESS_KEY``.
 
-A Redis hash with the fields ``documents`` (in the job), ``done`` (documents finished: written,
-skipped unchanged, or refused with an error), ``chunks`` (chunked so far), ``points`` (written),
-``errors`` and ``skipped``; it expires ``JOB_PROGRESS_TTL_S`` after the last update. The job
+A Redis hash of the fields of :class:`~poolq.wire.records.progress.JobProgressRecord` (the one
+declaration of them), which :attr:`JobProgress.counts` holds; it expires
+``JOB_PROGRESS_TTL_S`` after the last update. The job
 publishes at its milestones (:meth:`JobProgress.publish`: after chunking when the job writes
 more than one part, after each part is encoded and written, at the end), and between them any
 change, its first state included, is published within ``JOB_PROGRESS_EVERY_S``: by the
@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field, replace
 from typing import Any
 
 from poolq.wire import constants
@@ -34,19 +34,10 @@ TICK_S = constants.JOB_PROGRESS_EVERY_S / 2
 class JobProgress:
     redis: Any  # redis.asyncio client, or None (nothing is published)
     job_id: str
-    documents: int = 0
-    done: int = 0
-    chunks: int = 0
-    points: int = 0
-    errors: int = 0
-    skipped: int = 0
-    parsed: int = 0  # a parse job's files read, and their pages
-    pages: int = 0
-    chunk_ms: int = 0  # time spent in each stage (the parts of a job overlap: sums)
-    encode_ms: int = 0
-    write_ms: int = 0
+    documents: InitVar[int] = 0  # in the job (the rest of the counts start at 0: :meth:`add`)
     clock: Any = None  # the job's deadlines.JobClock: every change is progress
     board: ProgressBoard | None = None  # the worker's; None: a ticker task of the job's own
+    counts: JobProgressRecord = field(default_factory=JobProgressRecord)
     _published: JobProgressRecord | None = None
     _ticker: asyncio.Task[None] | None = None
 
@@ -55,18 +46,17 @@ class JobProgress:
         return constants.JOB_PROGRESS_KEY.format(job_id=self.job_id)
 
     def state(self) -> JobProgressRecord:
-        return JobProgressRecord(
-            self.documents, self.done, self.chunks, self.points, self.errors, self.skipped,
-            self.parsed, self.pages, self.chunk_ms, self.encode_ms, self.write_ms,
-        )  # fmt: skip
+        return self.counts
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, documents: int) -> None:
+        self.counts = replace(self.counts, documents=documents)
         if self.clock is not None:
             self.clock.progress = self
 
     def add(self, **deltas: int) -> None:
-        for name, n in deltas.items():
-            setattr(self, name, getattr(self, name) + n)
+        """Add to the counts (``done=1, chunks=12``: the record's field names)."""
+        c = self.counts
+        self.counts = replace(c, **{name: getattr(c, name) + n for name, n in deltas.items()})
         if self.clock is not None and any(deltas.values()):
             self.clock.tick()
 

@@ -139,8 +139,8 @@ def run_encode(
 ) -> EncodeSummary:
     """``dtype`` None: float32 on the CPU (``auto`` is the worker's default, not this one's),
     bf16/fp16 on CUDA. ``report_quality`` (int8 only): compare with float32 on this file.
-    ``threads``: intra-op CPU threads (None: ``POOLQ_THREADS``, else chosen, ``cpu_budget.py``)."""
-    explicit_threads(threads)  # a bad POOLQ_THREADS fails before a model loads
+    ``threads``: intra-op CPU threads (None: ``OMP_NUM_THREADS``, else chosen, ``cpu_budget.py``)."""
+    explicit_threads(threads)  # a bad OMP_NUM_THREADS fails before a model loads
     probe = CpuProbe.start()  # neighbours measured while the model loads
     if dtype is None and resolve_device(device).type == "cpu":
         dtype = "float32"

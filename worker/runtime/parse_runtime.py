@@ -21,6 +21,7 @@ def parse_limits(settings: ParseSettings) -> ParseLimits:
         max_file_bytes=settings.max_file_bytes,
         timeout_s=settings.parse_timeout_s,
         memory_mb=settings.parse_memory_mb,
+        ocr=settings.ocr,
     )
 
 
@@ -35,12 +36,13 @@ class ParseRuntime:
     jobs_retried: int = 0
     files_parsed: int = 0
     redis: Any = None
-    admission: Any = None  # parse jobs are taken by count (max_jobs), not by engine capacity
+    admission: Any = None  # parse jobs are taken by count (parse_max_jobs), not engine capacity
     run_locks: Any = None
 
     @classmethod
     def open(cls, settings: ParseSettings) -> ParseRuntime:
-        return cls(settings, ParsePool(settings.parse_workers, parse_limits(settings)))
+        pool = ParsePool(settings.parse_workers, parse_limits(settings), settings.parse_child)
+        return cls(settings, pool)
 
     def heartbeat(self) -> Heartbeat:
         return heartbeat_of(

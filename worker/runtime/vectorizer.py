@@ -250,7 +250,7 @@ def to_qdrant_value(output: object) -> VectorValue:
     """Sparse -> ``SparseValues``; dense/multi -> float32 numpy arrays (no Python float lists on
     the event loop; the writer turns them into lists only for a Qdrant server)."""
     if isinstance(output, SparseEmbedding):
-        return SparseValues(output.indices.tolist(), output.values.tolist())
+        return SparseValues(output.indices.numpy(), output.values.float().numpy())
     if isinstance(output, torch.Tensor):
         return output.numpy()
     raise TypeError(f"unexpected pooled output {type(output).__name__}")

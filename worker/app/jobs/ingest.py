@@ -17,7 +17,7 @@ are assumed to agree; an unchanged document another job wrote after this one was
 as written here too.)
 
 ``priority`` ("interactive" or "bulk", from the client) is the lane of the job's chunks in the
-engines (``engine/lanes.py``).
+engines (``worker/engine/batching/lanes.py``).
 """
 
 from __future__ import annotations

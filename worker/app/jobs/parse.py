@@ -88,7 +88,7 @@ async def parse(
         outcomes = await asyncio.gather(*(one(f) for f in todo))
         docs = [o for o in outcomes if not isinstance(o, DocumentError)]
         errors += [o for o in outcomes if isinstance(o, DocumentError)]
-        pages = progress.pages
+        pages = progress.counts.pages
         next_jobs = await _hand_on(ctx, job_id, args, docs)
     rt.jobs_done += 1
     return IngestResult(

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # types only: a start that imports no torch reads Int8Floors 
 # "masked_lm", "classifier", "bge_m3", or one added there
 ModelKind = str
 # "auto": bf16 where the CPU computes it natively (AVX512-BF16, AMX), else fp32; bf16 (or fp16)
-# on CUDA. "int8": int8 linear layers on the CPU, behind the quality gate (engine/int8_gate.py).
+# on CUDA. "int8": int8 linear layers on the CPU, behind the quality gate (engine/cpu/int8_gate.py).
 Precision = Literal["auto", "float32", "bfloat16", "float16", "int8"]
 PRECISIONS: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16", "int8")
 

@@ -3,12 +3,12 @@ the same without re-reading every byte at each start (``cached_fingerprint``).
 
 A worker fingerprints each model folder to version its points; hashing reads the weights once
 more after loading them (~0.1-0.2 s per 100 MB, and about a second per GB). The result is kept
-in ``fingerprints.json`` under the cache folder (``POOLQ_CACHE_DIR``, else
+in ``fingerprints.json`` under the cache folder (setting ``cache_dir``, else
 ``$XDG_CACHE_HOME/poolq``, else ``~/.cache/poolq``), keyed by the folder's absolute path and the
 name, size, modification time (ns) and inode of every file the fingerprint covers: a file
 replaced or rewritten in place changes its size or mtime and is hashed again. (A rewrite that
 restores the old mtime to the nanosecond is not seen; remove the cache file then.) When the cache
-cannot be read or written, the fingerprint is computed as before.
+cannot be read or written, the fingerprint is computed in full.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import json
 import logging
 import os
 from pathlib import Path
+
+from poolq.worker.engine.process_options import process_options
 
 log = logging.getLogger("poolq.worker")
 CACHE_FILE = "fingerprints.json"
@@ -45,8 +47,8 @@ def checkpoint_fingerprint(path: str | Path) -> str:
 
 
 def cache_dir() -> Path:
-    if env := os.environ.get("POOLQ_CACHE_DIR"):
-        return Path(env)
+    if folder := process_options().cache_dir:
+        return Path(folder)
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "poolq"
 

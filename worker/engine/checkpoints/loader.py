@@ -31,6 +31,7 @@ from poolq.worker.engine.execution.device import (
 from poolq.worker.engine.execution.tokenizer import TextTokenizer
 from poolq.worker.engine.models import architecture_for
 from poolq.worker.engine.models.registry import max_positions
+from poolq.worker.engine.process_options import process_options
 from poolq.worker.pooling import (
     DispatchPooler,
     SpladePooler,
@@ -145,9 +146,7 @@ def _backend_precision(cfg: ModelConfig, device: torch.device, precision: str) -
     run: with ``backend = "openvino"`` it stays float32 there (an explicit dtype is kept)."""
     if precision != "bfloat16" or cfg.dtype not in (None, "auto") or device.type != "cpu":
         return precision
-    from poolq.worker.engine.openvino.backend import backend_setting
-
-    if backend_setting() != "openvino":
+    if process_options().backend != "openvino":
         return precision
     logging.getLogger(__name__).info(
         "dtype auto: float32 for %s (backend openvino runs float32 or int8, not bfloat16)",
@@ -208,8 +207,8 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
         model.query_idf = IdfWeights.from_folder(ck.path, tok)
     from poolq.worker.engine.openvino.backend import apply_backend
 
-    # POOLQ_BACKEND (openvino/backend.py): OpenVINO, when it takes the model, quantizes and
-    # gates int8 itself
+    # the process's backend (openvino/backend.py): OpenVINO, when it takes the model, quantizes
+    # and gates int8 itself
     if not apply_backend(model) and precision == "int8":  # built in fp32 above; gated
         from poolq.worker.engine.cpu.int8_gate import quantize_with_gate
 

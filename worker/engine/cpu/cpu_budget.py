@@ -11,8 +11,9 @@ The budget, in CPUs: ``min(len(sched_getaffinity), cgroup quota)`` (cgroup v2 ``
 ``cpu.cfs_quota_us / cpu.cfs_period_us``), less ``reserved_cpus`` (the tokenizer thread, the
 event loop, the store writer), less the CPU time other processes (and the hypervisor: steal)
 took on our CPUs over a short window (``/proc/stat`` minus this process's own CPU time). The
-thread count is that budget rounded, at least 1. An explicit count (``--threads``,
-``POOLQ_THREADS``, or ``OMP_NUM_THREADS``, in that order) always wins and is never changed.
+thread count is that budget rounded, at least 1. An explicit count (the setting ``threads``:
+``--threads``, ``POOLQ_THREADS`` or the config; else ``OMP_NUM_THREADS``) always wins and is
+never changed.
 
 :mod:`cpu_threads` applies the choice, and re-measures while the engine runs (from counters:
 nothing sleeps) so that a long-lived worker follows neighbours that come and go.
@@ -27,7 +28,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-THREADS_ENV = "POOLQ_THREADS"
 # CPUs left to the process's other threads (estimates, not measured: they only tip a budget
 # that is nearly a whole CPU short of the next thread, see choose_threads)
 RESERVED_ENCODE_CPUS = 0.1  # poolq encode: one tokenizer thread and the event loop
@@ -149,14 +149,14 @@ def choose_threads(cpus: float, reserved: float, elsewhere: float) -> int:
 
 
 def explicit_threads(
-    flag: int | None, environ: Mapping[str, str] | None = None
+    threads: int | None, environ: Mapping[str, str] | None = None
 ) -> tuple[int, str] | None:
-    """(threads, where it came from) when the user chose: ``--threads``, ``POOLQ_THREADS``,
-    ``OMP_NUM_THREADS``; else None (chosen). A bad value is a one-line error naming it."""
+    """(threads, where it came from) when the user chose: the setting ``threads`` (loaded from
+    its flag, ``POOLQ_THREADS`` or the config), else ``OMP_NUM_THREADS``; else None (chosen). A
+    bad value is a one-line error naming it."""
     env = os.environ if environ is None else environ
     for source, raw in (
-        ("--threads", None if flag is None else str(flag)),
-        (THREADS_ENV, env.get(THREADS_ENV)),
+        ("threads", None if threads is None else str(threads)),
         ("OMP_NUM_THREADS", env.get("OMP_NUM_THREADS")),
     ):
         if raw is None or not raw.strip():
@@ -174,7 +174,7 @@ def explicit_threads(
 @dataclass(frozen=True)
 class CpuBudget:
     threads: int
-    source: str  # "auto", "--threads", "POOLQ_THREADS" or "OMP_NUM_THREADS"
+    source: str  # "auto", "threads" (the setting) or "OMP_NUM_THREADS"
     affinity: int
     quota: float | None
     reserved: float

@@ -4,13 +4,13 @@ CPU computes it natively (AVX512-BF16 or AMX), fp32 otherwise; int8 on request."
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 import torch
 
 from poolq.worker.engine.checkpoints.description import PRECISIONS
 from poolq.worker.engine.cpu.cpu_features import native_bf16
+from poolq.worker.engine.process_options import process_options
 
 log = logging.getLogger("poolq.engine")
 
@@ -31,22 +31,20 @@ def resolve_device(name: str | None) -> torch.device:
     return device
 
 
-AUTO_BF16_ENV = "POOLQ_AUTO_BF16"
-
-
 def resolve_precision(
     name: str | None, device: torch.device, flags: frozenset[str] | None = None
 ) -> str:
     """``None``/``"auto"`` -> the best precision ``device`` computes natively; explicit names
     are checked (``flags``: the CPU's feature flags, for tests; default: this CPU's). On a CPU,
-    ``POOLQ_AUTO_BF16=0`` keeps ``auto`` at float32 even where bf16 is native (outputs the same
-    on every machine, to fp32 tolerance; the test suite sets it)."""
+    the process option ``auto_bf16`` off (setting ``auto_bf16 = false``) keeps ``auto`` at
+    float32 even where bf16 is native (outputs the same on every machine, to fp32 tolerance; the
+    test suite turns it off)."""
     if name is not None and name not in PRECISIONS:
         raise ValueError(f"dtype: expected one of {', '.join(PRECISIONS)}, got {name!r}")
     if name is None or name == "auto":
         if device.type == "cuda":
             return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
-        allowed = os.environ.get(AUTO_BF16_ENV, "1").strip().lower() not in ("0", "off", "false")
+        allowed = process_options().auto_bf16
         return "bfloat16" if allowed and native_bf16(flags) else "float32"
     if name == "int8" and device.type != "cpu":
         raise ValueError(

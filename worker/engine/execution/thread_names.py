@@ -28,6 +28,6 @@ def name_os_thread(name: str) -> None:
         _libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
-def named(name: str) -> Callable[[], None]:
+def thread_initializer(name: str) -> Callable[[], None]:
     """An ``initializer`` for a ``ThreadPoolExecutor`` naming its threads ``name``."""
     return partial(name_os_thread, name)

@@ -55,8 +55,8 @@ class TextTokenizer:
         return self._tok.token_to_id(token)
 
     def encode_batch(self, texts: list[str]) -> list[TokenizedText]:
-        # ids and truncation only: no character offsets to track (``encode_batch_fast``, about
-        # 30% less CPU; the same ids and overflow)
+        # ids and truncation only: no character offsets to track (``encode_batch_fast``: less
+        # CPU, the same ids and overflow)
         encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
         encodings = encode(texts, add_special_tokens=True)
         return [TokenizedText(e.ids, bool(e.overflowing)) for e in encodings]

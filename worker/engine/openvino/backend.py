@@ -1,8 +1,8 @@
 """Which backend runs a loaded model's forwards, and the loader's one call to switch it.
 
-The setting: ``POOLQ_BACKEND`` (``poolq worker`` and ``poolq encode`` set it from ``--backend``
-and from the config's ``[engine] backend``), one of ``torch`` (the default), ``openvino`` or
-``auto``:
+The setting: ``backend`` of the process's options (``engine/process_options.py``, which
+``poolq worker`` and ``poolq encode`` set from their settings: ``--backend``, ``POOLQ_BACKEND``,
+the config's ``backend``), one of ``torch`` (the default), ``openvino`` or ``auto``:
 
 * ``torch``: nothing changes.
 * ``openvino``: the model's family must have a padded form (model registry), the device must be
@@ -18,10 +18,11 @@ from __future__ import annotations
 import functools
 import importlib.util
 import logging
-import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from poolq.worker.engine.process_options import process_options
 
 if TYPE_CHECKING:
     import torch
@@ -33,18 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("poolq.openvino")
 
-BACKENDS = ("torch", "openvino", "auto")
-BACKEND_ENV = "POOLQ_BACKEND"
 FP32_MIN_COSINE = 0.99999  # auto, float32: OpenVINO against torch on the built-in sample
 CALL_TOKENS = 8192  # most padded tokens in one OpenVINO call without a SPLADE head
-
-
-def backend_setting(environ: Mapping[str, str] | None = None) -> str:
-    env = os.environ if environ is None else environ
-    value = (env.get(BACKEND_ENV) or "torch").strip().lower()
-    if value not in BACKENDS:
-        raise ValueError(f"{BACKEND_ENV}: expected one of {', '.join(BACKENDS)}, got {value!r}")
-    return value
 
 
 def why_not(desc: ModelDescription, device: torch.device, precision: str) -> str | None:
@@ -79,8 +70,8 @@ def graph_head(pooler: DispatchPooler) -> bool:
 
 def apply_backend(model: PoolingModel) -> bool:
     """Put ``model`` (loaded in fp32 on torch) on the chosen backend. True: OpenVINO runs it
-    (int8 already quantized and gated); False: torch does (the loader goes on as before)."""
-    setting = backend_setting()
+    (int8 already quantized and gated); False: torch does (the loader goes on with it)."""
+    setting = process_options().backend
     if setting == "torch":
         return False
     name = model.description.model_id

@@ -1,6 +1,6 @@
 """Converted (and quantized) OpenVINO models on disk, so a second start converts nothing.
 
-Under ``<cache folder>/openvino/<key>/model.xml`` (the cache folder: ``POOLQ_CACHE_DIR``, else
+Under ``<cache folder>/openvino/<key>/model.xml`` (the cache folder: setting ``cache_dir``, else
 ``$XDG_CACHE_HOME/poolq``, else ``~/.cache/poolq``). The key hashes what decides the graph: the
 checkpoint's fingerprint (its files' contents, ``worker/config/versions.py``), the form version
 (``FORM_VERSION``: what ``graph.py`` converts), whether the SPLADE head is in the graph, the

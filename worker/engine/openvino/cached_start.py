@@ -6,7 +6,7 @@ so building the poolers reads their heads only (a SPLADE MLM head, ColBERT's pro
 classifier) and never the backbone. Then :func:`cached_encoder`: when the converted fp32 model
 is cached (``cache.py``), the encoder is an :class:`UnbuiltEncoder` that ``apply_backend``
 replaces by the compiled model; else the loader reads the weights whole and builds the torch
-encoder to convert, as before. ``auto`` always builds it: it compares with torch, and may keep
+encoder to convert. ``auto`` always builds it: it compares with torch, and may keep
 it.
 
 :class:`LazyWeights` has the names :func:`checkpoint.load_weights` gives (legacy LayerNorm names
@@ -92,9 +92,10 @@ def lazy_start(
 ) -> LazyWeights | None:
     """Weights read on demand when backend ``openvino`` runs this model; else None (the loader
     reads them whole and builds the torch encoder)."""
-    from poolq.worker.engine.openvino.backend import backend_setting, why_not
+    from poolq.worker.engine.openvino.backend import why_not
+    from poolq.worker.engine.process_options import process_options
 
-    if backend_setting() != "openvino" or why_not(desc, device, precision) is not None:
+    if process_options().backend != "openvino" or why_not(desc, device, precision) is not None:
         return None
     return lazy_weights(path)
 

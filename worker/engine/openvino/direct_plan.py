@@ -7,7 +7,7 @@ did load the model (torch, the full pooler) finds its ``embed`` pooler is exactl
 writes :class:`DirectPlan` (the pooling method, the normalisation, the widths, the prompts and
 the max length, as the loader decided them) into the fp32 graph's cache folder. A later
 ``poolq encode`` that asks for nothing else (``runtime/direct_encode.py`` says what) reads it
-and runs the graph itself (``direct_pool.py``); anything else loads the model as before.
+and runs the graph itself (``direct_pool.py``); anything else loads the whole model.
 
 The plan is keyed like the graph (the checkpoint's fingerprint, the form version, the OpenVINO
 version: ``cache.py``) and carries its own version and poolq's: a plan written by another

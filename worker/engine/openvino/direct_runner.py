@@ -28,8 +28,8 @@ from poolq.worker.engine.openvino.direct_plan import DirectPlan
 from poolq.worker.engine.openvino.direct_pool import normalized, pool_rows
 
 # most padded tokens a call: the engine's CPU batch. Offline, over a whole block, calls of 2048
-# ran the 1,080 passages faster than backend.py's 8192 (2-core Xeon, best of 3: fp32 8.9-9.5 s
-# vs 9.8-9.9; int8 2.55-2.66 s vs 2.73; 1024 was slower for int8, 3.7 s)
+# run faster than backend.py's 8192 (the operands stay in cache), and 1024 is slower for int8
+# (benchmarks/bench_cpu_peers.py measures the direct path)
 CALL_TOKENS = 2048
 
 

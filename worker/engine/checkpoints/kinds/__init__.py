@@ -30,7 +30,7 @@ def recognize(ck: Checkpoint) -> CheckpointKind:
 
 def kind_named(name: str) -> CheckpointKind:
     """The entry of a registered kind (a description's ``kind``)."""
-    return KINDS.named(name)
+    return KINDS.by_name(name)
 
 
 __all__ = [

@@ -70,7 +70,7 @@ class KindRegistry:
             f"model {ck.model_id!r}: no checkpoint kind recognises it; kinds: {list(self.names)}"
         )
 
-    def named(self, name: str) -> CheckpointKind:
+    def by_name(self, name: str) -> CheckpointKind:
         for kind in self._kinds:
             if kind.name == name:
                 return kind
