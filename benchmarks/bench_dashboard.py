@@ -41,9 +41,9 @@ from starlette.testclient import TestClient
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.dashboard.app import create_app
 from poolq.ingest.dashboard.pages import REFRESH_S
-from poolq.ingest.job_plan import Limits
 from poolq.ingest.sample_corpus import passages
 from poolq.wire import constants
+from poolq.wire.job_plan import Limits
 from poolq.wire.records.heartbeat import Heartbeat
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.reliability import dead_letter, job_records

@@ -5,7 +5,7 @@
         results = await client.wait(job_ids)
 
 Jobs are serialized with msgpack, never pickle. Jobs are planned to fit the limits of the live
-workers (:mod:`poolq.ingest.job_plan`) before any is enqueued; :meth:`PoolqClient.wait` reports
+workers (:mod:`poolq.wire.job_plan`) before any is enqueued; :meth:`PoolqClient.wait` reports
 progress per document (:mod:`poolq.ingest.job_progress`) and whether any worker is alive
 (:mod:`poolq.ingest.workers_alive`), and a search with no worker alive is answered at once.
 Job ids are recorded in a time-ordered index (trimmed to arq's result TTL, see
@@ -31,12 +31,11 @@ from poolq.ingest.client_reads import ClientReads, StatusReport
 from poolq.ingest.job_index import (
     JobOutcome,
 )
-from poolq.ingest.job_plan import Limits, check_files, plan_jobs
 from poolq.ingest.job_progress import WaitProgress
 from poolq.ingest.outage import RedisOutage, outage_limit_s
 from poolq.ingest.priority import check_priority, job_priority, queue_placement
 from poolq.ingest.sync_client import SyncPoolqClient
-from poolq.ingest.workers_alive import NoWorkerError, live_workers
+from poolq.ingest.workers_alive import NoWorkerError
 from poolq.wire import constants
 from poolq.wire.connection import (
     CLIENT_CONNECT_DEADLINE_S,
@@ -46,6 +45,8 @@ from poolq.wire.connection import (
     redis_settings,
 )
 from poolq.wire.files import is_file_document
+from poolq.wire.job_plan import Limits, check_files, plan_jobs
+from poolq.wire.live_workers import live_workers
 from poolq.wire.records.cancel import CancelRequest
 from poolq.wire.records.dlq import DlqRetried
 from poolq.wire.records.job_args import IngestArgs, ParseArgs, ReindexArgs

@@ -23,9 +23,9 @@ from poolq.ingest.job_index import (
 from poolq.ingest.job_progress import WaitProgress, read_progress, wait_jobs
 from poolq.ingest.outage import RedisOutage, ride_out
 from poolq.ingest.search_call import search_via_workers
-from poolq.ingest.workers_alive import live_workers
 from poolq.wire import constants
 from poolq.wire.dead_letters import entries
+from poolq.wire.live_workers import live_workers
 from poolq.wire.records.dead_letter import DeadLetter
 from poolq.wire.records.heartbeat import Heartbeat
 from poolq.wire.records.progress import JobProgressRecord
@@ -228,7 +228,7 @@ class ClientReads:
         return await ride_out(lambda: self._status(job_ids, limit), self.outage(), on_outage)
 
     async def _status(self, job_ids: Sequence[str] | None, limit: int) -> StatusReport:
-        from poolq.ingest.job_index import worker_records
+        from poolq.wire.live_workers import worker_records
 
         now = self._clock()
         workers, last_seen = await worker_records(self.redis, now=now)
@@ -299,7 +299,7 @@ class ClientReads:
     async def workers(self) -> list[Heartbeat]:
         """The heartbeats of the workers seen lately (stopped ones while their final heartbeat
         lasts), by worker id: found from the workers' last-seen set, without a SCAN."""
-        from poolq.ingest.job_index import worker_records
+        from poolq.wire.live_workers import worker_records
 
         records, _ = await worker_records(self.redis, now=self._clock())
         return records

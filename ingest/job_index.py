@@ -40,7 +40,6 @@ from poolq.wire import constants
 from poolq.wire.placement import due_ms, resting_scores
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.errors import failure_of
-from poolq.wire.records.heartbeat import Heartbeat, read_heartbeat
 from poolq.wire.records.outcome import JobOutcomeRecord, JobResult, job_result, outcome_key
 from poolq.wire.records.record import WireError
 from poolq.wire.records.results import IngestResult
@@ -52,9 +51,6 @@ STATUSES = ("queued", "running", "done", "failed", "not_found", "deferred")
 # index counts them among done (it does not read results)
 GIVEN_STATUSES = (*STATUSES, "refused")
 DONE, FAILED = constants.JOB_INDEX_DONE_KEY, constants.JOB_INDEX_FAILED_KEY
-SEEN = constants.WORKER_LAST_SEEN_KEY
-# a stopped worker's final heartbeat lives 20 heartbeat TTLs: look for workers seen since then
-WORKERS_LISTED_S = 20 * constants.HEARTBEAT_TTL_S + 30
 
 
 @dataclass(frozen=True)
@@ -188,20 +184,6 @@ async def read_finished(
     for chunk in chunks([_text(j) for j in job_ids]):
         found |= await _finished(redis, chunk, states=False, queue_name=queue_name, now_ms=0)
     return found
-
-
-async def worker_records(redis: Any, *, now: float) -> tuple[list[Heartbeat], float | None]:
-    """The heartbeats of the workers seen lately (stopped ones included while their final
-    heartbeat lasts), by worker id, and when a worker was last seen (None: never)."""
-    async with redis.pipeline(transaction=False) as p:
-        p.zrangebyscore(SEEN, now - WORKERS_LISTED_S, "+inf")
-        p.zrevrange(SEEN, 0, 0, withscores=True)
-        ids, newest = await p.execute()
-    keys = [constants.HEARTBEAT_KEY.format(worker_id=_text(w)) for w in ids]
-    raws = await redis.mget(keys) if keys else []
-    records = [h for raw in raws if (h := read_heartbeat(raw)) is not None]
-    seen = [s for _, s in newest] + [r.seen_at for r in records if r.seen_at is not None]
-    return sorted(records, key=lambda r: r.worker_id), max(seen, default=None)
 
 
 async def reindex_collections(redis: Any) -> list[str]:

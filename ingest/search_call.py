@@ -13,9 +13,10 @@ import time
 import uuid
 from typing import Any
 
-from poolq.ingest.workers_alive import NoWorkerError, live_workers, no_worker_message
+from poolq.ingest.workers_alive import NoWorkerError, no_worker_message
 from poolq.wire import constants
 from poolq.wire.connection import redact_url
+from poolq.wire.live_workers import live_workers
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.search import SearchCall, SearchReply
 from poolq.wire.search_results import SearchError, SearchRequest, SearchResult

@@ -1,8 +1,8 @@
 """What a collection holds per document (one record per document, from its first chunk): the
-content hashes and profile version that incremental reindexing compares with the source, and
-that an ingest job compares with the documents it was sent (:func:`stored_documents`). Reads
-only; also the names a search may use (:func:`collection_names`) and whether any point holds a
-payload field (:func:`first_value`)."""
+content hashes, profile version and object tag that incremental reindexing compares with the
+source, and that an ingest job compares with the documents it was sent
+(:func:`stored_documents`). Reads only; also the names a search may use
+(:func:`collection_names`) and whether any point holds a payload field (:func:`first_value`)."""
 
 from __future__ import annotations
 
@@ -23,12 +23,14 @@ from poolq.wire.payload import (
     FILE_HASH,
     INGESTED_AT,
     META_HASH,
+    METADATA,
     PROFILE_VERSION,
 )
 
 INVENTORY_FIELDS = [
     DOC_ID, DOC_HASH, META_HASH, PROFILE_VERSION, CHUNK_COUNT, INGESTED_AT, FILE_HASH,
 ]  # fmt: skip
+TAG_FIELD = f"{METADATA}.tag"  # what a sync compares with a listing (worker/reindex/objects.py)
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class StoredDocument:
     chunk_count: int
     ingested_at: str | None = None  # of its chunk 0 (ISO 8601, UTC): when it was written
     file_hash: str | None = None  # of the file it was parsed from (bytes:parser version)
+    # the object's version id or ETag it was fetched at (``metadata.tag``: a store's object)
+    tag: str | None = None
 
 
 def document_inventory(
@@ -55,7 +59,7 @@ def document_inventory(
             flt=first_chunks,
             limit=page_size,
             offset=offset,
-            with_payload=INVENTORY_FIELDS,
+            with_payload=[*INVENTORY_FIELDS, TAG_FIELD],
             with_vectors=False,
         )
         for p in points:
@@ -71,6 +75,7 @@ def _stored(payload: dict[str, Any] | None) -> StoredDocument | None:
     if not isinstance(doc_id, str):
         return None
     count = pl.get(CHUNK_COUNT)
+    metadata = pl.get(METADATA)
     return StoredDocument(
         doc_id,
         pl.get(DOC_HASH),
@@ -79,6 +84,7 @@ def _stored(payload: dict[str, Any] | None) -> StoredDocument | None:
         count if isinstance(count, int) and count > 0 else 1,
         _text_or_none(pl.get(INGESTED_AT)),
         _text_or_none(pl.get(FILE_HASH)),
+        _text_or_none(metadata.get("tag")) if isinstance(metadata, dict) else None,
     )
 
 

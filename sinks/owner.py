@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from poolq.sinks.retry import RetryPolicy, retrying
+from poolq.sinks.retry import retrying
 from poolq.sinks.store import Store
+from poolq.wire.backoff import Backoff
 
 T = TypeVar("T")
 
@@ -47,7 +48,7 @@ class StoreOwner:
         target: str,
         *,
         queue_size: int,
-        policy: RetryPolicy,
+        policy: Backoff,
         thread_start: Callable[[str], None] | None = None,
     ) -> None:
         """``thread_start(name)`` runs first in each of the owner's threads (``poolq-store``,

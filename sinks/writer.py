@@ -23,11 +23,11 @@ from poolq.sinks.collections import check_collection, ensure_collection
 from poolq.sinks.owner import StoreOwner
 from poolq.sinks.points import PointRecord, VectorValue
 from poolq.sinks.qdrant_filters import documents_filter, stale_chunks_filter
-from poolq.sinks.retry import RetryPolicy
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.search import search_points
 from poolq.sinks.stale import stale_ids, stale_probes
 from poolq.sinks.store import Store, store_factory
+from poolq.wire.backoff import Backoff
 from poolq.wire.search_results import Hit, SearchRequest
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class QdrantWriter(StoreOwner):
                 grpc_port=grpc_port,
                 writes_in_flight=writes_in_flight,
             )
-        policy = RetryPolicy(max_retries, backoff_s, max_backoff_s)
+        policy = Backoff(backoff_s, max_backoff_s, max_retries=max_retries)
         super().__init__(
             factory, target, queue_size=queue_size, policy=policy, thread_start=thread_start
         )

@@ -102,12 +102,14 @@ def test_the_tour_ingests_a_folder_searches_and_watches():
 
 @pytest.fixture(scope="module")
 def live_worker(tmp_path_factory):
-    """A real Redis and a real `poolq worker` on an embedded folder, as a user has them."""
+    """A real Redis and a real `poolq worker` on an embedded folder, as a user has them; the
+    examples' folder is the worker's source_roots (the README's path document is read there)."""
     from poolq.worker.dev.local_redis import LocalRedis
     from poolq.worker.dev.local_worker import WorkerProcess
 
     tmp = tmp_path_factory.mktemp("readme")
-    with LocalRedis(tmp / "redis") as redis, WorkerProcess(redis.url, tmp / "qdrant"):
+    env = {"POOLQ_SOURCE_ROOTS": str(tmp)}
+    with LocalRedis(tmp / "redis") as redis, WorkerProcess(redis.url, tmp / "qdrant", env=env):
         yield redis.url, tmp
 
 
@@ -124,6 +126,8 @@ def test_python_examples_run_as_written(live_worker):
             timeout=300,
         )  # fmt: skip
         assert out.returncode == 0, f"{block.where}:\n{block.body}\n{out.stderr}"
+        if '"path": ' in block.body:  # the path document was read (under the source_roots)
+            assert "done 2 files parsed" in out.stdout, f"{block.where}:\n{out.stdout}"
 
 
 def write_tour_inputs(tmp: Path) -> None:

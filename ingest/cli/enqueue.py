@@ -24,10 +24,10 @@ from poolq.ingest.cli.enqueue_input import Prepared, prepare
 from poolq.ingest.cli.enqueue_uris import ListingError, prepare_prefix, prepare_urls
 from poolq.ingest.cli.enqueue_wait import ProgressBar, summarize, summary_line
 from poolq.ingest.client import PoolqClient
-from poolq.ingest.job_plan import JOB_ENVELOPE_BYTES, Limits
 from poolq.ingest.outage import outage_limit_s
 from poolq.ingest.priority import check_priority, job_priority
 from poolq.wire.connection import RedisUnavailableError
+from poolq.wire.job_plan import Limits, split_jobs
 from poolq.wire.sources import FolderFile
 from poolq.wire.uris import UriError
 
@@ -141,15 +141,9 @@ async def send_files(
 ) -> None:
     """A folder's files as parse jobs of at most ``--job-size`` files within the payload
     limit, each file read just before its job is enqueued (memory: one job's files)."""
-    budget = limits.max_job_bytes - JOB_ENVELOPE_BYTES - FILE_ENVELOPE_BYTES * a.job_size
-    batches: list[list[FolderFile]] = [[]]
-    used = 0
-    for f in files:
-        if batches[-1] and (len(batches[-1]) >= a.job_size or used + f.size > budget):
-            batches.append([])
-            used = 0
-        batches[-1].append(f)
-        used += f.size
+    sizes = [f.size + FILE_ENVELOPE_BYTES for f in files]
+    budget = limits.job_budget(a.collection)
+    batches = split_jobs(files, sizes, max_items=a.job_size, budget=budget)
     lane = job_priority(a.priority, len(batches))
     for batch in batches:
         docs = []

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from poolq.ingest.job_plan import JOB_ENVELOPE_BYTES, Limits
 from poolq.wire.documents import Document, validate_document
+from poolq.wire.job_plan import Limits
 from poolq.wire.serialization import serialize
 from poolq.wire.sources import FolderFile, FolderSource, open_source
 
@@ -94,7 +94,7 @@ def prepare(
     if isinstance(source, FolderSource):
         return _prepare_folder(source, out)
     first: dict[str, str] = {}
-    budget = limits.max_job_bytes - JOB_ENVELOPE_BYTES - len(collection.encode("utf-8"))
+    budget = limits.job_budget(collection)
     seen_errors = 0
 
     def source_errors() -> None:  # what the source could not read, in input order

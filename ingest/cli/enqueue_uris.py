@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from poolq.ingest.cli.enqueue_input import NAMES_SHOWN, Prepared, Problem
-from poolq.ingest.job_plan import Limits
+from poolq.wire.job_plan import Limits
 from poolq.wire.store_config import allows_http, s3_config
 from poolq.wire.uris import SourceUri, UriError, chosen, parse_uri
 

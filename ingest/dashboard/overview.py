@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from poolq.ingest.job_index import WORKERS_LISTED_S
 from poolq.wire import constants
+from poolq.wire.live_workers import WORKERS_LISTED_S
 from poolq.wire.placement import due_ms, resting_scores
 from poolq.wire.records.heartbeat import read_heartbeat
 from poolq.wire.series import COUNTERS, METRICS, read_ring, series_key

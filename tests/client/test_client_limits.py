@@ -9,9 +9,9 @@ import time
 import pytest
 
 from poolq.ingest.client import PoolqClient
-from poolq.ingest.job_plan import Limits
 from poolq.ingest.workers_alive import NoWorkerError
 from poolq.wire import constants
+from poolq.wire.job_plan import Limits
 from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
 
 

@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from poolq.ingest.client import PoolqClient
-from poolq.ingest.job_plan import Limits
 from poolq.wire import constants
+from poolq.wire.job_plan import Limits
 from poolq.wire.records.heartbeat import Heartbeat
 from poolq.wire.records.progress import JobProgressRecord
 from poolq.worker.reliability import dead_letter, job_records

@@ -16,9 +16,9 @@ import urllib.request
 import pytest
 
 from poolq.ingest.client import PoolqClient
-from poolq.ingest.job_plan import Limits
 from poolq.ingest.sample_corpus import passages
 from poolq.wire import constants
+from poolq.wire.job_plan import Limits
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 from tests.dashboard import seed

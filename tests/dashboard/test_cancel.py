@@ -13,9 +13,9 @@ import time
 import pytest
 
 from poolq.ingest.client import PoolqClient
-from poolq.ingest.job_plan import Limits
 from poolq.ingest.sample_corpus import passages
 from poolq.sinks.store.edge import EdgeStore
+from poolq.wire.job_plan import Limits
 from poolq.worker.dev.local_worker import WorkerProcess
 
 pytestmark = pytest.mark.slow

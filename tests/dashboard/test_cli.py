@@ -11,7 +11,7 @@ import time
 import pytest
 
 from poolq.ingest.client import SyncPoolqClient
-from poolq.ingest.job_plan import Limits
+from poolq.wire.job_plan import Limits
 from poolq.worker.dev.local_redis import free_port
 
 pytestmark = pytest.mark.slow

@@ -54,7 +54,10 @@ class ParseWorker:
 @pytest.fixture(scope="module")
 def roles(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("roles")
-    env = {"POOLQ_PARSE_CHILD": "tests.parse.fault_child"}  # marked files hang or crash
+    env = {
+        "POOLQ_PARSE_CHILD": "tests.parse.fault_child",  # marked files hang or crash
+        "POOLQ_SOURCE_ROOTS": str(tmp / "shared"),  # where documents given by path may be
+    }
     with (
         LocalRedis(tmp / "redis") as redis,
         WorkerProcess(redis.url, tmp / "qdrant", "--role", "encode"),

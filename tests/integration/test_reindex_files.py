@@ -1,6 +1,7 @@
 """A scheduled reindex of a folder of documents: an unchanged file (by the hash of its bytes and
 the parser's version) is not parsed again, a changed one is parsed and re-encoded, a deleted one
-loses its points, and a full rebuild parses every file behind the alias switch."""
+loses its points, a full rebuild parses every file behind the alias switch, and the files are
+parsed with the worker's parse settings (its flags)."""
 
 from __future__ import annotations
 
@@ -17,15 +18,15 @@ from tests.parse.made_files import docx_file, html_page, pdf_pages
 pytestmark = pytest.mark.slow
 
 
-def reindex(url, source, *, full=False):
+def reindex(url, source, *, full=False, collection="files"):
     async def go():
         async with PoolqClient(url) as client:
-            job_id = await client.reindex(str(source), "files", full=full)
+            job_id = await client.reindex(str(source), collection, full=full)
             (outcome,) = await client.wait([job_id], timeout_s=300)
             assert outcome.status == "done", outcome.error
             assert isinstance(outcome.result, ReindexSummary), outcome.result
-            (progress,) = await client.reindex_progress("files")
-            hits = await client.search("where is the spare key", "files", limit=3)
+            (progress,) = await client.reindex_progress(collection)
+            hits = await client.search("where is the spare key", collection, limit=3)
             return outcome.result, progress, hits
 
     return asyncio.run(go())
@@ -34,8 +35,15 @@ def reindex(url, source, *, full=False):
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("reindex-files")
-    env = {"POOLQ_SOURCE_ROOTS": str(tmp)}
-    with LocalRedis(tmp / "redis") as redis, WorkerProcess(redis.url, tmp / "qdrant", env=env):
+    env = {
+        "POOLQ_SOURCE_ROOTS": str(tmp),
+        "POOLQ_PARSE_CHILD": "tests.parse.fault_child",  # a file marked HANG hangs its parser
+    }
+    flags = ("--parse-timeout", "3", "--parse-workers", "1")
+    with (
+        LocalRedis(tmp / "redis") as redis,
+        WorkerProcess(redis.url, tmp / "qdrant", *flags, env=env),
+    ):
         yield redis.url, tmp
 
 
@@ -71,3 +79,17 @@ def test_a_full_rebuild_parses_every_file(live):
     full, progress, hits = reindex(url, src, full=True)
     assert full.new == 2 and progress.parsed == 2 and full.switched_from is not None
     assert hits[0].citation.source == "house.pdf"
+
+
+def test_a_reindex_parses_with_the_workers_parse_flags(live):
+    """``--parse-timeout 3`` bounds a reindex's files as it bounds a parse job's: a file whose
+    parser hangs fails after 3 s (not the default 120 s), the other file is indexed."""
+    url, tmp = live
+    src = tmp / "hangs"
+    src.mkdir()
+    (src / "stuck.txt").write_bytes(b"HANG a file the parser never finishes")
+    (src / "mat.md").write_text("# Mat\n\nThe spare key is under the door mat.\n")
+    result, _, hits = reindex(url, src, collection="hangs")
+    (error,) = result.errors
+    assert error.code == "parse_timeout" and "limit of 3s" in error.error, error
+    assert result.new == 1 and hits[0].citation.source == "mat.md"

@@ -387,7 +387,7 @@ def test_constructor_checks():
         QdrantWriter(path="/tmp/x", api_key="k")
     with pytest.raises(ValueError, match="batch_points: expected an integer >= 1, got 0"):
         QdrantWriter(path="/tmp/x", batch_points=0)
-    with pytest.raises(ValueError, match="backoff_s <= max_backoff_s"):
+    with pytest.raises(ValueError, match="base_s <= cap_s"):
         QdrantWriter(path="/tmp/x", backoff_s=2, max_backoff_s=1)
 
 

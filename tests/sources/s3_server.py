@@ -2,7 +2,8 @@
 
 Stopping and starting it again keeps its buckets (moto holds them in this process), so a test can
 take the store down mid-sync and bring it back on the same port. Objects are written with boto3
-(what moto installs), never through poolq.
+(what moto installs), never through poolq. The server keeps a request log (:attr:`S3Server.log`:
+every request's method and path), so a test counts what a client fetched.
 """
 
 from __future__ import annotations
@@ -10,12 +11,19 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 from typing import Any
 
 import boto3
-from moto.server import ThreadedMotoServer
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+from werkzeug.serving import BaseWSGIServer, make_server
 
 KEY_ID, SECRET = "poolq-test-key", "poolq-test-secret"
 REGION = "us-east-1"
@@ -27,12 +35,45 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class _LoggedServer:
+    """moto's WSGI application served from a thread (as moto's ``ThreadedMotoServer`` serves
+    it), each request's method and path appended to ``log`` first."""
+
+    def __init__(self, port: int, log: list[tuple[str, str]]) -> None:
+        self.port, self.log = port, log
+        self.httpd: BaseWSGIServer | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        app = DomainDispatcherApplication(create_backend_app)
+
+        def logged(environ: dict[str, Any], start_response: Any) -> Any:
+            path = urllib.parse.unquote(environ.get("PATH_INFO", ""))
+            query = environ.get("QUERY_STRING", "")
+            self.log.append((environ["REQUEST_METHOD"], path + ("?" + query if query else "")))
+            return app(environ, start_response)
+
+        self.httpd = make_server(
+            "127.0.0.1", self.port, logged, threaded=True, request_handler=MotoRequestHandler
+        )
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.httpd is not None and self.thread is not None:
+            self.httpd.shutdown()
+            self.thread.join()
+            self.httpd.server_close()
+            self.httpd = self.thread = None
+
+
 class S3Server:
     def __init__(self, port: int | None = None, *, process: bool = False) -> None:
         """``process``: moto in a process of its own (the benchmarks: no GIL shared with the
         client); its buckets then go with it when it stops."""
         self.port = port or free_port()
-        self.server: ThreadedMotoServer | None = None
+        self.server: _LoggedServer | None = None
+        self.log: list[tuple[str, str]] = []  # (method, path?query) of every request served
         self.process: subprocess.Popen[bytes] | None = None
         self.in_process = not process
 
@@ -51,7 +92,7 @@ class S3Server:
 
     def start(self) -> S3Server:
         if self.in_process:
-            self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+            self.server = _LoggedServer(self.port, self.log)
             self.server.start()
         else:
             self.process = subprocess.Popen(
@@ -80,6 +121,12 @@ class S3Server:
         """Forget every bucket (moto keeps them in this process across servers)."""
         req = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")
         urllib.request.urlopen(req, timeout=10).close()
+
+    def object_gets(self, bucket: str, prefix: str = "") -> list[str]:
+        """The keys under ``prefix`` fetched (GET of one object, not a listing) since the log
+        was last cleared, in the order served."""
+        base = f"/{bucket}/{prefix}"
+        return [p[len(f"/{bucket}/") :] for m, p in self.log if m == "GET" and p.startswith(base)]
 
     def client(self) -> Any:
         return boto3.client(

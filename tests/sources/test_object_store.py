@@ -10,13 +10,13 @@ import time
 
 import pytest
 
+from poolq.wire.backoff import Backoff
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.store_config import s3_config
 from poolq.wire.uris import parse_uri
 from poolq.worker.fetch.errors import FetchRefused, ObjectGone, StoreUnavailable
 from poolq.worker.fetch.fetcher import Fetcher
 from poolq.worker.fetch.objects import ObjectStores
-from poolq.worker.fetch.retry import Backoff
 from poolq.worker.reindex.objects import fetch_each
 from tests.sources.s3_server import SECRET
 

@@ -15,6 +15,7 @@ import pytest
 
 from poolq.ingest.client import PoolqClient
 from poolq.wire import constants
+from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
 from poolq.wire.records.sync import SyncCheckpoint
 from poolq.worker.dev.local_redis import LocalRedis
@@ -236,3 +237,68 @@ def test_a_new_etag_over_the_same_bytes_only_updates_the_tag(live):
     assert (again.unchanged, again.fetched, again.metadata_only) == (1, 0, 0)
     (hit, *_) = run(hits(url, "where is the water meter", "etag"))
     assert hit.citation.source == f"s3://{BUCKET}/etag/meter.md"
+
+
+def test_a_prefix_enqueued_then_synced_fetches_only_what_changed(live):
+    """``poolq enqueue`` of a prefix records what a sync compares (URI, tag, bytes' hash): the
+    first sync after it fetches the 2 objects changed and the 1 added of 33, counted by the S3
+    server's request log, and parses nothing else."""
+    url, server, s3, _ = live
+    key = lambda i: f"first/{i:02d}.md"  # noqa: E731
+    for i in range(33):
+        s3.put_object(Bucket=BUCKET, Key=key(i), Body=f"# Shelf {i}\n\nBox {i} is here.".encode())
+    r = poolq("enqueue", f"s3://{BUCKET}/first/", "--collection", "first", "--wait",
+              "--redis-url", url)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    s3.put_object(Bucket=BUCKET, Key=key(4), Body=b"# Shelf 4\n\nBox 4 moved to the loft.")
+    s3.put_object(Bucket=BUCKET, Key=key(20), Body=b"# Shelf 20\n\nBox 20 went to the tip.")
+    s3.put_object(Bucket=BUCKET, Key=key(33), Body=b"# Shelf 33\n\nA new box of cables.")
+    server.log.clear()
+    synced, progress = run(sync(url, "first/", "first"))
+    assert sorted(server.object_gets(BUCKET, "first/")) == [key(4), key(20), key(33)]
+    assert (synced.new, synced.changed, synced.unchanged, synced.metadata_only) == (1, 2, 31, 0)
+    assert (synced.listed, synced.fetched, progress.parsed, synced.removed) == (34, 3, 3, 0)
+    (hit, *_) = run(hits(url, "where did box 4 go", "first"))
+    assert hit.citation.source == f"s3://{BUCKET}/{key(4)}" and "loft" in hit.text
+
+
+def test_objects_enqueued_by_url_list_are_synced_without_a_fetch(live, tmp_path):
+    """A URL list records each object's URI and tag but no path under a prefix: the first sync
+    of their prefix writes the path into their metadata in place and fetches none of them."""
+    url, server, s3, _ = live
+    for name in ("a", "b"):
+        s3.put_object(Bucket=BUCKET, Key=f"listed/{name}.md", Body=f"# {name}\n\nNote.".encode())
+    urls = tmp_path / "urls.txt"
+    urls.write_text("".join(f"s3://{BUCKET}/listed/{n}.md\n" for n in ("a", "b")))
+    r = poolq("enqueue", str(urls), "--urls", "--collection", "listed", "--wait",
+              "--redis-url", url)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    server.log.clear()
+    synced, _ = run(sync(url, "listed/", "listed"))
+    assert server.object_gets(BUCKET, "listed/") == []
+    assert (synced.metadata_only, synced.new, synced.fetched, synced.encoded_chunks) == (2, 0, 0, 0)
+    again, _ = run(sync(url, "listed/", "listed"))
+    assert (again.unchanged, again.metadata_only, again.fetched) == (2, 0, 0)
+
+
+def test_uris_outside_the_allowed_prefixes_are_refused_unfetched(live):
+    """The worker's source_uris is s3://team-docs/: another bucket, a look-alike bucket name and
+    a web address are refused (forbidden, naming the setting), and none is requested."""
+    url, server, _, _ = live
+    docs = [
+        {"id": "other", "uri": "s3://other-bucket/a.md"},
+        {"id": "lookalike", "uri": f"s3://{BUCKET}-copy/a.md"},
+        {"id": "metadata", "uri": "http://169.254.169.254/latest/meta-data/"},
+    ]
+    server.log.clear()
+
+    async def go():
+        async with PoolqClient(url) as client:
+            return (await client.wait(await client.enqueue("refused", docs), timeout_s=60))[0]
+
+    outcome = run(go())
+    assert {e.id: e.code for e in outcome.result.errors} == dict.fromkeys(
+        ("other", "lookalike", "metadata"), ErrorCode.FORBIDDEN
+    )
+    assert all("source_uris" in e.error for e in outcome.result.errors)
+    assert [p for _, p in server.log if "a.md" in p] == []

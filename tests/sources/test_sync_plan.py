@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 import pytest
 
 from poolq.sinks.inventory import StoredDocument
+from poolq.wire.backoff import Backoff
 from poolq.wire.uris import parse_uri
 from poolq.worker.fetch.errors import StoreUnavailable, Transient
 from poolq.worker.fetch.objects import ListedObject
-from poolq.worker.fetch.retry import Backoff
+from poolq.worker.fetch.retry import retried
 from poolq.worker.reindex.objects import StoredUnder, metadata_hash, object_metadata, plan_page
 
 PREFIX = parse_uri("s3://b/docs/")
@@ -23,11 +25,15 @@ def obj(key: str, etag: str = '"e1"') -> ListedObject:
     return ListedObject(f"docs/{key}", f"s3://b/docs/{key}", 10, etag, None)
 
 
-def stored(*objects: ListedObject, version: str = "v1") -> dict[str, StoredDocument]:
-    return {
-        o.uri: StoredDocument(o.uri, "h", metadata_hash(object_metadata(PREFIX, o)), version, 2)
-        for o in objects
-    }
+def stored(
+    *objects: ListedObject, version: str = "v1", metadata: dict | None = None
+) -> dict[str, StoredDocument]:
+    """As the inventory reads them: chunk 0's metadata hash and its ``metadata.tag``."""
+    out = {}
+    for o in objects:
+        meta_hash = metadata_hash(metadata or object_metadata(PREFIX, o))
+        out[o.uri] = StoredDocument(o.uri, "h", meta_hash, version, 2, tag=o.tag)
+    return out
 
 
 def test_objects_that_share_a_timestamp_are_compared_one_by_one():
@@ -37,6 +43,21 @@ def test_objects_that_share_a_timestamp_are_compared_one_by_one():
     plan = plan_page([a, b2, c], StoredUnder(have, PREFIX), PREFIX, "v1", after=None)
     assert [o.key for o in plan.unchanged] == ["docs/a.md", "docs/c.md"]
     assert [o.key for o in plan.to_fetch] == ["docs/b.md"] and plan.removed == []
+
+
+def test_an_object_with_its_tag_but_other_metadata_is_relabeled_unfetched():
+    """An object enqueued by URI (no path), or under another prefix, records its tag: a sync
+    rewrites its metadata in place and fetches nothing; another tag is fetched."""
+    a, b = obj("a.md"), obj("b.md")
+    have = {
+        **stored(a, metadata={"uri": a.uri, "tag": a.tag}),
+        **stored(b, metadata={"uri": b.uri, "tag": '"old"'}),
+    }
+    have[b.uri] = replace(have[b.uri], tag='"old"')
+    plan = plan_page([a, b], StoredUnder(have, PREFIX), PREFIX, "v1", after=None)
+    assert plan.unchanged == [] and [o.key for o in plan.to_fetch] == ["docs/b.md"]
+    ((was, meta),) = plan.relabeled
+    assert was.doc_id == a.uri and meta == {"uri": a.uri, "path": "a.md", "tag": '"e1"'}
 
 
 def test_deletions_are_settled_page_by_page_in_key_order():
@@ -69,7 +90,7 @@ def test_backoff_retries_transient_failures_then_gives_up_within_its_budget():
             raise Transient("s3://b/k", "HTTP 503")
         return "ok"
 
-    assert asyncio.run(Backoff(base_s=0.01, cap_s=0.05, budget_s=5).run(flaky)) == "ok"
+    assert asyncio.run(retried(Backoff(base_s=0.01, cap_s=0.05, budget_s=5), flaky)) == "ok"
     assert len(tries) == 3
 
     async def down():
@@ -77,7 +98,7 @@ def test_backoff_retries_transient_failures_then_gives_up_within_its_budget():
 
     t0 = time.monotonic()
     with pytest.raises(StoreUnavailable, match=r"connection refused.*still failing after 0\.3s"):
-        asyncio.run(Backoff(base_s=0.01, cap_s=0.05, budget_s=0.3).run(down))
-    assert 0.25 <= time.monotonic() - t0 < 2
+        asyncio.run(retried(Backoff(base_s=0.01, cap_s=0.05, budget_s=0.3), down))
+    assert time.monotonic() - t0 >= 0.25  # it retried for its budget
     waits = [Backoff(base_s=1, cap_s=4).wait_s(10) for _ in range(200)]
     assert all(0 <= w <= 4 for w in waits) and len(set(waits)) > 100  # jittered, capped

@@ -76,7 +76,7 @@ def test_a_url_list_names_each_bad_line_and_keeps_the_rest(tmp_path):
 
 
 def test_the_client_refuses_a_bad_uri_before_enqueueing():
-    from poolq.ingest.job_plan import Limits, check_files
+    from poolq.wire.job_plan import Limits, check_files
 
     with pytest.raises(ValueError, match=r"file 'x': uri: .*scheme 'ftp'.*nothing was enqueued"):
         check_files([{"id": "x", "uri": "ftp://h/a.pdf"}], Limits())

@@ -12,9 +12,9 @@ from typing import ClassVar
 
 import pytest
 
+from poolq.wire.backoff import Backoff
 from poolq.wire.records.codes import ErrorCode
 from poolq.worker.fetch.errors import FetchRefused, ObjectGone, StoreUnavailable
-from poolq.worker.fetch.retry import Backoff
 from poolq.worker.fetch.web import MAX_REDIRECTS, WebFetcher
 
 BODY = b"<html><head><title>Spare key</title></head><body><p>Under the blue pot.</p></body></html>"
@@ -43,6 +43,9 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path.startswith("/hop/"):
             left = int(self.path.rsplit("/", 1)[-1])
             self.send(302, headers={"Location": "/page.html" if left == 0 else f"/hop/{left - 1}"})
+        elif self.path == "/away":  # to another host (the same server, by another name)
+            port = self.server.server_address[1]
+            self.send(302, headers={"Location": f"http://localhost:{port}/page.html"})
         elif self.path == "/loop":
             self.send(301, headers={"Location": "/loop"})
         elif self.path == "/slow":
@@ -77,9 +80,13 @@ def web():
     server.server_close()
 
 
-def fetch(url: str, *, limit: int = 1 << 20, timeout_s: float = 5.0, budget_s: float = 5.0):
+def fetch(
+    url: str, *, limit: int = 1 << 20, timeout_s: float = 5.0, budget_s: float = 5.0,
+    allowed=None,
+):  # fmt: skip
     async def go():
-        fetcher = WebFetcher(Backoff(base_s=0.05, cap_s=0.2, budget_s=budget_s), timeout_s)
+        backoff = Backoff(base_s=0.05, cap_s=0.2, budget_s=budget_s)
+        fetcher = WebFetcher(backoff, timeout_s, allowed)
         try:
             return await fetcher.get(url, limit)
         finally:
@@ -94,6 +101,15 @@ def test_redirects_are_followed_up_to_the_bound(web):
     assert Handler.agents[0].startswith("poolq/")
     with pytest.raises(FetchRefused, match=f"more than {MAX_REDIRECTS} redirects"):
         fetch(f"{web}/loop")
+
+
+def test_a_redirect_out_of_the_allowed_uris_is_refused_unrequested(web):
+    inside = lambda url: url.startswith(web + "/")  # noqa: E731
+    assert fetch(f"{web}/hop/1", allowed=inside).data == BODY
+    Handler.hits.clear()
+    with pytest.raises(FetchRefused, match="source_uris") as e:
+        fetch(f"{web}/away", allowed=inside)
+    assert e.value.code == ErrorCode.FORBIDDEN and "/page.html" not in Handler.hits
 
 
 def test_a_response_slower_than_the_timeout_is_retried_then_given_up(web):

@@ -21,6 +21,9 @@ class ErrorCode(enum.StrEnum):
     SINK = "sink"  # the vector store (Qdrant) unavailable past the writer's retries
     CANCELLED = "cancelled"  # cancelled (a worker shutting down, a job aborted)
     INTERNAL = "internal"  # anything else: the worker's own failure
+    # outside what the worker may read: a path not under its source_roots (or none set), a URI
+    # not under its source_uris (or none set), a reindex source neither allows
+    FORBIDDEN = "forbidden"
     # a file the parse stage could not read (worker/parse/errors.py)
     ENCRYPTED = "encrypted"  # a password-protected PDF
     CORRUPT = "corrupt"  # truncated or unreadable, a 0-byte DOCX, a parser that crashed

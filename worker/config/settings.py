@@ -62,6 +62,8 @@ class Settings:
     parse_workers: int | None = default("parse_workers")  # a reindex's and a sync's parse pool
     parse_timeout_s: float = default("parse_timeout_s")
     parse_memory_mb: int = default("parse_memory_mb")
+    ocr: str = default("ocr")
+    parse_child: str | None = default("parse_child")
     http_timeout_s: float = default("http_timeout_s")
     source_retry_s: float = default("source_retry_s")
     source_park_s: float = default("source_park_s")
@@ -93,12 +95,6 @@ class Settings:
             f"{f.name}={redact_text(repr(getattr(self, f.name)))}" for f in fields(self) if f.repr
         )
         return f"Settings({', '.join(shown)})"
-
-    def allowed_source_roots(self) -> list[str]:
-        """Where a reindex may read: ``source_roots`` and the sources the config's own
-        ``[[reindex]]`` entries name."""
-        roots = (self.source_roots or "").split(os.pathsep)
-        return [r for r in roots if r] + [s.source for s in self.reindex]
 
 
 SETTING_NAMES = tuple(f.name for f in fields(Settings) if f.name in VARIABLES)

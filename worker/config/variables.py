@@ -310,8 +310,9 @@ _DECLARED = (
         None,
         WORKERS,
         "URI prefixes (s3://bucket/prefix/, https://host/) "
-        "documents may be fetched from and a reindex may sync, separated by spaces or commas "
-        "(unset: any).",
+        "documents may be fetched from (and web fetches redirected to) and a reindex may sync, "
+        "separated by spaces or commas; a prefix ends at a '/'. Unset: none, and a document "
+        "given by URI is refused; a reindex syncs only the config's own [[reindex]] sources.",
     ),
     _v(
         "max_file_bytes",
@@ -412,8 +413,8 @@ _DECLARED = (
         "parse_child",
         str,
         None,
-        ("parse",),
-        "The module the parse processes run (unset: "
+        WORKERS,
+        "The module the parse processes run, a parse job's and a reindex's (unset: "
         "poolq.worker.parse.child; a test swaps in one that hangs or crashes on marked files).",
     ),
     # --- the client ------------------------------------------------------------------------------

@@ -21,11 +21,12 @@ import obstore
 from obstore import store as stores
 from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 
+from poolq.wire.backoff import Backoff
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.store_config import allows_http, s3_config
 from poolq.wire.uris import SourceUri
-from poolq.worker.fetch.errors import FetchRefused, ObjectGone, StoreUnavailable, Transient
-from poolq.worker.fetch.retry import Backoff, default_backoff
+from poolq.worker.fetch.errors import FetchRefused, ObjectGone, Transient
+from poolq.worker.fetch.retry import default_backoff, retried, unavailable
 
 STATUS = re.compile(r"status code: (\d{3})")  # in obstore's messages: the store's answer
 PAGE_OBJECTS = 1000  # objects per listing page (S3 returns at most 1000 per request)
@@ -126,12 +127,10 @@ class ObjectStores:
                     raise FetchRefused(prefix.text, "cannot be listed: no such bucket") from None
                 if not isinstance(err, Transient):
                     raise err from None
-                deadline = deadline or time.monotonic() + self.backoff.budget_s
+                deadline = deadline or time.monotonic() + (self.backoff.budget_s or 0.0)
                 if time.monotonic() > deadline:
-                    raise StoreUnavailable(
-                        prefix.text, f"listing: {err.message} (still failing after "
-                        f"{self.backoff.budget_s:g}s of retries)",
-                    ) from None  # fmt: skip
+                    listing = Transient(prefix.text, f"listing: {err.message}")
+                    raise unavailable(listing, self.backoff.budget_s) from None
                 await asyncio.sleep(self.backoff.wait_s(attempt))
                 attempt += 1
 
@@ -165,4 +164,4 @@ class ObjectStores:
             meta = result.meta
             return Fetched(uri.text, data, meta.get("version") or meta.get("e_tag"))
 
-        return await self.backoff.run(once)
+        return await retried(self.backoff, once)

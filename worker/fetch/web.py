@@ -3,41 +3,49 @@ byte limit (``--max-file-bytes``) enforced while reading, and a user agent namin
 
 A 404 or 410 is :class:`ObjectGone`; 429, 5xx, timeouts and broken connections are retried with
 backoff and jitter (``retry.py``); any other answer, too many redirects and a body over the
-limit are the document's error. ``POOLQ_HTTP_TIMEOUT_S`` (default 30) bounds each read and the
-whole of one try.
+limit are the document's error. ``timeout_s`` (the setting ``http_timeout_s``, default 30)
+bounds each read and the whole of one try.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+from collections.abc import Callable
 
 import httpx
 
+from poolq.wire.backoff import Backoff
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.version import __version__
 from poolq.worker.fetch.errors import FetchRefused, ObjectGone, Transient
 from poolq.worker.fetch.objects import Fetched
-from poolq.worker.fetch.retry import Backoff, default_backoff
+from poolq.worker.fetch.retry import default_backoff, retried
 
 MAX_REDIRECTS = 5
 USER_AGENT = f"poolq/{__version__} (document ingestion; +https://github.com/poolq/poolq)"
 RETRIED_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
-
-
-def timeout_from_env() -> float:
-    raw = os.environ.get("POOLQ_HTTP_TIMEOUT_S", "")
-    try:
-        return float(raw) if raw.strip() else 30.0
-    except ValueError:
-        raise ValueError(f"POOLQ_HTTP_TIMEOUT_S: expected seconds, got {raw!r}") from None
+DEFAULT_TIMEOUT_S = 30.0
 
 
 class WebFetcher:
-    def __init__(self, backoff: Backoff | None = None, timeout_s: float | None = None) -> None:
+    """``allowed(url)``: whether a redirect may lead there (None: anywhere); a redirect out of
+    what the worker may fetch is the document's error, unrequested."""
+
+    def __init__(
+        self, backoff: Backoff | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+        allowed: Callable[[str], bool] | None = None,
+    ) -> None:  # fmt: skip
         self.backoff = backoff or default_backoff()
-        self.timeout_s = timeout_from_env() if timeout_s is None else timeout_s
+        self.timeout_s = timeout_s
+        self.allowed = allowed
         self._client: httpx.AsyncClient | None = None
+
+    async def _check(self, request: httpx.Request) -> None:
+        if self.allowed is not None and not self.allowed(str(request.url)):
+            raise FetchRefused(
+                str(request.url), "redirected outside the URIs this worker may fetch "
+                "(source_uris, POOLQ_SOURCE_URIS)", ErrorCode.FORBIDDEN,
+            )  # fmt: skip
 
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
@@ -45,6 +53,7 @@ class WebFetcher:
                 follow_redirects=True, max_redirects=MAX_REDIRECTS,
                 timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
                 headers={"User-Agent": USER_AGENT}, trust_env=False,
+                event_hooks={"request": [self._check]},
             )  # fmt: skip
         return self._client
 
@@ -60,7 +69,7 @@ class WebFetcher:
             except TimeoutError:
                 raise Transient(url, f"no complete answer within {self.timeout_s:g}s") from None
 
-        return await self.backoff.run(once)
+        return await retried(self.backoff, once)
 
     async def _once(self, url: str, max_bytes: int) -> Fetched:
         try:

@@ -1,10 +1,11 @@
 """A folder's files in a reindex: unchanged ones found by their bytes, the others parsed.
 
 A file whose stored ``file_hash`` (``sha256(bytes):parser version``), metadata and profile
-version all match is unchanged: it is neither parsed nor encoded. Every other file is parsed in
-the worker's parse children (``parse/sandbox.py``, the same bounds as a parse job) into a
-document that carries its layout, and then planned as any document is (``plan.py``: new,
-changed, stale, metadata-only). A file that cannot be parsed is an error with its code.
+version all match is unchanged: it is neither parsed nor encoded. Every other file goes through
+the worker's file reader (``parse/file_reader.py``: read under the worker's roots, parsed in its
+parse children, the same bounds as a parse job) into a document that carries its layout, and
+is then planned as any document is (``plan.py``: new, changed, stale, metadata-only). A file
+that cannot be read or parsed is an error with its code.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from poolq.sinks.inventory import StoredDocument
-from poolq.wire.documents import Document, DocumentError, validate_document
+from poolq.wire.documents import Document, DocumentError
+from poolq.wire.files import FileDocument
 from poolq.wire.sources import FolderFile
-from poolq.worker.parse.errors import ParseError
-from poolq.worker.parse.layout import file_hash, parsed_document
-from poolq.worker.parse.sandbox import ParsePool
+from poolq.worker.parse.file_reader import FileReader, SameBytes
 
 
 @dataclass
@@ -30,50 +30,38 @@ class FolderRead:
     pages: int = 0
 
 
-def _metadata_hash(f: FolderFile) -> str:
-    return Document(f.id, "", {"path": f.rel}).metadata_hash
-
-
 async def read_folder_files(
     files: Sequence[FolderFile],
     stored: Mapping[str, StoredDocument],
     version: str,
-    pool: ParsePool,
+    reader: FileReader,
 ) -> FolderRead:
     """Each file unchanged (by hash), parsed into a document, or an error."""
     out = FolderRead()
-    room = asyncio.Semaphore(2 * pool.workers)
+    room = asyncio.Semaphore(2 * reader.pool.workers)  # files read into memory at once
 
     async def one(f: FolderFile) -> None:
+        meta = {"path": f.rel}
+        have = stored.get(f.id)
+        same = (
+            have is not None
+            and have.profile_version == version
+            and have.meta_hash == Document(f.id, "", meta).metadata_hash
+        )
+        file = FileDocument(f.id, None, str(f.path), f.rel, meta)
         async with room:
-            try:
-                data = await asyncio.to_thread(f.path.read_bytes)
-            except OSError as e:
-                out.errors.append(DocumentError(f.id, "path", f"cannot be read ({e.strerror})"))
-                return
-            hashed = file_hash(data)
-            have = stored.get(f.id)
-            if (
-                have is not None
-                and have.file_hash == hashed
-                and have.profile_version == version
-                and have.meta_hash == _metadata_hash(f)
-            ):
-                out.unchanged.add(f.id)
-                return
-            try:
-                parsed = await pool.parse(data, f.path.name)
-            except ParseError as e:
-                out.errors.append(DocumentError(f.id, "file", f"{f.rel}: {e.message}", e.code))
-                return
-        raw = parsed_document(f.id, parsed, source=f.rel, metadata={"path": f.rel}, hashed=hashed)
-        doc = validate_document(raw, 0)
+            got = await reader.document(file, known_hash=have.file_hash if have and same else None)
+        if isinstance(got, SameBytes):
+            out.unchanged.add(f.id)
+            return
+        doc = got if isinstance(got, DocumentError) else got.document()
         if isinstance(doc, DocumentError):
             out.errors.append(doc)
             return
+        assert not isinstance(got, DocumentError)
         out.docs.append(doc)
         out.parsed += 1
-        out.pages += parsed.pages or 0
+        out.pages += got.pages
 
     await asyncio.gather(*(one(f) for f in files))
     order = {f.id: i for i, f in enumerate(files)}

@@ -5,7 +5,9 @@ Each object is compared on its own with what the collection holds for its URI (n
 since" watermark: objects that share a timestamp are never missed):
 
 * **unchanged**: the stored document carries the same tag (version id, else ETag: opaque, only
-  compared for equality) and profile version: neither fetched nor parsed;
+  compared for equality) and profile version: neither fetched nor parsed. Its metadata (URI,
+  path under the prefix, tag) is rewritten in place, still unfetched, when it differs (an
+  object enqueued by URI, or under another prefix, records no path or another);
 * otherwise the object is fetched; when its bytes hash as the stored ``file_hash`` it is
   unchanged in content (a copy, a multipart re-upload) and only its metadata (the tag) is
   updated; else it is parsed and encoded (**new** or **changed**);
@@ -45,6 +47,8 @@ def metadata_hash(metadata: dict[str, Any]) -> str:
 class PagePlan:
     unchanged: list[ListedObject] = field(default_factory=list)
     to_fetch: list[ListedObject] = field(default_factory=list)
+    # unchanged objects whose stored metadata is not the sync's: (stored, the metadata to set)
+    relabeled: list[tuple[StoredDocument, dict[str, Any]]] = field(default_factory=list)
     left_out: list[tuple[ListedObject, str]] = field(default_factory=list)  # (object, why)
     removed: list[StoredDocument] = field(default_factory=list)
 
@@ -87,15 +91,14 @@ def plan_page(
             continue
         seen.add(obj.uri)
         have = stored.stored.get(obj.uri)
-        if (
-            not full
-            and have is not None
-            and have.profile_version == version
-            and have.meta_hash == metadata_hash(object_metadata(prefix, obj))
-        ):
+        if full or have is None or have.profile_version != version or have.tag != obj.tag:
+            plan.to_fetch.append(obj)
+            continue
+        meta = object_metadata(prefix, obj)
+        if have.meta_hash == metadata_hash(meta):
             plan.unchanged.append(obj)
         else:
-            plan.to_fetch.append(obj)
+            plan.relabeled.append((have, meta))
     last = page[-1].uri if page else after
     plan.removed = [stored.stored[i] for i in stored.removed_through(after, last, seen)]
     return plan

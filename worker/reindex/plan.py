@@ -21,15 +21,16 @@ dropped after the switch unless ``keep_old``.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from poolq.sinks.inventory import StoredDocument
 from poolq.wire.documents import Document, DocumentError, validate_documents
+from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.job_args import ReindexArgs
 from poolq.wire.sources import FolderFile, FolderSource, Source, open_source
+from poolq.worker.parse.file_reader import uri_allowed
 
 log = logging.getLogger("poolq.reindex")
 BATCH_DOCUMENTS = 32  # documents per pipeline batch
@@ -92,34 +93,33 @@ def plan_reindex(
 
 
 class SourceNotAllowedError(ValueError):
-    pass
+    code = ErrorCode.FORBIDDEN
 
 
-def check_source_allowed(source: str, roots: Sequence[str]) -> None:
+def check_source_allowed(source: str, roots: Sequence[Path]) -> None:
     """Anyone who can write to Redis can enqueue a reindex: the worker only reads sources
-    under its allowed roots (``source_roots``, plus the sources its own config schedules)."""
+    under its allowed roots (``source_roots``, plus the sources its own config schedules:
+    ``parse/file_reader.allowed``); with none, no folder or file at all."""
     path = Path(source).resolve()
-    for root in roots:
-        r = Path(root).resolve()
-        if path == r or r in path.parents:
-            return
+    if any(path.is_relative_to(r) for r in roots):
+        return
+    where = f"outside the worker's source roots {[str(r) for r in roots]}" if roots else (
+        "refused: this worker has no source_roots")  # fmt: skip
     raise SourceNotAllowedError(
-        f"source {source!r} is outside the worker's source roots {list(roots)}; "
-        "set source_roots (POOLQ_SOURCE_ROOTS, separated by ':') to allow it"
+        f"source {source!r} is {where}; set source_roots (in its config, POOLQ_SOURCE_ROOTS "
+        "separated by ':', or --source-roots) to allow it, or schedule it in [[reindex]]"
     )
 
 
-def check_uri_allowed(source: str, roots: Sequence[str]) -> None:
-    """A store's prefix is read only when the worker allows it: under a URI of
-    ``POOLQ_SOURCE_URIS`` (separated by spaces or commas), or scheduled by its own config
-    (``roots`` holds the sources the config names)."""
-    allowed = [u for u in os.environ.get("POOLQ_SOURCE_URIS", "").replace(",", " ").split() if u]
-    allowed += [r for r in roots if "://" in r]
-    if any(source == a or source.startswith(a if a.endswith("/") else a + "/") for a in allowed):
+def check_uri_allowed(source: str, uris: Sequence[str]) -> None:
+    """A store's prefix is read only when the worker allows it: under a URI of its
+    ``source_uris``, or scheduled by its own config (``parse/file_reader.allowed``)."""
+    if uri_allowed(source, uris):
         return
     raise SourceNotAllowedError(
-        f"source {source!r} is not among the worker's allowed URIs {allowed}; set "
-        "POOLQ_SOURCE_URIS (separated by spaces or commas) to allow it"
+        f"source {source!r} is not among the worker's allowed URIs {list(uris)}; set "
+        "source_uris (in its config, or POOLQ_SOURCE_URIS separated by spaces or commas) to "
+        "allow it, or schedule it in [[reindex]]"
     )
 
 

@@ -1,7 +1,8 @@
-"""What a parse worker holds: its pool of parse children and the counters its heartbeat
-reports. The parse role's counterpart of :class:`~poolq.worker.runtime.worker_runtime.Runtime`, with
-the attributes the job guard, the reaper and the heartbeat read (``worker_id``, the job
-counters, ``run_locks``, ``admission``), and no models, engine or store."""
+"""What a parse worker holds: its file reader (its parse children, the folders and URIs it may
+read) and the counters its heartbeat reports. The parse role's counterpart of
+:class:`~poolq.worker.runtime.worker_runtime.Runtime`, with the attributes the job guard, the
+reaper and the heartbeat read (``worker_id``, the job counters, ``run_locks``, ``admission``),
+and no models, engine or store."""
 
 from __future__ import annotations
 
@@ -11,24 +12,14 @@ from typing import Any
 
 from poolq.wire.records.heartbeat import Heartbeat, WorkerLimits
 from poolq.worker.config.parse_settings import ParseSettings
-from poolq.worker.parse.limits import ParseLimits
-from poolq.worker.parse.sandbox import ParsePool
+from poolq.worker.parse.file_reader import FileReader
 from poolq.worker.runtime.worker_identity import heartbeat_of, new_worker_id
-
-
-def parse_limits(settings: ParseSettings) -> ParseLimits:
-    return ParseLimits(
-        max_file_bytes=settings.max_file_bytes,
-        timeout_s=settings.parse_timeout_s,
-        memory_mb=settings.parse_memory_mb,
-        ocr=settings.ocr,
-    )
 
 
 @dataclass
 class ParseRuntime:
     settings: ParseSettings
-    pool: ParsePool
+    reader: FileReader  # its parse children, its roots and allowed URIs
     worker_id: str = field(default_factory=lambda: new_worker_id("parse"))
     started_at: float = field(default_factory=time.time)
     jobs_done: int = 0
@@ -41,8 +32,7 @@ class ParseRuntime:
 
     @classmethod
     def open(cls, settings: ParseSettings) -> ParseRuntime:
-        pool = ParsePool(settings.parse_workers, parse_limits(settings), settings.parse_child)
-        return cls(settings, pool)
+        return cls(settings, FileReader.open(settings))
 
     def heartbeat(self) -> Heartbeat:
         return heartbeat_of(
@@ -53,4 +43,4 @@ class ParseRuntime:
         )
 
     async def close(self) -> None:
-        await self.pool.close()
+        await self.reader.close()

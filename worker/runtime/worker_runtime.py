@@ -162,4 +162,6 @@ class Runtime:
     def limits(self) -> WorkerLimits:
         """What this worker refuses past (clients check before sending a job)."""
         s = self.settings
-        return WorkerLimits(s.max_documents_per_job, s.max_document_bytes, s.max_job_bytes)
+        return WorkerLimits(
+            s.max_documents_per_job, s.max_document_bytes, s.max_job_bytes, s.max_file_bytes
+        )

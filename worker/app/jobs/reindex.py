@@ -31,8 +31,7 @@ from poolq.wire.sources import FolderFile
 from poolq.wire.uris import is_uri
 from poolq.worker.app.jobs.alias_switch import switch_alias
 from poolq.worker.app.jobs.reindex_objects import sync_objects
-from poolq.worker.parse.limits import ParseLimits
-from poolq.worker.parse.sandbox import DEFAULT_PARSE_WORKERS, ParsePool
+from poolq.worker.parse.file_reader import FileReader, allowed
 from poolq.worker.reindex.files import FolderRead, read_folder_files
 from poolq.worker.reindex.plan import (
     BATCH_DOCUMENTS,
@@ -80,10 +79,11 @@ async def run_reindex(
 ) -> ReindexSummary | ReindexSkipped:
     """Run one reindex in the worker (see the module docstring); returns its summary."""
     t0 = time.perf_counter()
+    roots, uris = allowed(rt.settings, [s.source for s in rt.settings.reindex])
     if is_uri(options.source):  # a store's prefix: reindex_objects.py
-        check_uri_allowed(options.source, rt.settings.allowed_source_roots())
+        check_uri_allowed(options.source, uris)
     else:
-        check_source_allowed(options.source, rt.settings.allowed_source_roots())
+        check_source_allowed(options.source, roots)
     alias = options.collection
     lock_key = constants.REINDEX_LOCK_KEY.format(collection=alias)
     if redis is not None:
@@ -144,7 +144,7 @@ async def run_reindex(
             stored = await rt.writer.read(lambda s: document_inventory(s, alias))
         if files:
             await progress.publish(force=True, state="parsing files")
-            read = await _parse_files(files, stored, rt.vectorizer.version)
+            read = await _parse_files(rt, files, stored)
             docs, present = docs + read.docs, read.unchanged
             errors += read.errors
             await progress.publish(force=True, parsed=read.parsed, pages=read.pages)
@@ -242,14 +242,15 @@ async def run_reindex(
 
 
 async def _parse_files(
-    files: list[FolderFile], stored: dict[str, StoredDocument], version: str
+    rt: Runtime, files: list[FolderFile], stored: dict[str, StoredDocument]
 ) -> FolderRead:
-    """The folder's files through parse children of this reindex's own (closed after)."""
-    pool = ParsePool(DEFAULT_PARSE_WORKERS, ParseLimits())
+    """The folder's files through a file reader of this reindex's own (its parse children, as
+    the parse settings say; closed after)."""
+    reader = FileReader.open(rt.settings, scheduled=[s.source for s in rt.settings.reindex])
     try:
-        return await read_folder_files(files, stored, version, pool)
+        return await read_folder_files(files, stored, rt.vectorizer.version, reader)
     finally:
-        await pool.close()
+        await reader.close()
 
 
 def _engine_texts(rt: Runtime) -> int:

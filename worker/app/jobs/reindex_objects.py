@@ -1,12 +1,13 @@
 """A reindex whose source is a store's prefix (``s3://bucket/prefix/``, ``gs://``, ``az://``):
 the sync, one listing page at a time (planned in ``worker/reindex/objects.py``).
 
-For each page: the unchanged objects are skipped (not fetched), the others fetched, those whose
-bytes did not change only get their tag written, the rest parsed in this reindex's parse
-children (``sync_page.py``) and encoded; stored documents the page no longer lists are deleted. Then the page is
-checkpointed (``SOURCE_SYNC_KEY``): a sync that is killed, or parked because the store stayed
-down, resumes after the last page it finished. A parked sync enqueues its own resume
-(``POOLQ_SOURCE_PARK_S`` later, default 300 s) and returns a skipped result that says why.
+For each page: the unchanged objects are skipped (not fetched; their metadata rewritten where it
+is not the sync's), the others fetched, those whose bytes did not change only get their tag
+written, the rest parsed by this sync's file reader (``sync_page.py``) and encoded; stored
+documents the page no longer lists are deleted. Then the page is checkpointed
+(``SOURCE_SYNC_KEY``): a sync that is killed, or parked because the store stayed down, resumes
+after the last page it finished. A parked sync enqueues its own resume (``source_park_s``
+later, default 300 s) and returns a skipped result that says why.
 A full rebuild writes every object into a new collection and switches the alias at the end.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 import uuid
 from dataclasses import replace
@@ -33,10 +33,7 @@ from poolq.wire.uris import parse_uri
 from poolq.worker.app.jobs.alias_switch import switch_alias
 from poolq.worker.app.jobs.sync_page import PageRead, fetch_and_parse
 from poolq.worker.fetch.errors import StoreUnavailable
-from poolq.worker.fetch.fetcher import Fetcher
-from poolq.worker.fetch.objects import PAGE_OBJECTS
-from poolq.worker.parse.limits import ParseLimits
-from poolq.worker.parse.sandbox import DEFAULT_PARSE_WORKERS, ParsePool
+from poolq.worker.parse.file_reader import FileReader
 from poolq.worker.reindex.objects import StoredUnder, plan_page
 from poolq.worker.reindex.plan import BATCH_DOCUMENTS, BATCHES_IN_FLIGHT
 from poolq.worker.runtime.pipeline import ingest_documents
@@ -45,16 +42,6 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
     from poolq.worker.runtime.worker_runtime import Runtime
-
-DEFAULT_PARK_S = 300.0
-
-
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "")
-    try:
-        return float(raw) if raw.strip() else default
-    except ValueError:
-        raise ValueError(f"{name}: expected a number, got {raw!r}") from None
 
 
 async def _load(redis: Redis | None, key: str) -> SyncCheckpoint | None:
@@ -89,7 +76,6 @@ async def sync_objects(
             f"source {options.source!r}: a sync reads a prefix; end it with '/' ({options.source}/)"
         )
     alias, version = options.collection, rt.vectorizer.version
-    max_bytes = int(_env_float("POOLQ_MAX_FILE_BYTES", constants.MAX_FILE_BYTES))
     key = constants.SOURCE_SYNC_KEY.format(collection=alias)
     ck = await _load(redis, key)
     if ck is not None and not ck.matches(options.source, alias, options.full):
@@ -113,14 +99,12 @@ async def sync_objects(
     texts_0 = sum(e.stats.texts for e in rt.vectorizer.engines.values())
     writes_0, points_0 = rt.writer.write_calls, rt.writer.points_written
     errors: list[DocumentError] = []
-    fetcher = Fetcher()
-    pool = ParsePool(DEFAULT_PARSE_WORKERS, ParseLimits(max_file_bytes=max_bytes))
+    reader = FileReader.open(rt.settings, scheduled=[s.source for s in rt.settings.reindex])
     await progress.publish(force=True, state="syncing", listed=ck.listed, fetched=ck.fetched)
     try:
         after_key = None if ck.after is None else parse_uri(ck.after).key
-        page_objects = int(_env_float("POOLQ_SOURCE_PAGE_OBJECTS", PAGE_OBJECTS))
-        async for listing in fetcher.objects.pages(
-            prefix, after=after_key, page_objects=page_objects
+        async for listing in reader.fetcher().objects.pages(
+            prefix, after=after_key, page_objects=rt.settings.source_page_objects
         ):
             plan = plan_page(listing, under, prefix, version, after=ck.after, full=options.full)
 
@@ -133,10 +117,11 @@ async def sync_objects(
                     parsed=base.parsed + page.parsed,
                 )  # fmt: skip
 
-            page = await fetch_and_parse(fetcher, pool, plan.to_fetch, stored, prefix, version,
-                                          max_bytes, options.full, tick)  # fmt: skip
+            page = await fetch_and_parse(reader, plan.to_fetch, stored, prefix, version,
+                                          options.full, tick)  # fmt: skip
             chunks, points = await _encode(rt, target, page.docs, job_id, errors)
-            for have, meta in page.tags:  # same bytes, new tag: the metadata in place
+            relabeled = plan.relabeled + page.tags
+            for have, meta in relabeled:  # same object or same bytes: the metadata in place
                 await rt.writer.set_payload(
                     target, [point_id(have.doc_id, i) for i in range(have.chunk_count)],
                     {fields.METADATA: meta, fields.META_HASH: Document("-", "-", meta).metadata_hash},
@@ -153,7 +138,7 @@ async def sync_objects(
                 parsed=ck.parsed + page.parsed, pages=ck.pages + page.pages,
                 new=ck.new + kinds.count("new"), changed=ck.changed + kinds.count("changed"),
                 stale=ck.stale + kinds.count("stale"),
-                metadata_only=ck.metadata_only + len(page.tags), removed=ck.removed + len(removed),
+                metadata_only=ck.metadata_only + len(relabeled), removed=ck.removed + len(removed),
                 encoded_chunks=ck.encoded_chunks + chunks, points=ck.points + points,
                 errors=ck.errors + len(page.errors), parked=None,
             )  # fmt: skip
@@ -167,10 +152,9 @@ async def sync_objects(
             )
             ck = replace(ck, removed=ck.removed + len(tail))
     except StoreUnavailable as e:
-        return await _park(redis, key, ck, options, progress, e)
+        return await _park(redis, key, ck, options, progress, e, rt.settings.source_park_s)
     finally:
-        await pool.close()
-        await fetcher.close()
+        await reader.close()
     previous = dropped = None
     if options.full:
         previous, dropped = await switch_alias(
@@ -225,10 +209,10 @@ async def _encode(
 
 async def _park(
     redis: Redis | None, key: str, ck: SyncCheckpoint, options: ReindexArgs, progress: Any,
-    exc: StoreUnavailable,
+    exc: StoreUnavailable, park_s: float,
 ) -> ReindexSkipped:  # fmt: skip
-    """The store stayed down: keep the checkpoint, enqueue the resume, say so."""
-    park_s = _env_float("POOLQ_SOURCE_PARK_S", DEFAULT_PARK_S)
+    """The store stayed down: keep the checkpoint, enqueue the resume ``park_s`` later, say
+    so."""
     ck = replace(ck, parked=exc.message)
     await _save(redis, key, ck)
     resume = f"reindex-resume-{uuid.uuid4().hex}"

@@ -1,25 +1,22 @@
 """One page of a store sync fetched and read (``reindex_objects.py`` runs the sync): each object
-fetched (``worker/fetch/``), those whose bytes did not change set aside for a tag update, the
-rest parsed in the sync's parse children into documents that carry their layout. A 404 is an
-object deleted since it was listed (removed, if it was stored); an object that cannot be fetched
-or parsed is a document error with its code.
+fetched (``worker/fetch/``), then read by the sync's file reader (``parse/file_reader.py``):
+those whose bytes did not change set aside for a tag update, the rest parsed into documents
+that carry their layout. A 404 is an object deleted since it was listed (removed, if it was
+stored); an object that cannot be fetched or parsed is a document error with its code.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from poolq.sinks.inventory import StoredDocument
-from poolq.wire.documents import Document, DocumentError, validate_document
+from poolq.wire.documents import Document, DocumentError
+from poolq.wire.files import FileDocument
 from poolq.wire.uris import SourceUri
 from poolq.worker.fetch.errors import FetchError, ObjectGone
-from poolq.worker.fetch.fetcher import Fetcher
 from poolq.worker.fetch.objects import Fetched, ListedObject
-from poolq.worker.parse.errors import ParseError
-from poolq.worker.parse.layout import file_hash, parsed_document
-from poolq.worker.parse.sandbox import ParsePool
+from poolq.worker.parse.file_reader import FileReader, SameBytes
 from poolq.worker.reindex.objects import fetch_each, object_metadata
 
 
@@ -36,12 +33,10 @@ class PageRead:
 
 
 async def fetch_and_parse(
-    fetcher: Fetcher, pool: ParsePool, objects: list[ListedObject],
-    stored: dict[str, StoredDocument], prefix: SourceUri, version: str, max_bytes: int, full: bool,
-    tick: Callable[[PageRead], Awaitable[None]],
+    reader: FileReader, objects: list[ListedObject], stored: dict[str, StoredDocument],
+    prefix: SourceUri, version: str, full: bool, tick: Callable[[PageRead], Awaitable[None]],
 ) -> PageRead:  # fmt: skip
     page = PageRead()
-    parse_room = asyncio.Semaphore(2 * pool.workers)
 
     async def handle(obj: ListedObject, got: Fetched | FetchError) -> None:
         have = stored.get(obj.uri)
@@ -54,30 +49,25 @@ async def fetch_and_parse(
             return
         page.fetched += 1
         await tick(page)
-        hashed = file_hash(got.data)
         meta = object_metadata(prefix, obj)
-        same_bytes = have is not None and have.file_hash == hashed
-        if not full and same_bytes and have is not None and have.profile_version == version:
+        same = not full and have is not None and have.profile_version == version
+        file = FileDocument(obj.uri, got.data, None, obj.uri, meta)
+        read = await reader.document(file, known_hash=have.file_hash if have and same else None)
+        if isinstance(read, SameBytes):  # same bytes, new tag: only the metadata
+            assert have is not None
             page.tags.append((have, meta))
             return
-        async with parse_room:
-            try:
-                parsed = await pool.parse(got.data, prefix.relative(obj.key))
-            except ParseError as e:
-                page.errors.append(
-                    DocumentError(obj.uri, "file", f"{obj.uri}: {e.message}", e.code)
-                )
-                return
-        raw = parsed_document(obj.uri, parsed, source=obj.uri, metadata=meta, hashed=hashed)
-        doc = validate_document(raw, 0)
+        doc = read if isinstance(read, DocumentError) else read.document()
         if isinstance(doc, DocumentError):
             page.errors.append(doc)
             return
+        assert not isinstance(read, DocumentError)
         page.docs.append(doc)
         page.parsed += 1
-        page.pages += parsed.pages or 0
+        page.pages += read.pages
         await tick(page)
-        page.kinds[doc.id] = "new" if have is None else "stale" if same_bytes else "changed"
+        stale = have is not None and have.file_hash == read.hashed
+        page.kinds[doc.id] = "new" if have is None else "stale" if stale else "changed"
 
-    await fetch_each(fetcher, objects, max_bytes, handle)
+    await fetch_each(reader.fetcher(), objects, reader.max_file_bytes, handle)
     return page

@@ -1,17 +1,19 @@
-"""Splitting documents into ingest jobs a worker accepts (part of :mod:`poolq.ingest.client`).
+"""Splitting documents into jobs a worker accepts: the one job splitter, used by the client
+(:meth:`PoolqClient.enqueue`), by ``poolq enqueue`` for a folder's files (read only when their job
+is sent) and by a parse job handing its documents on to the encode workers.
 
 A worker refuses a job of more than ``max_documents_per_job`` documents or a payload over
 ``max_job_bytes``, and fails a document over ``max_document_bytes`` (dead letters, errors:
-nothing a retry can fix). The client knows these limits before it enqueues anything: from the
+nothing a retry can fix). These limits are known before anything is enqueued: from the
 heartbeats of the live workers (each reports its own under ``"limits"``; the smallest wins), else
-the defaults in :mod:`poolq.wire.constants`, and plans jobs that fit them.
+the defaults in :mod:`poolq.wire.constants`; :func:`split_jobs` fills jobs to them in order.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from poolq.wire import constants
 from poolq.wire.files import uri_problem
@@ -21,6 +23,7 @@ from poolq.wire.serialization import serialize
 # What an arq job adds around its documents: function name, collection, kwargs, try count,
 # enqueue time, the list header. Measured below 100 bytes; kept generous.
 JOB_ENVELOPE_BYTES = 512
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,10 @@ class Limits:
             found = [n for r in reported if (n := getattr(r, name)) > 0]
             values[name] = min(found) if found else getattr(cls, name)
         return cls(**values, source="worker")
+
+    def job_budget(self, collection: str) -> int:
+        """Bytes of documents one job to ``collection`` may carry."""
+        return self.max_job_bytes - JOB_ENVELOPE_BYTES - len(collection.encode("utf-8"))
 
     def describe(self) -> str:
         return "the worker's" if self.source == "worker" else "the default"
@@ -77,6 +84,26 @@ def _ref(doc: Any, position: int) -> str:
     return repr(doc_id) if isinstance(doc_id, str) and doc_id else f"#{position}"
 
 
+def split_jobs(
+    items: Sequence[T], sizes: Sequence[int], *, max_items: int, budget: int
+) -> list[list[T]]:
+    """``items`` in order, greedily in jobs of at most ``max_items`` whose ``sizes`` (bytes as
+    a job payload) add up to at most ``budget``; an item over the budget goes alone (callers
+    refuse such items first)."""
+    jobs: list[list[T]] = []
+    batch: list[T] = []
+    used = 0
+    for item, size in zip(items, sizes, strict=True):
+        if batch and (len(batch) >= max_items or used + size > budget):
+            jobs.append(batch)
+            batch, used = [], 0
+        batch.append(item)
+        used += size
+    if batch:
+        jobs.append(batch)
+    return jobs
+
+
 def plan_jobs(
     collection: str, documents: Sequence[Any], job_size: int, limits: Limits
 ) -> list[list[Any]]:
@@ -84,25 +111,15 @@ def plan_jobs(
     ``max_job_bytes``. ``ValueError`` (nothing planned) for a ``job_size`` over the limit or a
     document that no job can carry."""
     limits.check_job_size(job_size)
-    budget = limits.max_job_bytes - JOB_ENVELOPE_BYTES - len(collection.encode("utf-8"))
-    jobs: list[list[Any]] = []
-    batch: list[Any] = []
-    used = 0
-    for position, doc in enumerate(documents):
-        size = len(serialize(doc))
+    budget = limits.job_budget(collection)
+    sizes = [len(serialize(doc)) for doc in documents]
+    for position, (doc, size) in enumerate(zip(documents, sizes, strict=True)):
         if size > budget:
             raise ValueError(
                 f"document {_ref(doc, position)} is {size} bytes as a job payload, over "
                 f"{limits.describe()} limit of {limits.max_job_bytes} bytes per job"
             )
-        if batch and (len(batch) >= job_size or used + size > budget):
-            jobs.append(batch)
-            batch, used = [], 0
-        batch.append(doc)
-        used += size
-    if batch:
-        jobs.append(batch)
-    return jobs
+    return split_jobs(documents, sizes, max_items=job_size, budget=budget)
 
 
 def check_files(files: Sequence[Any], limits: Limits) -> None:
