@@ -32,6 +32,7 @@ PAGE_START: Final = "page_start"  # 1-based pages (PDF) or slides (PPTX) of the 
 PAGE_END: Final = "page_end"
 HEADINGS: Final = "headings"  # the chunk's heading path, outermost first
 FILE_HASH: Final = "file_hash"  # sha256 of the file's bytes:parser version (a reindex skips it)
+OCR: Final = "ocr"  # True when the chunk's text was read by OCR (a scanned page, an image)
 
 # every key of a payload, in the order build_payload writes them
 PAYLOAD_FIELDS: Final = (
@@ -55,6 +56,7 @@ PAYLOAD_FIELDS: Final = (
     PAGE_END,
     HEADINGS,
     FILE_HASH,
+    OCR,
 )
 
 # the fields of a hit's citation (wire/search_results.Citation), in its order
@@ -90,6 +92,7 @@ def build_payload(
     page_end: int | None = None,
     headings: tuple[str, ...] | list[str] = (),
     file_hash: str | None = None,
+    ocr: bool = False,
 ) -> dict[str, Any]:
     """The payload of one chunk's point (``models`` is copied into a plain dict)."""
     return {
@@ -113,4 +116,5 @@ def build_payload(
         PAGE_END: page_end,
         HEADINGS: list(headings),
         FILE_HASH: file_hash,
+        OCR: ocr,
     }
