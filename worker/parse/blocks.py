@@ -81,3 +81,13 @@ class ParsedDocument:
             tuple(int(p) for p in data.get("ocr_pages") or []),  # type: ignore[attr-defined]
             tuple((int(p), str(c), str(m)) for p, c, m in errors),
         )
+
+
+def table_blocks(
+    rows: list[str], page: int | None, headings: tuple[str, ...], *, header: bool
+) -> list[Block]:
+    """A table's rows (cells already joined by ``" | "``) as ``table`` blocks; with
+    ``header``, the first row is the header row, carried by every block of the table."""
+    rows = [r for r in rows if r]
+    top = rows[0] if header and len(rows) > 1 else None
+    return [Block(r, page, headings, "table", top) for r in rows]

@@ -42,7 +42,10 @@ EXTRA_HINT = "pip install 'poolq[ocr]' and Debian's tesseract-ocr-eng"
 def tessdata() -> str | None:
     """The folder holding ``eng.traineddata``, or None."""
     prefix = os.environ.get("TESSDATA_PREFIX")  # Tesseract's own variable
-    for folder in (*([prefix, str(Path(prefix) / "tessdata")] if prefix else []), *TESSDATA_FOLDERS):
+    for folder in (
+        *([prefix, str(Path(prefix) / "tessdata")] if prefix else []),
+        *TESSDATA_FOLDERS,
+    ):
         if (Path(folder) / f"{LANGUAGE}.traineddata").is_file():
             return folder
     return None
