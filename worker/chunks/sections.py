@@ -23,6 +23,7 @@ from dataclasses import replace
 from poolq.wire.documents import Document
 from poolq.wire.layout import Layout
 from poolq.worker.chunks.chunking import Chunk
+from poolq.worker.chunks.tables import Table, split_tables, table_chunks
 
 # a section this short (characters, after stripping) that is only a heading joins the next one
 HEADING_ONLY_MAX_CHARS = 200
@@ -104,18 +105,23 @@ def chunk_documents(
     parsed_chunk_many = parsed_chunk_many or chunk_many
     plain: list[str] = []
     parsed: list[str] = []
-    where: list[list[tuple[int, int]]] = []
-    for d in docs:
-        spans = section_spans(d.text, d.layout)
+    where: list[list[tuple[int, int, Table | None]]] = []
+    for d in docs:  # (a table with a header row is chunked apart: tables.py)
+        spans = split_tables(d.text, d.layout, section_spans(d.text, d.layout))
         where.append(spans)
-        (plain if d.layout is None else parsed).extend(d.text[a:b] for a, b in spans)
+        texts = [d.text[a:b] for a, b, table in spans if table is None]
+        (plain if d.layout is None else parsed).extend(texts)
     plain_chunks = iter(chunk_many(plain) if plain else [])
     parsed_chunks = iter(parsed_chunk_many(parsed) if parsed else [])
     out: list[list[Chunk]] = []
     for d, spans in zip(docs, where, strict=True):
         chunks: list[Chunk] = []
         pieces = plain_chunks if d.layout is None else parsed_chunks
-        for a, _ in spans:
+        for a, b, table in spans:
+            if table is not None:
+                for c in table_chunks(d.text, (a, b), table, parsed_chunk_many):
+                    chunks.append(replace(c, index=len(chunks)))
+                continue
             for c in next(pieces):
                 if not c.text:  # (a blank section)
                     continue
