@@ -90,7 +90,7 @@ async def parse(
     return IngestResult(
         points=0, documents=0, errors=[e.as_record() for e in errors], skipped=0,
         seconds=round(time.perf_counter() - t0, 3), parsed=len(docs), pages=pages,
-        next_jobs=next_jobs,
+        next_jobs=next_jobs, ocr_pages=progress.counts.ocr_pages,
     ).to_wire()  # fmt: skip
 
 
