@@ -99,8 +99,16 @@ def totals(
         if outcome is None:
             part = {
                 f: getattr(rec, f)
-                for f in ("done", "chunks", "points", "errors", "skipped", "parsed", "pages",
-                          "ocr_pages")  # fmt: skip
+                for f in (
+                    "done",
+                    "chunks",
+                    "points",
+                    "errors",
+                    "skipped",
+                    "parsed",
+                    "pages",
+                    "ocr_pages",
+                )
             }
         else:
             result = outcome.result

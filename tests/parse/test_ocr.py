@@ -137,7 +137,10 @@ def test_no_text_names_the_setting_when_ocr_is_off():
 def test_no_text_names_the_extra_where_ocr_is_not_installed(monkeypatch):
     monkeypatch.setattr(ocr_engine, "missing", lambda: "OCR is not installed on this worker "
                         f"({ocr_engine.EXTRA_HINT})")  # fmt: skip
-    for data, name in [(mixed_pdf([("scanned", CRANE)]), "scan.pdf"), (image_file([CRANE]), "s.png")]:
+    for data, name in [
+        (mixed_pdf([("scanned", CRANE)]), "scan.pdf"),
+        (image_file([CRANE]), "s.png"),
+    ]:
         with pytest.raises(ParseError) as e:
             read_document(data, name)
         assert e.value.code == ErrorCode.NO_TEXT

@@ -37,6 +37,8 @@ def ocr_state(mode: str) -> str:
 
     why = missing() if mode != "never" else None
     return f"{mode} (off: {why})" if why else mode
+
+
 ARQ_TIMEOUT_MARGIN_S = 60
 REINDEX_MAX_TRIES = 3  # (as the encode worker's: worker_settings.py, which imports torch)
 

@@ -110,9 +110,7 @@ def _chunk(text: str, header: str, span: tuple[int, int], *, first_chunk: bool) 
     return Chunk(0, _text(text, header, (a, b), first_chunk=first_chunk), a, b)
 
 
-def _wide_row(
-    text: str, header: str, row: tuple[int, int], chunk_many: ChunkMany
-) -> list[Chunk]:
+def _wide_row(text: str, header: str, row: tuple[int, int], chunk_many: ChunkMany) -> list[Chunk]:
     """A row too wide for one chunk with the header: cut between cells (see the module)."""
     cells: list[tuple[int, int]] = []
     pos = row[0]

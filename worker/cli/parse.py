@@ -50,14 +50,15 @@ def parse_file(
         32 << 20, "--max-file-bytes", min=1, help="Refuse larger files (too_large)."
     ),
     ocr: str = typer.Option(
-        "auto", "--ocr", help="Which pages OCR reads: auto (those without a usable text layer, "
+        "auto",
+        "--ocr",
+        help="Which pages OCR reads: auto (those without a usable text layer, "
         "and images), always or never (as the worker's --ocr).",
-    ),  # fmt: skip
+    ),
 ) -> None:
     """Show what a file would be indexed as: type, title, blocks with pages and headings."""
     from poolq.wire.records.codes import ErrorCode
     from poolq.worker.parse.errors import ParseError
-
     from poolq.worker.parse.ocr_engine import missing
     from poolq.worker.parse.ocr_pass import check_mode
 
