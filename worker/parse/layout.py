@@ -36,7 +36,7 @@ def text_and_layout(
             parts.append(BLOCK_SEPARATOR)
             pos += len(BLOCK_SEPARATOR)
         in_table = block.kind == "table" and block.header is not None
-        if in_table and (block.header != header or text == block.header.strip()):
+        if in_table and (block.header != header or text == (block.header or "").strip()):
             tables.append([pos, pos + len(text), pos + len(text)])  # its header row
         elif in_table and tables:
             tables[-1][2] = pos + len(text)

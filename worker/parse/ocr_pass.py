@@ -52,7 +52,8 @@ def pages_to_ocr(doc: ParsedDocument, mode: str, missing: str | None) -> list[Pa
     for b in doc.blocks:
         if b.page is not None:
             first.setdefault(b.page, b.headings)
-    out, path = [], ()
+    out: list[PageWork] = []
+    path: tuple[str, ...] = ()
     for page in range(1, doc.pages + 1):
         path = unread.get(page, first.get(page, path))
         out.append((page, path))
