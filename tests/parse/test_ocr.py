@@ -147,3 +147,20 @@ def test_no_text_names_the_extra_where_ocr_is_not_installed(monkeypatch):
         assert "poolq[ocr]" in e.value.message and "OCR" in e.value.message
     # a mixed file still lands its typed pages
     assert read_document(MIXED, "m.pdf").ocr_pages == ()
+
+
+@needs_ocr
+async def test_a_long_scan_holds_a_child_for_one_page_at_a_time():
+    import asyncio
+
+    scan = mixed_pdf([("scanned", [f"Page {n} of a long scanned contract."]) for n in range(6)])
+    first_page = asyncio.Event()
+    pool = ParsePool(1)  # one child: the note must get it between the scan's pages
+    try:
+        long = asyncio.ensure_future(pool.parse(scan, "contract.pdf", on_page=first_page.set))
+        await first_page.wait()
+        note = await pool.parse(b"A short note about the ferry.", "note.txt")
+        assert note.blocks and not long.done()  # served while the scan still has pages left
+        assert (await long).ocr_pages == (1, 2, 3, 4, 5, 6)
+    finally:
+        await pool.close()
