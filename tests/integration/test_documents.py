@@ -79,8 +79,10 @@ def make_folder(root):
     (root / "logo.gif").write_bytes(b"GIF89a" + bytes(64))
     (root / "fax.png").write_bytes(image_file([FAX]))  # a scan: read by OCR
     (root / "mixed.pdf").write_bytes(mixed_pdf(
-        [("typed", ["A typed cover page about the harbour office."]),
-         ("scanned", ["The crane stops lifting when wind gusts exceed seventy kilometres."])]
+        [("typed", ["A typed cover page about the harbour office."]
+          + [f"The harbour office opens at {h} on weekdays, line {h}." for h in range(6, 14)]),
+         ("scanned", ["The crane stops lifting when wind gusts exceed seventy kilometres."]
+          + [f"Crane check {n}: inspect the slewing brake and the boom cables." for n in range(6)])]
     ))  # fmt: skip
     (root / "site.css").write_text("body { color: red }")
 
@@ -128,7 +130,8 @@ def test_bad_files_get_their_codes_and_every_other_file_lands(ingested):
         fax = next(e["error"] for e in summary["errors"] if "fax.png" in e["id"])
         assert "poolq[ocr]" in fax
     else:
-        assert summary["ocr_pages"] == 2  # the fax and the mixed PDF's scanned page
+        # the fax, the mixed PDF's scanned page, and scan.pdf's 2 pages (OCR found no text)
+        assert summary["ocr_pages"] == 4
     assert re.search(r"skipped 2 files not documents: logo\.gif \(a GIF image\), "
                      r"site\.css \(a stylesheet\)", r.stderr)  # fmt: skip
 
