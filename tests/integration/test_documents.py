@@ -10,8 +10,8 @@ import re
 import pytest
 
 from poolq.worker.dev.local_redis import LocalRedis
-from poolq.worker.parse.ocr_engine import missing
 from poolq.worker.dev.local_worker import WorkerProcess
+from poolq.worker.parse.ocr_engine import missing
 from tests.cli_process import poolq
 from tests.parse.made_files import (
     docx_file,
