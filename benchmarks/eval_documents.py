@@ -1,6 +1,7 @@
 """Document search quality: do poolq's hits name the right file, and the right page of a PDF?
 
     python benchmarks/eval_documents.py [--out build/eval-documents] [--json]
+    python benchmarks/eval_documents.py --plain   # the plain-text case (eval_plaintext.py)
 
 Builds the corpus (``benchmarks/eval_documents_corpus.py``: real Debian documentation, PDF and
 HTML, and made PDF, DOCX, PPTX, EPUB and HTML files), keeps the questions of
@@ -22,6 +23,11 @@ not copies of the answer sentence; they were written once and not tuned to any m
 Every chunk poolq stored is also checked for leftovers of the formats: tags, entities and
 braces that the file's visible text does not hold, page chrome (a PDF's running header or
 footer line) and web page boilerplate (navigation, cookie bars, footers).
+
+``--plain`` measures the plain-text case instead: 452 man pages rendered to text, indexed as
+a folder of ``.txt`` files and as the same texts in JSON lines (``eval_plaintext.py``); exit
+status 1 when the folder's default mode finds the right page first, or among the first 3,
+less often than dense.
 
 Exit status 1 when poolq's best mode (highest page hit@3, then doc hit@3, then doc hit@1) does
 not beat the baseline on page hit@3 or falls more than 2 points below it on doc hit@3; else 3
@@ -47,6 +53,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.eval_documents_baseline import top_files, windows, write_jsonl
 from benchmarks.eval_documents_corpus import build, check_questions, norm, page_texts
+from benchmarks.eval_documents_report import plain_case, report
 from poolq.ingest.client import PoolqClient
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
@@ -213,19 +220,16 @@ def answer_citations(chunks: list[dict[str, Any]], questions: list[dict[str, Any
     return {"whole": f"{whole}/{len(questions)}", "cited": f"{cited}/{len(pdf)}", "wrong": wrong}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", type=Path, default=ROOT / "build" / "eval-documents")
-    ap.add_argument("--questions", type=Path, default=QUESTIONS)
-    ap.add_argument("--json", action="store_true", help="print the results as JSON")
-    args = ap.parse_args()
-    corpus = args.out / "corpus"
+def measure(out_dir: Path, questions_path: Path = QUESTIONS) -> tuple[dict[str, Any], int]:
+    """Build, index and ask (the module docstring); the results (also written to
+    ``OUT/results.json``) and the exit status."""
+    corpus = out_dir / "corpus"
     entries = build(corpus)
-    questions = [json.loads(x) for x in args.questions.read_text().splitlines() if x.strip()]
+    questions = [json.loads(x) for x in questions_path.read_text().splitlines() if x.strip()]
     kept, dropped = check_questions(corpus, questions)
     for d in dropped:
         print(f"dropped {d}", file=sys.stderr)
-    run = args.out / "run"
+    run = out_dir / "run"
     subprocess.run(["rm", "-rf", str(run)], check=True)
     run.mkdir(parents=True)
     write_jsonl(windows(corpus, [str(e["file"]) for e in entries]), run / "baseline.jsonl")
@@ -239,6 +243,7 @@ def main() -> None:
             for name, src in (("docs", corpus), ("baseline", run / "baseline.jsonl"))
         }
         rows = asyncio.run(ask(redis.url, kept))
+        default = asyncio.run(default_mode(redis.url, kept[0]["question"]))
     chunks = stored_chunks(run / "qdrant")
     problems = chunk_problems(chunks, corpus)
     citations = answer_citations(chunks, kept)
@@ -257,43 +262,40 @@ def main() -> None:
                           capture_output=True, text=True).stdout.strip()  # fmt: skip
     out = {"commit": head, "files": entries, "questions": len(kept), "pdf_questions": sum(
         q["file"].endswith(".pdf") for q in kept), "dropped": dropped, "table": table,
-        "best": best, "fails": fails, "chunk_problems": problems, "citations": citations,
-        "rows": rows,
+        "best": best, "default": default, "fails": fails, "chunk_problems": problems,
+        "citations": citations, "rows": rows,
         "ingest": {k: {f: v.get(f) for f in ("documents", "points", "seconds")}
                    for k, v in ingest.items()}}  # fmt: skip
-    (args.out / "results.json").write_text(json.dumps(out, indent=1))
+    (out_dir / "results.json").write_text(json.dumps(out, indent=1))
+    return out, status
+
+
+async def default_mode(url: str, question: str) -> str:
+    """The mode a search runs when it names none (``rerank`` with the default profile)."""
+    async with PoolqClient(url) as client:
+        return (await client.search(question, "docs", limit=K)).mode
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=ROOT / "build" / "eval-documents")
+    ap.add_argument("--questions", type=Path, default=QUESTIONS)
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument(
+        "--plain",
+        action="store_true",
+        help="the plain-text case instead: man pages as a folder of .txt files and as JSON "
+        "lines (benchmarks/eval_plaintext.py)",
+    )
+    args = ap.parse_args()
+    if args.plain:
+        sys.exit(plain_case(args.out, args.json))
+    out, status = measure(args.out, args.questions)
     if args.json:
         print(json.dumps(out, indent=1))
     else:
         report(out)
     sys.exit(status)
-
-
-def report(out: dict[str, Any]) -> None:
-    print(f"{len(out['files'])} files, {out['questions']} questions "
-          f"({out['pdf_questions']} on PDFs); ingest: {out['ingest']}")  # fmt: skip
-    print(
-        "\n| mode | doc hit@3 | page hit@3 (PDF) | doc hit@1 | page hit@3: real PDFs | made PDFs |"
-    )
-    print("|---|---:|---:|---:|---:|---:|")
-    for mode, s in out["table"].items():
-        name = "baseline (naive text, 1,000-char windows, dense)" if mode == "baseline" else mode
-        cells = " | ".join(f"{v:.1f}" for v in s.values())
-        print(f"| {name} | {cells} |")
-    c = out["citations"]
-    print(
-        f"\nanswer phrase whole in a chunk of its file: {c['whole']}; every such chunk cites "
-        f"the right PDF page: {c['cited']} {c['wrong']}"
-    )
-    print(f"best poolq mode: {out['best']}")
-    for mode in (out["best"], "baseline"):
-        for r in out["rows"][mode]:
-            if not r["doc@3"] or r["page@3"] is False:
-                print(f"  {mode} miss {r['id']}: {r['top']}")
-    for p in out["chunk_problems"][:20]:
-        print(f"chunk: {p}")
-    for f in out["fails"]:
-        print(f"FAIL: {f}", file=sys.stderr)
 
 
 if __name__ == "__main__":

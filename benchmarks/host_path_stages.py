@@ -142,11 +142,11 @@ async def measure(
             out: list[PointRecord] = []
             k = 0
             for d, cs in zip(docs, chunked, strict=True):
-                vs = encoded[k : k + len(cs)]
+                vs = [e.vectors for e in encoded[k : k + len(cs)]]  # type: ignore[union-attr]
                 k += len(cs)
                 out += document_points(
                     d, cs, vs, models=models, ingested_at=now, profile_version=vec.version
-                )  # type: ignore[arg-type]
+                )
             [to_point_struct(r, arrays_ok=True) for r in out]
             return out
 

@@ -271,6 +271,7 @@ class ClientReads:
         candidates: int | None = None,
         group_by: str | None = "doc_id",
         group_size: int = DEFAULT_GROUP_SIZE,
+        reranker: bool = True,
         timeout_s: float = 30.0,
     ) -> SearchResult:
         """Search ``collection`` through a running worker (which encodes the query with the
@@ -281,13 +282,17 @@ class ClientReads:
         up to ``group_size - 1`` of its other matching chunks in ``hit.chunks``;
         ``group_by=None`` returns the chunks themselves, several of one document if they match.
 
+        Where the collection's profile names a reranker (``[reranker]``), it re-scores the
+        candidates and ``hit.score`` is its score (``result.reranker``, ``result.rerank_s``);
+        ``reranker=False`` skips it.
+
         Raises :class:`SearchError` for a request the worker refuses (unknown collection, bad
         filter, mode the collection cannot run), :class:`NoWorkerError` (a ``TimeoutError``) at
         once when no worker is running on this Redis, and ``TimeoutError`` when a live worker
         does not answer within ``timeout_s``."""
         request = SearchRequest(
             collection, mode, limit, tuple(filters), score_threshold, fusion, candidates,
-            group_by, group_size,
+            group_by, group_size, reranker,
         )  # fmt: skip
         return await search_via_workers(self.redis, self.redis_url, query, request, timeout_s)
 

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from qdrant_client import models
 
 from poolq.wire import payload as fields
-from poolq.wire.filters import Condition, parse_conditions
+from poolq.wire.filters import Condition, label_name, parse_conditions
 
 
 def parse_filters(exprs: Sequence[str]) -> models.Filter | None:
     """The Qdrant filter of ``exprs`` in the filter language (see ``wire/filters.py``)."""
     must: list[models.Condition] = []
-    must_not: list[models.Condition] = []
+    must_not: list[models.Condition] = []  # a label's pair of forms: must_not [should [a, b]]
     for c in parse_conditions(exprs):
         (must_not if c.negate else must).append(_field_condition(c))
     if not must and not must_not:
@@ -23,11 +23,26 @@ def parse_filters(exprs: Sequence[str]) -> models.Filter | None:
     return models.Filter(must=must or None, must_not=must_not or None)
 
 
-def _field_condition(c: Condition) -> models.FieldCondition:
+def _field_condition(c: Condition) -> models.Condition:
+    label = label_name(c.path)
+    if label is not None:
+        return _label_condition(c, label)
+    return _on_key(c, c.path)
+
+
+def _on_key(c: Condition, key: str) -> models.FieldCondition:
     if c.kind == "range":
-        return models.FieldCondition(key=c.path, range=models.Range(**dict(c.bounds)))
+        return models.FieldCondition(key=key, range=models.Range(**dict(c.bounds)))
     assert c.value is not None  # a match condition always has its value
-    return models.FieldCondition(key=c.path, match=models.MatchValue(value=c.value))
+    return models.FieldCondition(key=key, match=models.MatchValue(value=c.value))
+
+
+def _label_condition(c: Condition, label: str) -> models.Filter:
+    """A label is an object ``{"label", "score"}``, or a list of them (multi-label): the
+    condition holds for either form (``labels.<name>`` alone names the label's ``label``)."""
+    field = c.path.split(".", 2)[2] if c.path.count(".") >= 2 else "label"
+    where = f"{fields.LABELS}.{label}"
+    return models.Filter(should=[_on_key(c, f"{where}.{field}"), _on_key(c, f"{where}[].{field}")])
 
 
 def documents_filter(doc_ids: Sequence[str]) -> models.Filter:

@@ -115,8 +115,8 @@ def test_bad_task_and_missing_model_are_clear_errors(minilm, jsonl, tmp_path):
         "task 'sparse' is not supported by this model; supported tasks: embed, token_embed"
         in r.stderr
     )
-    r = poolq("encode", "--model", minilm, "--task", "score", str(src))
-    assert r.returncode == 2 and "unknown task 'score'" in r.stderr
+    r = poolq("encode", "--model", minilm, "--task", "rerank", str(src))
+    assert r.returncode == 2 and "unknown task 'rerank'" in r.stderr
     r = poolq("encode", "--model", str(tmp_path / "nope"), str(src))
     assert r.returncode == 2 and "does not exist" in r.stderr
     r = poolq("encode", "--model", "someorg/some-model", str(src), timeout=120)

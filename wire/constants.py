@@ -36,7 +36,7 @@ REINDEX_LOCK_KEY: Final = KEY_PREFIX + "reindex:lock:{collection}"
 REINDEX_PROGRESS_KEY: Final = KEY_PREFIX + "reindex:progress:{collection}"
 REINDEX_PROGRESS_PATTERN: Final = KEY_PREFIX + "reindex:progress:*"
 REINDEX_PROGRESS_TTL_S: Final = 7 * 24 * 3600
-# A sync of a collection with a store's prefix (`poolq reindex --source s3://...`): where it got
+# A sync of a collection with a bucket's prefix (`poolq reindex --source s3://...`): where it got
 # to, checkpointed after each listing page (msgpack SyncCheckpoint, wire/records/sync.py), so a
 # sync that was killed or parked resumes after the last page it finished. Deleted once done.
 SOURCE_SYNC_KEY: Final = KEY_PREFIX + "sync:{collection}"

@@ -7,6 +7,10 @@ else, the document's ``metadata`` (``lang=en`` is ``metadata.lang``; nested keys
 Values: ``true``/``false``, integers and strings match exactly; a number with a fraction matches
 the equal number. Range values must be numbers.
 
+Labels (``labels.<name>``, written by a profile's classifiers): ``labels.topic=billing`` matches
+a chunk whose ``topic`` label is ``billing`` (one of its labels, for a multi-label classifier);
+``labels.topic.score>=0.8`` reads the label's score.
+
 Plain Python (the client validates filters before sending them); ``sinks/search.py`` turns the
 conditions into a Qdrant filter.
 """
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from poolq.wire.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
+from poolq.wire.payload import LABELS, METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
 from poolq.wire.search_results import SearchError
 
 _FILTER_RE = re.compile(r"^\s*([A-Za-z_][\w.\-]*)\s*(!=|>=|<=|=|>|<)\s*(.*?)\s*$", re.S)
@@ -47,6 +51,12 @@ def payload_path(key: str) -> str:
     return f"{METADATA}.{key}"
 
 
+def label_name(path: str) -> str | None:
+    """The label a payload path names (``labels.topic`` and ``labels.topic.score``: topic)."""
+    head, _, rest = path.partition(".")
+    return rest.split(".", 1)[0] or None if head == LABELS else None
+
+
 def parse_conditions(exprs: Sequence[str]) -> list[Condition]:
     out: list[Condition] = []
     for expr in exprs:
@@ -64,6 +74,11 @@ def parse_conditions(exprs: Sequence[str]) -> list[Condition]:
             number = _number(raw)
             if number is None:
                 raise SearchError(f"filter {expr!r}: a range needs a number, got {raw!r}")
+            if label_name(path) is not None and path.count(".") == 1:
+                raise SearchError(
+                    f"filter {expr!r}: a label matches its name ({key}=NAME); a range reads its "
+                    f"score: {key}.score>=N"
+                )
             out.append(Condition(path, "range", bounds=((_BOUNDS[op], number),)))
     return out
 

@@ -34,7 +34,11 @@ HEADINGS: Final = "headings"  # the chunk's heading path, outermost first
 FILE_HASH: Final = "file_hash"  # sha256 of the file's bytes:parser version (a reindex skips it)
 OCR: Final = "ocr"  # True when the chunk's text was read by OCR (a scanned page, an image)
 
-# every key of a payload, in the order build_payload writes them
+# labels name -> {"label", "score"} (a list of them for a multi-label classifier), written
+# only by a profile that names classifiers ([labels]): payloads without them stay as they were
+LABELS: Final = "labels"
+
+# every key of a payload, in the order build_payload writes them (and LABELS last, where given)
 PAYLOAD_FIELDS: Final = (
     DOC_ID,
     CHUNK_INDEX,
@@ -67,7 +71,7 @@ TEXT_MIME: Final = "text/plain"  # the type of a document sent as text
 TOP_LEVEL_FIELDS: Final = frozenset(PAYLOAD_FIELDS) - {METADATA}
 
 # top-level fields holding an object: a filter key ``models.<name>`` is a path inside it
-OBJECT_FIELDS: Final = frozenset({METADATA, MODELS})
+OBJECT_FIELDS: Final = frozenset({METADATA, MODELS, LABELS})
 
 
 def build_payload(
@@ -93,9 +97,11 @@ def build_payload(
     headings: tuple[str, ...] | list[str] = (),
     file_hash: str | None = None,
     ocr: bool = False,
+    labels: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The payload of one chunk's point (``models`` is copied into a plain dict)."""
-    return {
+    """The payload of one chunk's point (``models`` is copied into a plain dict; ``labels``,
+    where the profile names classifiers, goes last)."""
+    payload = {
         DOC_ID: doc_id,
         CHUNK_INDEX: chunk_index,
         CHUNK_COUNT: chunk_count,
@@ -118,3 +124,6 @@ def build_payload(
         FILE_HASH: file_hash,
         OCR: ocr,
     }
+    if labels is not None:
+        payload[LABELS] = dict(labels)
+    return payload

@@ -36,7 +36,8 @@ class SearchRequest:
     collection supports (see :func:`resolve_mode`). ``candidates`` is how many points each
     prefetch returns for fusion and rerank (default: see :attr:`fusion_limit` and
     :attr:`rerank_pool`). ``group_by`` (None here: chunks) and ``group_size``: see the module
-    docstring."""
+    docstring. ``reranker``: whether the profile's reranker, where it names one, re-scores the
+    hits (False: the mode's own scores)."""
 
     collection: str
     mode: SearchMode | None = None
@@ -47,6 +48,7 @@ class SearchRequest:
     candidates: int | None = None
     group_by: str | None = None
     group_size: int = DEFAULT_GROUP_SIZE
+    reranker: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.collection, str) or not self.collection:
@@ -76,6 +78,8 @@ class SearchRequest:
             raise SearchError(
                 f"score_threshold: expected a finite number, got {self.score_threshold!r}"
             )
+        if not isinstance(self.reranker, bool):
+            raise SearchError(f"reranker: expected true or false, got {self.reranker!r}")
         if isinstance(self.filters, str) or not all(isinstance(f, str) for f in self.filters):
             raise SearchError(f"filters: expected a list of strings, got {self.filters!r}")
         object.__setattr__(self, "filters", tuple(self.filters))
@@ -106,6 +110,7 @@ class SearchRequest:
             "candidates": self.candidates,
             "group_by": self.group_by,
             "group_size": self.group_size,
+            "reranker": self.reranker,
         }
 
     @classmethod
@@ -263,9 +268,11 @@ class Hit:
 @dataclass(frozen=True)
 class SearchResult:
     """Hits in rank order, the mode that ran and where the time went (``encode_s`` is the
-    query's model time, ``search_s`` the Qdrant call), and ``group_by``: the payload field the
-    hits were grouped by (one hit per document), or None for chunks. Iterating, ``len`` and
-    indexing go over the hits: ``for hit in await client.search(...)``."""
+    query's model time, ``search_s`` the Qdrant call, ``rerank_s`` the reranker's stage, None
+    where none ran), and ``group_by``: the payload field the hits were grouped by (one hit per
+    document), or None for chunks. ``reranker``: the model that re-scored the hits (their
+    scores are its), None where none did. Iterating, ``len`` and indexing go over the hits:
+    ``for hit in await client.search(...)``."""
 
     query: str
     collection: str
@@ -275,6 +282,8 @@ class SearchResult:
     search_s: float
     worker_id: str | None = None
     group_by: str | None = None
+    rerank_s: float | None = None
+    reranker: str | None = None
 
     def __iter__(self) -> Iterator[Hit]:
         """``for hit in result``: the hits in rank order."""
@@ -296,6 +305,8 @@ class SearchResult:
             "search_s": self.search_s,
             "worker_id": self.worker_id,
             "group_by": self.group_by,
+            "rerank_s": self.rerank_s,
+            "reranker": self.reranker,
         }
 
     @classmethod
@@ -309,4 +320,6 @@ class SearchResult:
             float(data["search_s"]),
             data.get("worker_id"),
             data.get("group_by"),
+            None if data.get("rerank_s") is None else float(data["rerank_s"]),
+            data.get("reranker"),
         )

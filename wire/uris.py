@@ -1,4 +1,4 @@
-"""Documents given by a URI: an object in a store (``s3://``, ``gs://``, ``az://``), a web page or
+"""Documents given by a URI: an object in an object store (``s3://``, ``gs://``, ``az://``), a web page or
 file (``https://``, ``http://``) or a local file (``file://``).
 
 A URI names one document, or with a trailing ``/`` (or no key at all: ``s3://bucket``) every

@@ -1,5 +1,5 @@
 """``poolq enqueue``: documents from a JSONL file, the files of a folder (PDF, HTML, DOCX,
-PPTX, EPUB, Markdown, text: parsed by the workers), the objects of a store's prefix or a file of
+PPTX, EPUB, Markdown, text: parsed by the workers), the objects of a bucket's prefix or a file of
 URLs (``enqueue_uris.py``: fetched by the workers), as jobs.
 
 Everything is checked before anything is enqueued: ``--job-size`` against the workers' limit of
@@ -72,7 +72,7 @@ class Args:
     priority: str = "auto"
     redis_outage_limit_s: float | None = None
     max_file_bytes: int | None = None  # None: the workers' limit (constants.MAX_FILE_BYTES)
-    uri: str | None = None  # a store's prefix or one object's URI (then input_path is unused)
+    uri: str | None = None  # a bucket's prefix or one object's URI (then input_path is unused)
     urls: bool = False  # input_path holds one URL a line
 
     @property

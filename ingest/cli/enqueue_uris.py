@@ -1,11 +1,11 @@
-"""What ``poolq enqueue`` sends for documents given by URI: a store's prefix
+"""What ``poolq enqueue`` sends for documents given by URI: a bucket's prefix
 (``s3://bucket/prefix/``, ``gs://``, ``az://``), listed here, or a file of URLs (``--urls``, one
 a line). Each becomes a document ``{"id": URI, "uri": URI, "metadata": {"path"?}}``: the
 workers fetch it, the client sends no bytes.
 
 Listing a prefix needs obstore (``pip install 'poolq[sources]'``), imported only then:
 application code that passes URIs to :meth:`PoolqClient.enqueue` needs no cloud library. The
-store's credentials come from the environment (:mod:`poolq.wire.store_config`); they are never
+store's credentials come from the environment (:mod:`poolq.wire.object_store_config`); they are never
 printed or sent. Objects are chosen as a folder's files are (``--include``/``--exclude``, the
 parse stage's types by name); objects over ``--max-file-bytes`` are named and not sent.
 """
@@ -18,7 +18,7 @@ from typing import Any
 
 from poolq.ingest.cli.enqueue_input import NAMES_SHOWN, Prepared, Problem
 from poolq.wire.job_plan import Limits
-from poolq.wire.store_config import allows_http, s3_config
+from poolq.wire.object_store_config import allows_http, s3_config
 from poolq.wire.uris import SourceUri, UriError, chosen, parse_uri
 
 SOURCES_EXTRA = "pip install 'poolq[sources]'"

@@ -74,7 +74,7 @@ def run_reindex(
             uri = parse_uri(source)
             if not uri.is_object_store:
                 raise UriError(
-                    f"{source!r}: a sync reads a store's prefix (s3://, gs://, az://); give a "
+                    f"{source!r}: a sync reads a bucket's prefix (s3://, gs://, az://); give a "
                     "folder or a JSONL file as a path"
                 )
             if not uri.is_prefix:
@@ -138,6 +138,6 @@ def summary_line(r: ReindexSummary) -> str:
         line += f"; alias {r.collection!r} -> {r.target!r}"
         if r.dropped:
             line += f", dropped {r.dropped!r}"
-    if r.listed is not None:  # a store's prefix
+    if r.listed is not None:  # a bucket's prefix
         line += f"; {r.listed} objects listed, {r.fetched} fetched"
     return line

@@ -78,10 +78,27 @@ def format_table(result: SearchResult) -> str:
 
 
 def json_lines(result: SearchResult) -> list[str]:
+    """One line per hit; where a reranker re-scored them, each also says its stage's time
+    (``"rerank_s"``) and model (``"reranker"``)."""
+    extra = {}
+    if result.rerank_s is not None:
+        extra = {"rerank_s": result.rerank_s, "reranker": result.reranker}
     return [
-        json.dumps({"rank": i} | h.to_dict(), ensure_ascii=False)
+        json.dumps({"rank": i} | h.to_dict() | extra, ensure_ascii=False)
         for i, h in enumerate(result.hits, 1)
     ]
+
+
+def footer(result: SearchResult) -> str:
+    """The summary line on stderr: hits, mode, and each stage's time."""
+    rerank = ""
+    if result.rerank_s is not None:
+        rerank = f", rerank {result.rerank_s * 1000:.0f} ms ({result.reranker})"
+    return (
+        f"poolq search: {len(result.hits)} hits "
+        f"({'documents' if result.group_by else 'chunks'}), mode {result.mode}, "
+        f"encode {result.encode_s * 1000:.0f} ms, search {result.search_s * 1000:.0f} ms{rerank}"
+    )
 
 
 async def _via_worker(
@@ -101,6 +118,7 @@ async def _via_worker(
             candidates=request.candidates,
             group_by=request.group_by,
             group_size=request.group_size,
+            reranker=request.reranker,
             timeout_s=timeout_s,
         )
 
@@ -121,6 +139,7 @@ def run_search(
     group_by: str | None = "doc_id",
     group_size: int = DEFAULT_GROUP_SIZE,
     direct: DirectSearch | None = None,
+    reranker: bool = True,
 ) -> int:
     """What ``poolq search`` does; returns its exit status (0 hits, or none, printed; 2 a bad
     request; 3 no worker running or answering, or the search failed). ``direct``: search with it
@@ -135,6 +154,7 @@ def run_search(
             fusion,  # type: ignore[arg-type]
             group_by=group_by,
             group_size=group_size,
+            reranker=reranker,
         )
         if direct is not None:
             result = direct(query, request)
@@ -152,12 +172,7 @@ def run_search(
             print(line)
     else:
         print(format_table(result))
-    print(
-        f"poolq search: {len(result.hits)} hits "
-        f"({'documents' if result.group_by else 'chunks'}), mode {result.mode}, "
-        f"encode {result.encode_s * 1000:.0f} ms, search {result.search_s * 1000:.0f} ms",
-        file=sys.stderr,
-    )
+    print(footer(result), file=sys.stderr)
     return 0
 
 

@@ -25,7 +25,7 @@ def format_reindex(r: dict[str, Any]) -> str:
         line += f"; {counts}"
     if r.get("to_encode"):
         line += f"; encoded {r.get('done', 0)}/{r['to_encode']}"
-    if r.get("listed"):  # a store's prefix
+    if r.get("listed"):  # a bucket's prefix
         line += (
             f"; listed {r['listed']}, fetched {r.get('fetched', 0)}, parsed {r.get('parsed', 0)}"
         )

@@ -5,7 +5,7 @@ answer 401 without it, changing nothing.
 ``GET /api/overview``, ``GET /api/jobs?status=&collection=&lane=&limit=``,
 ``GET /api/jobs/{id}``, ``GET /api/workers``, ``GET /api/dlq``, ``GET /api/reindex``,
 ``POST /api/dlq/retry`` and ``POST /api/dlq/drop`` (body ``{"job_ids": [...]}`` or
-``{"all": true}``), ``POST /api/jobs/{id}/cancel``, ``GET /api/search?q=&collection=&mode=``.
+``{"all": true}``), ``POST /api/jobs/{id}/cancel``, ``GET /api/search?q=&collection=&mode=&reranker=``.
 """
 
 from __future__ import annotations
@@ -126,11 +126,15 @@ async def get_search(request: Request) -> Response:
         return _bad("give q (the query) and collection")
     if mode is not None and mode not in SEARCH_MODES:
         return _bad(f"mode: expected one of {', '.join(SEARCH_MODES)}")
+    rerank = q.get("reranker", "true").lower()
+    if rerank not in ("true", "false"):
+        return _bad("reranker: expected true or false")
     t0 = time.perf_counter()
     try:
         result = await views.search(
-            client_of(request), request.app.state.direct, query, collection, mode
-        )
+            client_of(request), request.app.state.direct, query, collection, mode,
+            reranker=rerank == "true",
+        )  # fmt: skip
     except SearchError as e:
         return _bad(str(e))
     except NoWorkerError as e:

@@ -98,28 +98,41 @@ async def reindex_page(request: Request) -> Response:
     return render(request, "reindex", r=await views.reindex(client_of(request)))
 
 
-async def _one_search(request: Request, query: str, collection: str, mode: str) -> dict[str, Any]:
+async def _one_search(
+    request: Request, query: str, collection: str, mode: str | None
+) -> dict[str, Any] | None:
+    """One column: a mode on its own scores (no reranker), or with ``mode`` None the default
+    mode re-scored by the profile's reranker (None: the profile names none, or it failed as
+    the modes' columns show)."""
     t0 = time.perf_counter()
     try:
         result = await views.search(
-            client_of(request), request.app.state.direct, query, collection, mode
-        )
+            client_of(request), request.app.state.direct, query, collection, mode,
+            reranker=mode is None,
+        )  # fmt: skip
     except (SearchError, NoWorkerError, TimeoutError, RuntimeError) as e:
-        return {"mode": mode, "error": str(e)}
+        return {"mode": mode, "error": str(e)} if mode is not None else None
+    if mode is None and result.reranker is None:
+        return None
     latency = round((time.perf_counter() - t0) * 1000, 1)
-    return {"mode": mode, "result": result.to_dict(), "latency_ms": latency}
+    out = {"mode": mode or "reranker", "result": result.to_dict(), "latency_ms": latency}
+    if mode is None:
+        out["caption"] = f"{result.mode} candidates re-scored by {result.reranker}"
+    return out
 
 
 async def search_page(request: Request) -> Response:
     q = request.query_params
     query, collection = q.get("q", ""), q.get("collection", "")
-    results: list[dict[str, Any]] = []
+    found: list[dict[str, Any] | None] = []
+    columns: list[str | None] = [*SEARCH_MODES, None]  # None: the reranker's, beside them
     if query.strip() and collection and request.app.state.direct is None:
         # through the workers: every mode at once
-        searches = (_one_search(request, query, collection, m) for m in SEARCH_MODES)
-        results = list(await asyncio.gather(*searches))
+        searches = (_one_search(request, query, collection, m) for m in columns)
+        found = list(await asyncio.gather(*searches))
     elif query.strip() and collection:  # encoded here (--direct): one mode after the other
-        results = [await _one_search(request, query, collection, m) for m in SEARCH_MODES]
+        found = [await _one_search(request, query, collection, m) for m in columns]
+    results = [r for r in found if r is not None]
     return render(request, "search", query=query, collection=collection, results=results)
 
 

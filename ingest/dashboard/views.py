@@ -93,12 +93,19 @@ async def jobs(
 
 
 async def search(
-    client: PoolqClient, direct: Any, query: str, collection: str, mode: Any
+    client: PoolqClient,
+    direct: Any,
+    query: str,
+    collection: str,
+    mode: Any,
+    *,
+    reranker: bool = True,
 ) -> SearchResult:
     """One search through the workers (as ``poolq search``), or with ``direct`` (``poolq
-    search --direct``'s search, run in a thread: it encodes and queries here)."""
+    search --direct``'s search, run in a thread: it encodes and queries here). ``reranker``:
+    whether the profile's reranker, if any, re-scores the hits."""
     if direct is None:
-        return await client.search(query, collection, mode=mode, timeout_s=30.0)
-    request = SearchRequest(collection, mode, group_by="doc_id")
+        return await client.search(query, collection, mode=mode, reranker=reranker, timeout_s=30.0)
+    request = SearchRequest(collection, mode, group_by="doc_id", reranker=reranker)
     result: SearchResult = await asyncio.to_thread(direct, query, request)
     return result

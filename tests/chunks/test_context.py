@@ -8,7 +8,7 @@ from tokenizers import Tokenizer
 
 from poolq.wire.documents import Document
 from poolq.worker.chunks.chunking import Chunker, TokenCounter
-from poolq.worker.chunks.context import CONTEXT_TOKENS, context_of, encoded_text, fit_context
+from poolq.worker.chunks.context import CONTEXT_TOKENS, context_of, encoded_text, fitted
 from poolq.worker.chunks.sections import chunk_documents
 from poolq.worker.parse.blocks import Block, ParsedDocument
 from poolq.worker.parse.layout import text_and_layout
@@ -52,13 +52,15 @@ def test_a_chunk_with_its_context_fits_the_model(title, headings, body):
     (chunks,) = chunk_documents(CHUNKER.chunk_many, [doc], PARSED.chunk_many)
     assert chunks
     for c in chunks:
-        context = fit_context(context_of(doc.layout, c.start), CHUNKER.counters)
+        context = fitted(context_of(doc.layout, c.start), CHUNKER.counters).text
         text = encoded_text(context, c.text)
         assert len(TOK.encode(text).ids) <= MAX_LENGTH, text
 
 
 def test_the_context_is_cut_to_its_room_in_tokens():
     long_words = " › ".join(["x" * 30] * 3)  # 100 characters, about 30 tokens a word group
-    fitted = fit_context(long_words, CHUNKER.counters)
-    assert fitted and fitted.endswith("…") and len(TOK.encode(fitted).ids) - 2 <= CONTEXT_TOKENS
-    assert fit_context("Pump manual › Installing", CHUNKER.counters) == "Pump manual › Installing"
+    cut = fitted(long_words, CHUNKER.counters).text
+    assert cut and cut.endswith("…") and len(TOK.encode(cut).ids) - 2 <= CONTEXT_TOKENS
+    whole = fitted("Pump manual › Installing", CHUNKER.counters)
+    assert whole.text == "Pump manual › Installing"
+    assert whole.ids == (TOK.encode(whole.text, add_special_tokens=False).ids,)

@@ -113,3 +113,26 @@ def test_short_pages_join_two_at_most():
     (chunks,) = chunk_documents(CHUNKER.chunk_many, [doc])
     pages = [doc.layout.page_range(c.start, c.end) for c in chunks]
     assert pages == [(1, 2), (3, 4), (5, 6), (7, 7)], pages
+
+
+def test_only_chunks_with_a_context_leave_room_for_it():
+    """A parsed file's section with a title or headings is cut by the chunker that leaves room
+    for them (``context.py``); a plain text file (no title, no headings) is cut as the same text
+    sent as text is: its chunks are as long."""
+    narrow = CHUNKER.narrower(64)
+    body = " ".join(f"The seal number {i} of the pump is checked every year." for i in range(60))
+    plain = doc_of([Block(p) for p in (body, body)])  # a .txt file: paragraphs only
+    (chunks,) = chunk_documents(CHUNKER.chunk_many, [plain], narrow.chunk_many)
+    assert chunks == CHUNKER.chunk_many([plain.text])[0]
+    text, layout = text_and_layout(ParsedDocument("text/plain", "Pump notes", [Block(body)]),
+                                   source="notes.txt")  # fmt: skip
+    titled = Document("t", text, {}, layout)
+    (chunks,) = chunk_documents(CHUNKER.chunk_many, [titled], narrow.chunk_many)
+    assert chunks == narrow.chunk_many([text])[0]
+    headed = doc_of([Block(body), Block("Servicing", None, ("Servicing",), "heading"),
+                     Block(body, None, ("Servicing",))])  # fmt: skip
+    first, second = section_spans(headed.text, headed.layout)
+    (chunks,) = chunk_documents(CHUNKER.chunk_many, [headed], narrow.chunk_many)
+    expected = [*CHUNKER.chunk_many([headed.text[slice(*first)]])[0],
+                *narrow.chunk_many([headed.text[slice(*second)]])[0]]  # fmt: skip
+    assert [c.text for c in chunks] == [c.text for c in expected]

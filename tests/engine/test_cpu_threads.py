@@ -15,23 +15,21 @@ from tests.texts import varied_texts
 
 
 def test_explicit_count_wins_no_governor_and_the_count_comes_back(monkeypatch):
-    monkeypatch.delenv("POOLQ_THREADS", raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = torch.get_num_threads()
     probe = CpuProbe.start()
     with probe.applied(3, 0.1) as budget:
-        assert (budget.threads, budget.source) == (3, "--threads")
+        assert (budget.threads, budget.source) == (3, "threads")
         assert torch.get_num_threads() == 3 and cpu_threads._GOVERNOR is None
     assert torch.get_num_threads() == before
-    monkeypatch.setenv("POOLQ_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # (POOLQ_THREADS reaches it as the setting)
     with probe.applied(None, 0.1) as budget:
-        assert (budget.threads, budget.source) == (1, "POOLQ_THREADS")
+        assert (budget.threads, budget.source) == (1, "OMP_NUM_THREADS")
         assert torch.get_num_threads() == 1 and cpu_threads._GOVERNOR is None
     assert torch.get_num_threads() == before
 
 
 def test_automatic_count_measures_and_governs(monkeypatch):
-    monkeypatch.delenv("POOLQ_THREADS", raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     before = torch.get_num_threads()
     with CpuProbe.start().applied(None, 0.1) as budget:

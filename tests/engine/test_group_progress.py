@@ -1,4 +1,4 @@
-"""``GroupProgress``: a caller with requests queued or in flight moves while the engine does."""
+"""``GroupProgress``: a group with requests queued or in flight moves while the engine does."""
 
 from __future__ import annotations
 
@@ -25,4 +25,13 @@ async def test_a_call_is_pending_until_its_future_is_done_then_its_last_service_
     assert g.pending == {}
     assert g.of("job") is None, "nothing pending and nothing computed: no progress"
     g.served(["job"])
-    assert g.of("job") == g.served_at["job"]
+    assert g.of("job") is None, "a group tracked no more is not recorded"
+    third = loop.create_future()
+    g.track("job", 1, third)
+    g.served(["job", "#call7"])
+    assert g.of("job") is not None and g.served_at == {"job": g.served_at["job"]}, (
+        "the tracked group is recorded, a call that named none is not"
+    )
+    third.set_result([])
+    await asyncio.sleep(0)
+    assert g.of("job") == g.served_at["job"], "done: its last service counts"

@@ -54,6 +54,8 @@ def recognize_before(config, path, shapes, st) -> str:
         return "masked_lm"
     if arch.endswith("ForSequenceClassification"):
         return "classifier"
+    if is_causal(config) and config.get("classifier_from_token"):
+        return "lm_reranker"
     if is_causal(config):
         return "decoder"
     return "encoder"
@@ -79,10 +81,14 @@ STS = [None, _st("sentence_transformers.models.Transformer"), _st("pylate.models
 
 
 def test_recognition_matches_the_chain_it_replaced(layouts):
-    grid = itertools.product(layouts.values(), ARCHS, MODEL_TYPES, [False, True], SHAPES, STS)
+    grid = itertools.product(
+        layouts.values(), ARCHS, MODEL_TYPES, [False, True], SHAPES, STS, [None, ["no", "yes"]]
+    )
     seen = set()
-    for path, arch, model_type, is_decoder, shapes, st in grid:
+    for path, arch, model_type, is_decoder, shapes, st, tokens in grid:
         config = {"model_type": model_type, "is_decoder": is_decoder}
+        if tokens:
+            config["classifier_from_token"] = tokens
         if arch:
             config["architectures"] = [arch]
         want = recognize_before(config, path, shapes, st)
@@ -113,11 +119,15 @@ def test_recognition_matches_the_chain_it_replaced(layouts):
         ((), "BertForSequenceClassification", "bert", {}, _st("pylate.Dense"), "colbert"),
         ((), "LlamaForMaskedLM", "llama", {}, None, "masked_lm"),
         ((), "Qwen3ForSequenceClassification", "qwen3", {}, None, "classifier"),
+        # an LLM reranker: a causal LM whose model card says text-ranking (Qwen3-Reranker)
+        (("README.md",), "Qwen3ForCausalLM", "qwen3", {}, None, "lm_reranker"),
+        (("README.md",), "BertModel", "bert", {}, None, "encoder"),  # not causal: the tag alone
     ],
 )
 def test_each_kind_and_precedence(tmp_path, files, arch, model_type, shapes, st, want):
     for f in files:
-        (tmp_path / f).write_bytes(b"")
+        card = "---\nlicense: apache-2.0\npipeline_tag: text-ranking\n---\n# a model\n"
+        (tmp_path / f).write_text(card if f == "README.md" else "")
     config = {"model_type": model_type, "architectures": [arch] if arch else []}
     ck = Checkpoint("m", tmp_path, config, st, shapes)
     assert recognize(ck).name == want
@@ -125,7 +135,9 @@ def test_each_kind_and_precedence(tmp_path, files, arch, model_type, shapes, st,
 
 
 def test_precedence_order_and_catch_all():
-    assert KINDS.names == ("bge_m3", "colbert", "masked_lm", "classifier", "decoder", "encoder")
+    assert KINDS.names == (
+        "bge_m3", "colbert", "masked_lm", "classifier", "lm_reranker", "decoder", "encoder"
+    )  # fmt: skip
     assert KINDS.kinds[-1].recognize(Checkpoint("m", Path("/nowhere"), {}, None, {}))
 
 
@@ -151,7 +163,8 @@ def test_tasks_and_sizes_per_kind(tmp_path):
     assert named["masked_lm"].tasks(_ck(tmp_path, hidden)) == {"sparse": 100}
     out_proj = {"classifier.out_proj.weight": (3, 32)}
     assert named["classifier"].tasks(_ck(tmp_path, {"num_labels": 5}, out_proj)) == {"classify": 3}
-    assert named["classifier"].tasks(_ck(tmp_path, {"id2label": {"0": "a"}})) == {"classify": 1}
+    one_label = _ck(tmp_path, {"id2label": {"0": "a"}})  # a cross-encoder: it also scores pairs
+    assert named["classifier"].tasks(one_label) == {"score": 1, "classify": 1}
     assert named["classifier"].tasks(_ck(tmp_path, {})) == {"classify": 2}
     bge = named["bge_m3"]
     torch.save({"weight": torch.zeros(1, 32)}, tmp_path / "sparse_linear.pt")

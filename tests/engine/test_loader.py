@@ -67,7 +67,8 @@ async def test_bert_sequence_classification(tmp_path, num_labels):
     torch.manual_seed(0)
     hf = BertForSequenceClassification(tiny_config(BertConfig, num_labels=num_labels)).eval()
     folder = tiny_folder(tmp_path, hf, "cls")
-    assert describe_model(str(folder)).supported_tasks == ("classify",)
+    want_tasks = ("score", "classify") if num_labels == 1 else ("classify",)  # one label: pairs
+    assert describe_model(str(folder)).supported_tasks == want_tasks
     out = await run(folder, ["classify"])
     with torch.inference_mode():
         logits = hf(**hf_inputs(TEXTS)).logits

@@ -81,3 +81,70 @@ async def test_vectors_from_reused_tokens_equal_those_from_the_text(model, chunk
     for x, y in zip(a, b, strict=True):
         for task in ("embed", "token_embed"):
             torch.testing.assert_close(x[task], y[task], atol=1e-6, rtol=1e-5)
+
+
+def _parsed(title, sections):
+    """A parsed file's document: a title, then (heading path, paragraphs) sections."""
+    from poolq.wire.documents import Document
+    from poolq.worker.parse.blocks import Block, ParsedDocument
+    from poolq.worker.parse.layout import text_and_layout
+
+    blocks = []
+    for headings, paras in sections:
+        blocks += [Block(headings[-1], None, headings, "heading")] if headings else []
+        blocks += [Block(p, None, headings) for p in paras if p.strip()]
+    text, layout = text_and_layout(ParsedDocument("text/html", title, blocks), source="f.html")
+    return Document("f", text, {}, layout)
+
+
+def _with_context_inputs(model, texts_or_docs):
+    from poolq.worker.chunks.context import CONTEXT_TOKENS, encoder_inputs
+    from poolq.worker.chunks.sections import chunk_documents
+
+    counter = chunk_counter(model.description, model.tokenizer.backend)
+    chunker = Chunker([counter], max_tokens=64, overlap_tokens=8)
+    docs = texts_or_docs
+    chunked = chunk_documents(chunker.chunk_many, docs, chunker.narrower(CONTEXT_TOKENS).chunk_many)
+    inputs = [x for doc in encoder_inputs(docs, chunked, [counter]) for x in doc]
+    own = [c.encodings for cs in chunked for c in cs]
+    return [t for t, _ in inputs], [e[0] if e else None for _, e in inputs], own
+
+
+def _parsed_files():
+    words = varied_texts(40, seed=5)
+    manual = [
+        (("Pump manual", "Installing"), words[:3]),
+        (("Pump manual", "Installing", "Bolts"), [" ".join(["torque"] * 90)]),
+        (("Pump manual", "Servicing"), words[3:9]),
+    ]
+    return [
+        _parsed("Pump manual", manual),
+        _parsed("Ünïcode — titel 東京", [(("Überblick",), words[9:20])]),
+        _parsed(None, [(("Only a heading",), words[20:23])]),
+        _parsed("A title, no headings", [((), words[23:30])]),
+    ]
+
+
+def test_parsed_chunks_carry_their_tokens_with_their_context(model):
+    """A parsed file's chunk is encoded with its title and headings before it: the engine gets
+    the context's tokens and the chunk's together, and they are what tokenizing the whole
+    encoded text gives."""
+    texts, pre, own = _with_context_inputs(model, _parsed_files())
+    assert any("›" in t for t in texts)  # contexts with headings are there
+    # every chunk that has its own tokens (all but those cut mid-word) carries them
+    assert [p is None for p in pre] == [o is None for o in own]
+    assert sum(p is not None for p in pre) > 0.8 * len(pre)
+    engine = AsyncEngine(model)
+    fresh = engine._tokenize(texts, None)
+    reused = engine._tokenize(texts, None, pre)
+    assert [(t.ids, t.truncated) for t in reused] == [(t.ids, t.truncated) for t in fresh]
+
+
+async def test_vectors_of_parsed_chunks_from_reused_tokens_equal_those_from_the_text(model):
+    texts, pre, _ = _with_context_inputs(model, _parsed_files())
+    async with AsyncEngine(model, max_batch_tokens=512) as engine:
+        a = await engine.encode(texts, ["embed", "token_embed"])
+        b = await engine.encode(texts, ["embed", "token_embed"], pretokenized=pre)
+    for x, y in zip(a, b, strict=True):
+        for task in ("embed", "token_embed"):
+            torch.testing.assert_close(x[task], y[task], atol=1e-6, rtol=1e-5)

@@ -5,7 +5,7 @@ import asyncio
 import pytest
 
 from poolq.worker.engine.batching.lanes import Lane
-from poolq.worker.engine.batching.requests import EncodeRequest
+from poolq.worker.engine.batching.requests import EncodeRequest, anonymous_group
 from poolq.worker.engine.batching.scheduler import Scheduler
 from poolq.worker.pooling import PoolingParams
 
@@ -18,7 +18,7 @@ def req(loop, n_tokens, *, tasks=("embed",), lane=Lane.BULK, group=None, rid="r"
         tuple(PoolingParams(t) for t in tasks),
         lane,
         loop.create_future(),
-        group,
+        group if group is not None else anonymous_group(),
     )
 
 

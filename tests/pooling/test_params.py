@@ -8,15 +8,16 @@ from poolq.worker.pooling.poolers import SequencePooler
 from tests.pooling.builders import EMBED_DIM, four_task_pooler
 
 
-@pytest.mark.parametrize("name", ["score", "encode", "nope", "", None, 3])
+@pytest.mark.parametrize("name", ["encode", "nope", "", None, 3])
 def test_unknown_tasks_rejected_with_supported_list(name):
-    with pytest.raises(ValueError, match="supported tasks: embed, sparse, token_embed, classify"):
+    with pytest.raises(
+        ValueError, match="supported tasks: embed, sparse, token_embed, classify, score"
+    ):
         PoolingParams(task=name)
 
 
 def test_old_names_get_a_hint():
-    with pytest.raises(ValueError, match="'classify' for cross-encoder"):
-        parse_task("score")
+    assert parse_task("score") == "score"  # a task of its own: (query, text) pairs
     with pytest.raises(ValueError, match="'embed' for one vector"):
         parse_task("encode")
 
@@ -71,5 +72,5 @@ def test_matryoshka_rules():
 def test_dispatch_rejects_mismatched_sub_pooler():
     with pytest.raises(ValueError, match="supports \\['embed'\\], not 'sparse'"):
         DispatchPooler({"sparse": SequencePooler(CLSPool(), EmbeddingHead(8))})
-    with pytest.raises(ValueError, match="unknown task 'score'"):
-        DispatchPooler({"score": SequencePooler(CLSPool(), EmbeddingHead(8))})
+    with pytest.raises(ValueError, match="unknown task 'rerank'"):
+        DispatchPooler({"rerank": SequencePooler(CLSPool(), EmbeddingHead(8))})

@@ -14,7 +14,7 @@ from scipy.cluster import hierarchy
 from poolq.worker.config.profile import Profile
 from poolq.worker.config.versions import profile_version
 from poolq.worker.pooling.token_pooling import maxclust_labels, pool_tokens
-from poolq.worker.runtime.vectorizer import pool_documents
+from poolq.worker.runtime.vectorizer import Encoded, pool_documents
 
 
 def pylate_reference(doc: torch.Tensor, pool_factor: int, protected_tokens: int = 1):
@@ -84,10 +84,11 @@ def test_pool_documents_pools_only_the_named_multivectors():
     colbert = document(41, 16, seed=2, topics=4)
     other = document(41, 16, seed=3)
     dense = np.ones(16, np.float32)
-    encoded = [{"colbert": colbert, "other": other, "dense": dense}, ValueError("bad doc")]
+    encoded = [Encoded({"colbert": colbert, "other": other, "dense": dense}), ValueError("bad")]
     pool_documents(encoded, {"colbert": 2})
-    assert encoded[0]["colbert"].shape == (21, 16)
-    assert encoded[0]["other"] is other and encoded[0]["dense"] is dense
+    vectors = encoded[0].vectors
+    assert vectors["colbert"].shape == (21, 16)
+    assert vectors["other"] is other and vectors["dense"] is dense
     assert isinstance(encoded[1], ValueError)
 
 

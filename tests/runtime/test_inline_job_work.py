@@ -88,10 +88,11 @@ class CountingProgress(JobProgress):
 
 def pipeline_runtime(batch_points: int):
     from poolq.worker.chunks.chunking import Chunk
+    from poolq.worker.runtime.vectorizer import Encoded
 
     async def encode(texts, ids, **kwargs):
         kwargs["on_queued"]()
-        return [{} for _ in texts]
+        return [Encoded({}) for _ in texts]
 
     async def write(collection, points, *, replace_docs):
         return len(points)
@@ -100,9 +101,11 @@ def pipeline_runtime(batch_points: int):
         vectorizer=SimpleNamespace(
             chunk_many=lambda texts: [[Chunk(0, t, 0, len(t))] for t in texts],
             chunk_parsed_many=None,
+            chunker=SimpleNamespace(counters=[]),
             encode=encode,
             model_ids=lambda: {},
             version="v",
+            label_readers={},
         ),
         writer=SimpleNamespace(batch_points=batch_points, write=write),
         redis=None,

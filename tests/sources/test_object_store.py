@@ -11,10 +11,10 @@ import time
 import pytest
 
 from poolq.wire.backoff import Backoff
+from poolq.wire.object_store_config import s3_config
 from poolq.wire.records.codes import ErrorCode
-from poolq.wire.store_config import s3_config
 from poolq.wire.uris import parse_uri
-from poolq.worker.fetch.errors import FetchRefused, ObjectGone, StoreUnavailable
+from poolq.worker.fetch.errors import FetchRefused, ObjectGone, SourceUnavailable
 from poolq.worker.fetch.fetcher import Fetcher
 from poolq.worker.fetch.objects import ObjectStores
 from poolq.worker.reindex.objects import fetch_each
@@ -118,9 +118,9 @@ def test_a_store_that_stays_down_is_unavailable_after_the_budget(s3_server):
     fill(s3_server, 2)
     s3_server.stop()
     fetcher = Fetcher(Backoff(base_s=0.05, cap_s=0.2, budget_s=1.0))
-    with pytest.raises(StoreUnavailable, match=r"still failing after 1s of retries"):
+    with pytest.raises(SourceUnavailable, match=r"still failing after 1s of retries"):
         asyncio.run(list_all(fetcher.objects, f"s3://{BUCKET}/manuals/"))
-    with pytest.raises(StoreUnavailable, match=r"still failing after 1s of retries"):
+    with pytest.raises(SourceUnavailable, match=r"still failing after 1s of retries"):
         asyncio.run(fetcher.fetch(f"s3://{BUCKET}/manuals/000.md", 1000))
 
 
@@ -143,6 +143,6 @@ def test_a_missing_bucket_is_refused_at_once_not_retried(s3_server):
     down = CountedBackoff(base_s=0.01, cap_s=0.02, budget_s=0.5)  # (the count can see retries)
     object.__setattr__(down, "waits", [])
     s3_server.stop()
-    with pytest.raises(StoreUnavailable):
+    with pytest.raises(SourceUnavailable):
         asyncio.run(list_all(ObjectStores(down), "s3://no-such-bucket/docs/"))
     assert len(down.waits) >= 2

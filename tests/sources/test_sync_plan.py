@@ -13,7 +13,7 @@ import pytest
 from poolq.sinks.inventory import StoredDocument
 from poolq.wire.backoff import Backoff
 from poolq.wire.uris import parse_uri
-from poolq.worker.fetch.errors import StoreUnavailable, Transient
+from poolq.worker.fetch.errors import SourceUnavailable, Transient
 from poolq.worker.fetch.objects import ListedObject
 from poolq.worker.fetch.retry import retried
 from poolq.worker.reindex.objects import StoredUnder, metadata_hash, object_metadata, plan_page
@@ -97,7 +97,7 @@ def test_backoff_retries_transient_failures_then_gives_up_within_its_budget():
         raise Transient("s3://b/k", "connection refused")
 
     t0 = time.monotonic()
-    with pytest.raises(StoreUnavailable, match=r"connection refused.*still failing after 0\.3s"):
+    with pytest.raises(SourceUnavailable, match=r"connection refused.*still failing after 0\.3s"):
         asyncio.run(retried(Backoff(base_s=0.01, cap_s=0.05, budget_s=0.3), down))
     assert time.monotonic() - t0 >= 0.25  # it retried for its budget
     waits = [Backoff(base_s=1, cap_s=4).wait_s(10) for _ in range(200)]

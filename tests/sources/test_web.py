@@ -14,7 +14,7 @@ import pytest
 
 from poolq.wire.backoff import Backoff
 from poolq.wire.records.codes import ErrorCode
-from poolq.worker.fetch.errors import FetchRefused, ObjectGone, StoreUnavailable
+from poolq.worker.fetch.errors import FetchRefused, ObjectGone, SourceUnavailable
 from poolq.worker.fetch.web import MAX_REDIRECTS, WebFetcher
 
 BODY = b"<html><head><title>Spare key</title></head><body><p>Under the blue pot.</p></body></html>"
@@ -114,7 +114,7 @@ def test_a_redirect_out_of_the_allowed_uris_is_refused_unrequested(web):
 
 def test_a_response_slower_than_the_timeout_is_retried_then_given_up(web):
     t0 = time.monotonic()
-    with pytest.raises(StoreUnavailable, match="still failing") as e:
+    with pytest.raises(SourceUnavailable, match="still failing") as e:
         fetch(f"{web}/slow", timeout_s=0.3, budget_s=1.0)
     assert time.monotonic() - t0 < 5 and Handler.hits["/slow"] >= 2
     assert e.value.uri == f"{web}/slow"

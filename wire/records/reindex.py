@@ -24,7 +24,7 @@ from poolq.wire.records.results import DocumentErrorRecord
 REINDEX_STATES: Final = (
     "reading source",
     "parsing files",  # a folder's new and changed files
-    "syncing",  # a store's prefix: listed, fetched, parsed and encoded a page at a time
+    "syncing",  # a bucket's prefix: listed, fetched, parsed and encoded a page at a time
     "parked",  # the store stayed down: the sync resumes from its checkpoint later
     "encoding",
     "building indexes",  # full rebuilds only, as is the next
@@ -68,7 +68,7 @@ class ReindexSummary(WireRecord):
     write_calls: int
     points_written: int
     seconds: float
-    listed: int | None = None  # a store's prefix: objects listed, and those fetched
+    listed: int | None = None  # a bucket's prefix: objects listed, and those fetched
     fetched: int | None = None
 
     def counts(self) -> dict[str, int]:
@@ -111,7 +111,7 @@ class ReindexProgress(WireRecord):
     updated_at: float | None = None
     parsed: int = 0  # a folder's files parsed (new or changed ones), and their pages
     pages: int = 0
-    listed: int = 0  # a store's prefix: objects listed and fetched so far
+    listed: int = 0  # a bucket's prefix: objects listed and fetched so far
     fetched: int = 0
     result: ReindexSummary | None = None
     error: str | None = None

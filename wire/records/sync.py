@@ -1,4 +1,4 @@
-"""Where a sync of a collection with a store's prefix got to, checkpointed in Redis under
+"""Where a sync of a collection with a bucket's prefix got to, checkpointed in Redis under
 ``SOURCE_SYNC_KEY`` after each listing page it finished (``worker/app/jobs/reindex_objects.py``
 writes and reads it).
 

@@ -21,10 +21,12 @@ def document_points(
     models: Mapping[str, str],
     ingested_at: str,
     profile_version: str | None = None,
+    labels: Sequence[dict[str, Any]] | None = None,
 ) -> list[PointRecord]:
+    """``labels``: per chunk, its payload's ``labels`` (None: the profile names no classifier)."""
     layout = doc.layout
     out = []
-    for chunk, vec in zip(chunks, vectors, strict=True):
+    for k, (chunk, vec) in enumerate(zip(chunks, vectors, strict=True)):
         cited: dict[str, Any] = {}
         if layout is not None:
             page_start, page_end = layout.page_range(chunk.start, chunk.end)
@@ -57,6 +59,7 @@ def document_points(
                     profile_version=profile_version,
                     ingested_at=ingested_at,
                     **cited,
+                    labels=None if labels is None else labels[k],
                 ),
             )
         )

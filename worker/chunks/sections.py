@@ -8,6 +8,12 @@ by its first subsection) joins the section after it when that one lies under it,
 chunk is a bare heading; the merged chunk cites the deeper heading path. A document without a
 layout is chunked as one text.
 
+Only a section with a context (its file's title or a heading path: ``context.py``) is cut
+shorter, to leave the models room for that context; a section with none, such as a plain text
+file's (no title, no headings), is cut as long as the same text sent as text: room left empty
+would only make more and shorter chunks, which sparse and fused search rank worse on plain
+text (``eval_search.py --set plain``, docs/performance.md).
+
 Pages are boundaries too: a chunk of a PDF or a PPTX cites the one page (or slide) its text is
 on, which is what a reader opens. A page with less text than :data:`SHORT_PAGE_CHARS` (a
 chapter's last lines, a sparse slide) joins the page after it in its section, so that no chunk
@@ -23,6 +29,7 @@ from dataclasses import replace
 from poolq.wire.documents import Document
 from poolq.wire.layout import Layout
 from poolq.worker.chunks.chunking import Chunk
+from poolq.worker.chunks.context import context_of
 from poolq.worker.chunks.tables import Table, split_tables, table_chunks
 
 # a section this short (characters, after stripping) that is only a heading joins the next one
@@ -98,31 +105,38 @@ ChunkMany = Callable[[Sequence[str]], list[list[Chunk]]]
 def chunk_documents(
     chunk_many: ChunkMany, docs: Sequence[Document], parsed_chunk_many: ChunkMany | None = None
 ) -> list[list[Chunk]]:
-    """Each document's chunks (indices from 0, spans in its own text): the texts sent as text
-    cut by one call of ``chunk_many`` (:meth:`Chunker.chunk_many`), the sections of parsed
-    files by one of ``parsed_chunk_many`` (default the same: a chunker that leaves room for
-    the chunk's context, ``context.py``)."""
+    """Each document's chunks (indices from 0, spans in its own text): the texts sent as text,
+    and the sections of parsed files without a context, cut by one call of ``chunk_many``
+    (:meth:`Chunker.chunk_many`); the sections with a context by one of ``parsed_chunk_many``
+    (default the same: a chunker that leaves room for the context, ``context.py``)."""
     parsed_chunk_many = parsed_chunk_many or chunk_many
     plain: list[str] = []
     parsed: list[str] = []
-    where: list[list[tuple[int, int, Table | None]]] = []
-    for d in docs:  # (a table with a header row is chunked apart: tables.py)
+    # per document: (span start, has a context, its table: chunked apart, tables.py)
+    where: list[list[tuple[int, bool, tuple[str, Table] | None]]] = []
+    for d in docs:
         spans = split_tables(d.text, d.layout, section_spans(d.text, d.layout))
-        where.append(spans)
-        texts = [d.text[a:b] for a, b, table in spans if table is None]
-        (plain if d.layout is None else parsed).extend(texts)
+        starts = []
+        for a, b, table in spans:
+            context = d.layout is not None and bool(context_of(d.layout, a))
+            starts.append((a, context, None if table is None else (d.text[a:b], table)))
+            if table is None:
+                (parsed if context else plain).append(d.text[a:b])
+        where.append(starts)
     plain_chunks = iter(chunk_many(plain) if plain else [])
     parsed_chunks = iter(parsed_chunk_many(parsed) if parsed else [])
     out: list[list[Chunk]] = []
-    for d, spans in zip(docs, where, strict=True):
+    for starts in where:
         chunks: list[Chunk] = []
-        pieces = plain_chunks if d.layout is None else parsed_chunks
-        for a, b, table in spans:
-            if table is not None:
-                for c in table_chunks(d.text, (a, b), table, parsed_chunk_many):
-                    chunks.append(replace(c, index=len(chunks)))
+        for a, context, tabled in starts:
+            if tabled is not None:
+                text, (ts, th, te) = tabled
+                table = (ts - a, th - a, te - a)  # (within the span's own text)
+                fits = parsed_chunk_many if context else chunk_many
+                for c in table_chunks(text, (0, len(text)), table, fits):
+                    chunks.append(replace(c, index=len(chunks), start=c.start + a, end=c.end + a))
                 continue
-            for c in next(pieces):
+            for c in next(parsed_chunks if context else plain_chunks):
                 if not c.text:  # (a blank section)
                     continue
                 chunks.append(replace(c, index=len(chunks), start=c.start + a, end=c.end + a))

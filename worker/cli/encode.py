@@ -20,13 +20,19 @@ QUALITY_EXIT = 3  # --report-quality: an int8-vs-float32 figure fell below its f
 @app.command()
 def encode(
     input_path: Path = typer.Argument(
-        ..., metavar="INPUT.jsonl", help='Lines of {"id": ..., "text": ...}.'
+        ...,
+        metavar="INPUT.jsonl",
+        help='Lines of {"id": ..., "text": ...}; with --task score, {"id": ..., "query": ..., '
+        '"text": ...} pairs.',
     ),
     model: str = typer.Option(
         ..., "--model", help="Model folder, hub id or bundled name (bundled:all-minilm-l6-v2)."
     ),
     task: list[str] = typer.Option(
-        ["embed"], "--task", help="embed, sparse, token_embed or classify; repeat for several."
+        ["embed"],
+        "--task",
+        help="embed, sparse, token_embed or classify; repeat for several. score (alone): each "
+        'pair\'s relevance from a cross-encoder or an LLM reranker, written as {"id", "score"}.',
     ),
     dimensions: int | None = typer.Option(
         None, "--dimensions", help="Matryoshka truncation of embed vectors."
@@ -71,6 +77,10 @@ def encode(
     ),
 ) -> None:
     """Encode a JSONL file offline: one output line per input line, in input order."""
+    if "score" in task and len(set(task)) > 1:
+        raise typer.BadParameter(
+            "score reads (query, text) pairs: give it alone", param_hint="--task"
+        )
     if dtype is not None and dtype not in DTYPES:
         raise typer.BadParameter(
             f"expected one of {', '.join(DTYPES)}, got {dtype!r}", param_hint="--dtype"

@@ -27,7 +27,7 @@ def enqueue(
         "(PDF, HTML, DOCX, PPTX, EPUB, Markdown, text; the type is sniffed from the bytes, and "
         "images, stylesheets and archives are skipped): a file's id is its absolute path, "
         "metadata.path and the citation's source its path inside the folder; hidden files and "
-        "folders are skipped. Or a store's prefix (s3://bucket/prefix/, gs://, az://: every "
+        "folders are skipped. Or a bucket's prefix (s3://bucket/prefix/, gs://, az://: every "
         "object of a type the workers parse, by name; needs poolq[sources]) or one object's "
         "URI: the workers fetch each object, whose id and citation source are its URI.",
     ),

@@ -16,7 +16,7 @@ def reindex(
         ...,
         "--source",
         help="A JSONL file, a folder of documents (hidden ones skipped; a file's id is its "
-        "absolute path, metadata.path the path inside the folder), or a store's prefix "
+        "absolute path, metadata.path the path inside the folder), or a bucket's prefix "
         "(s3://bucket/prefix/, gs://, az://: each object's id is its URI; the worker lists and "
         "fetches it with the cloud's standard credentials).",
     ),

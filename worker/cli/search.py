@@ -132,7 +132,13 @@ def search(
     as_json: bool = json_option(
         'one JSON line per hit: {"rank", "id", "score", "doc_id", "chunk_index", "text", '
         '"metadata", "chunks"} ("chunks": the other matching chunks [{"id", "score", '
-        '"chunk_index", "text"}]; not with --chunks).'
+        '"chunk_index", "text"}]; not with --chunks), and "rerank_s" and "reranker" where '
+        "a reranker re-scored them."
+    ),
+    no_reranker: bool = typer.Option(
+        False,
+        "--no-reranker",
+        help="Skip the profile's reranker ([reranker]): the hits keep the mode's own scores.",
     ),
     direct: bool = typer.Option(
         False,
@@ -154,7 +160,8 @@ def search(
     ),
 ) -> None:
     """Search a collection: a table of hits (one per document: its best chunk; --chunks for
-    the chunks themselves), or JSON lines with --json. Exit status: 0 hits
+    the chunks themselves), or JSON lines with --json; where the profile names a reranker,
+    it re-scores the hits (the footer gives its time). Exit status: 0 hits
     (or none) printed; 2 a bad request (flag, filter, collection); 3 no worker running, none
     answering within --timeout, or the search failed in the worker."""
     try:
@@ -183,5 +190,6 @@ def search(
             group_by=None if chunks else "doc_id",
             group_size=group_size,
             direct=direct_run,
+            reranker=not no_reranker,
         )
     )

@@ -127,12 +127,6 @@ def load_values(
     return values
 
 
-def env_value(name: str, environ: Mapping[str, str] | None = None) -> Any:
-    """Setting ``name`` from its ``POOLQ_*`` variable alone (None: unset), for a library call
-    whose argument was left out (the client's ``redis_outage_limit_s``)."""
-    return load_values((name,), {}, None, environ).get(name)
-
-
 def load_role(
     cls: type[T],
     config: str | os.PathLike[str] | Mapping[str, Any] | None = None,

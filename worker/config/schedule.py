@@ -1,7 +1,7 @@
 """Scheduled reindexing: ``[[reindex]]`` entries of the worker config, run as arq cron jobs.
 
     [[reindex]]
-    source = "/data/docs"        # a JSONL file, a folder, or a store's prefix (s3://b/docs/)
+    source = "/data/docs"        # a JSONL file, a folder, or a bucket's prefix (s3://b/docs/)
     collection = "docs"
     cron = "0 3 * * *"           # minute hour day month weekday; 6 fields: seconds first
     full = false                 # true: rebuild into a new collection, then switch the alias

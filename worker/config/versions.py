@@ -1,8 +1,8 @@
 """Profile versions: what a point's vectors depend on, as one short hash.
 
 A point records the version of the profile that encoded it. The version covers each vector's
-definition (name, model, task, dimensions, normalisation, top_k, a pool_factor above 1), the
-chunking, and a fingerprint
+definition (name, model, task, dimensions, normalisation, top_k, a pool_factor above 1), each
+label's (name, model, threshold), the chunking, and a fingerprint
 of each model's files (config, tokenizer, weights), so changing a model's weights in place is
 seen too. Reindexing re-encodes the documents whose points carry another version.
 """
@@ -30,4 +30,8 @@ def profile_version(profile: Profile, fingerprints: Mapping[str, str]) -> str:
         "models": {m: profile.model_options.get(m, {}) for m in profile.models},
         "chunking": [profile.chunk_max_tokens, profile.chunk_overlap_tokens],
     }
+    if profile.labels:  # only then: the versions of profiles without labels stay the same
+        spec["labels"] = [
+            [x.name, x.model, fingerprints[x.model], x.threshold] for x in profile.labels
+        ]
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]

@@ -6,7 +6,7 @@ lane (queries, interactive and bulk work) are cut from its one scheduler by its 
   the forward pass of the batch in flight; the event loop never blocks.
 - The :class:`Scheduler` owns the queue. Requests that arrive while a batch runs join the next
   one. Each request's :class:`~poolq.worker.engine.batching.lanes.Lane` (query, interactive, bulk) and
-  its caller's fair share decide who runs next (``lanes.py``, the one place for that policy).
+  its group's fair share decide who runs next (``lanes.py``, the one place for that policy).
 - Backpressure: at most ``queue_limit_tokens`` tokens wait in the queue; further callers wait,
   in lane order (a single submission larger than the bound is admitted alone into an empty
   queue); queries never wait for room.
@@ -32,7 +32,7 @@ from poolq.worker.engine.batching.requests import (
     CallResults,
     EncodeRequest,
     EncodeResult,
-    anonymous_caller,
+    anonymous_group,
 )
 from poolq.worker.engine.batching.scheduler import Scheduler
 from poolq.worker.engine.checkpoints.input_forms import FormedInput, InputForm, InputFormName
@@ -42,14 +42,16 @@ from poolq.worker.engine.engine_api import InputTooLongError as InputTooLongErro
 from poolq.worker.engine.engine_inputs import (
     checked_form,
     checked_ids,
+    checked_pairs,
     checked_params,
     fitting,
     tokenize,
+    tokenize_pairs,
 )
 from poolq.worker.engine.execution.model_thread import BatchSlot, model_loop
 from poolq.worker.engine.execution.runner import ModelRunner
 from poolq.worker.engine.execution.thread_names import thread_initializer
-from poolq.worker.pooling import PoolingTask
+from poolq.worker.pooling import PoolingParams, PoolingTask
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +108,7 @@ class AsyncEngine:
         self._running = False
         self.observer: EngineObserver | None = None  # ingestion (interactive and bulk lanes)
         self.query_observer: EngineObserver | None = None
-        self.groups = GroupProgress()  # progress per caller (group_progress.py)
+        self.groups = GroupProgress()  # progress per group (group_progress.py)
 
     def set_observer(self, observer: EngineObserver | None, *, queries: bool = False) -> None:
         """Report timings of ingestion (or, with ``queries``, of the query lane) to
@@ -150,6 +152,13 @@ class AsyncEngine:
         await self.stop()
 
     # API -------------------------------------------------------------------------------------
+    def _check_running(self) -> asyncio.AbstractEventLoop:
+        if not self._running or self.event_loop is None:
+            raise RuntimeError(
+                "the engine is not started (use 'async with engine' or 'await engine.start()')"
+            )
+        return self.event_loop
+
     async def encode(
         self,
         texts: Sequence[str],
@@ -175,18 +184,18 @@ class AsyncEngine:
         error naming it, and nothing is queued; with ``return_exceptions=True`` its place in the
         result list holds the error instead and the other texts are encoded normally.
 
-        ``lane`` (default: the engine's) and ``group`` (the caller: a job id) place the texts in
-        the queue (``lanes.py``): callers of one lane share it by tokens. ``on_queued()`` is
-        called once the texts are in the queue (or none will be: all refused).
+        ``lane`` (default: the engine's) and ``group`` (who asks: a job id; None, the call is a
+        group of its own) place the texts in the queue (``lanes.py``): the groups of one lane
+        share it by tokens. ``on_queued()`` is called once the texts are in the queue (or none
+        will be: all refused).
 
         ``pretokenized``: per text, its tokens as this model's tokenizer splits it, without
         special tokens (what chunking found: ``Chunk.encodings``), or None. They are used when
         the text is sent as it is (no prompt, no input form): only the special tokens are added.
+
+        Task ``score`` reads (query, text) pairs: :meth:`score`.
         """
-        if not self._running or self.event_loop is None:
-            raise RuntimeError(
-                "the engine is not started (use 'async with engine' or 'await engine.start()')"
-            )
+        loop = self._check_running()
         form = checked_form(self.description, input_form)
         n = len(texts)
         if n == 0:
@@ -195,6 +204,8 @@ class AsyncEngine:
             return []
         ids = checked_ids(n, request_ids, pretokenized)
         params, errors = checked_params(self.model.pooler, texts, tasks, ids)
+        if any(p.task == "score" for ps in params for p in ps):
+            raise ValueError("task 'score' reads (query, text) pairs: use AsyncEngine.score")
         if errors and not return_exceptions:
             raise errors[min(errors)]
         ok = [i for i in range(n) if i not in errors]
@@ -203,29 +214,103 @@ class AsyncEngine:
         pre = [pretokenized[i] for i in ok] if pretokenized and not prefix and not form else None
         lane = self.lane if lane is None else Lane(lane)
         observer = self.query_observer if lane == Lane.QUERY else self.observer
-        tokenized = await self.event_loop.run_in_executor(
+        tokenized = await loop.run_in_executor(
             self._tok_pool, self._tokenize, inputs, form, pre, observer
         )
         max_length = form.max_length if form is not None else self.description.max_length
         accepted = fitting(ok, tokenized, ids, errors, truncate, input_form, form, max_length)
         if errors and not return_exceptions:
             raise errors[min(errors)]
+        formed = dict(zip(ok, tokenized, strict=True))
+        return await self._run(n, ids, params, formed, accepted, errors, lane, group, on_queued)
+
+    async def score(
+        self,
+        pairs: Sequence[tuple[str, str]],
+        *,
+        request_ids: Sequence[str] | None = None,
+        lane: Lane | None = None,
+        truncate: bool = True,
+        use_activation: bool | None = None,
+        return_exceptions: bool = False,
+        group: str | None = None,
+        on_queued: Callable[[], None] | None = None,
+    ) -> list[EncodeResult]:
+        """Score (query, text) ``pairs`` with a cross-encoder or an LLM reranker: each result's
+        ``"score"`` is a ``float32`` scalar, activated as the model says
+        (``use_activation=False``: the raw logit). Each pair is written in the model's pair form
+        (``description.pair_form``: its tokenizer's two segments and their token type ids, or
+        the reranker's prompt) and cut to the model's window, the query first
+        (``pair_forms.py``). ``lane``, ``group``, ``truncate``, ``return_exceptions`` and
+        ``on_queued`` are :meth:`encode`'s."""
+        loop = self._check_running()
+        pair_form = self.description.pair_form
+        if pair_form is None or "score" not in self.description.supported_tasks:
+            raise ValueError(
+                f"model {self.description.model_id!r} does not score pairs (task 'score' needs a "
+                f"one-label *ForSequenceClassification cross-encoder or an LLM reranker); its "
+                f"tasks: {list(self.description.supported_tasks)}"
+            )
+        n = len(pairs)
+        if n == 0:
+            if on_queued is not None:
+                on_queued()
+            return []
+        ids = checked_ids(n, request_ids, None)
+        shared = (PoolingParams("score", use_activation=use_activation),)
+        errors = checked_pairs(pairs, ids)
+        if errors and not return_exceptions:
+            raise errors[min(errors)]
+        ok = [i for i in range(n) if i not in errors]
+        lane = self.lane if lane is None else Lane(lane)
+        observer = self.query_observer if lane == Lane.QUERY else self.observer
+        tokenized = await loop.run_in_executor(
+            self._tok_pool,
+            tokenize_pairs,
+            pair_form,
+            self.model.tokenizer,
+            [pairs[i] for i in ok],
+            observer,
+        )
+        max_length = self.description.max_length
+        accepted = fitting(ok, tokenized, ids, errors, truncate, "pair", None, max_length)
+        if errors and not return_exceptions:
+            raise errors[min(errors)]
+        formed = dict(zip(ok, tokenized, strict=True))
+        return await self._run(
+            n, ids, [shared] * n, formed, accepted, errors, lane, group, on_queued
+        )
+
+    async def _run(
+        self,
+        n: int,
+        ids: Sequence[str],
+        params: Sequence[tuple[PoolingParams, ...]],
+        formed: dict[int, FormedInput],
+        accepted: Sequence[int],
+        errors: dict[int, Exception],
+        lane: Lane,
+        group: str | None,
+        on_queued: Callable[[], None] | None,
+    ) -> list[EncodeResult]:
+        """Queue the ``accepted`` inputs (``formed``, by index) and wait for their results; the
+        list holds ``errors`` in their places."""
+        assert self.event_loop is not None
         # one future for the call: the caller wakes once, when its last request is done
         call = CallResults(self.event_loop.create_future(), len(accepted))
-        caller = group if group is not None else anonymous_caller()  # one call, one share
-        by_i = dict(zip(ok, tokenized, strict=True))
+        share = group if group is not None else anonymous_group()  # one call, one share
         requests = [
             EncodeRequest(
                 ids[i],
-                by_i[i].ids,
-                by_i[i].truncated,
+                formed[i].ids,
+                formed[i].truncated,
                 params[i],
                 lane,
                 call.slot(j),
-                group,
-                key_mask_cpu=by_i[i].key_mask_cpu,
-                keep_rows_cpu=by_i[i].keep_rows_cpu,
-                caller=caller,
+                share,
+                key_mask_cpu=formed[i].key_mask_cpu,
+                keep_rows_cpu=formed[i].keep_rows_cpu,
+                token_type_ids=formed[i].type_ids,
             )
             for j, i in enumerate(accepted)
         ]
@@ -272,7 +357,7 @@ class AsyncEngine:
         return self.groups.of(group)
 
     def forget_group(self, group: str) -> None:
-        """The caller is done: drop its progress record."""
+        """The group is done: drop its progress record."""
         self.groups.forget(group)
 
     def stats_snapshot(self, *, queries: bool = False) -> dict[str, float | int]:

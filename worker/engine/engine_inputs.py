@@ -2,7 +2,8 @@
 arguments (its input form, request ids and pretokenized entries), check each text's tasks
 against the model's pooler (errors name the request, ``request 'ID': ...``), tokenize (in the
 tokenizer pool), reusing the tokens chunking found where the text is sent as it is, and refuse
-what came out longer than the model (or the form) takes when it may not be cut."""
+what came out longer than the model (or the form) takes when it may not be cut. A scoring call's
+(query, text) pairs are checked and written in the model's pair form the same way."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tokenizers import Encoding
 
 from poolq.worker.engine.checkpoints.description import ModelDescription
 from poolq.worker.engine.checkpoints.input_forms import INPUT_FORM_NAMES, FormedInput, InputForm
+from poolq.worker.engine.checkpoints.pair_forms import PairForm
 from poolq.worker.engine.engine_api import (
     EngineObserver,
     InputTooLongError,
@@ -93,6 +95,42 @@ def checked_params(
     return params, errors
 
 
+def checked_pairs(pairs: Sequence[Any], ids: Sequence[str]) -> dict[int, Exception]:
+    """The errors of the entries that are no (query, text) pair of strings, by index."""
+    errors: dict[int, Exception] = {}
+    for i, pair in enumerate(pairs):
+        if (
+            not isinstance(pair, tuple | list)
+            or len(pair) != 2
+            or not all(isinstance(t, str) for t in pair)
+        ):
+            errors[i] = PoolingParamsError(
+                f"request {ids[i]!r}: expected a (query, text) pair of strings, got {pair!r:.80}"
+            )
+    return errors
+
+
+def tokenize_pairs(
+    form: PairForm,
+    tokenizer: TextTokenizer,
+    pairs: list[tuple[str, str]],
+    observer: EngineObserver | None,
+) -> list[FormedInput]:
+    """(Tokenizer pool) ``pairs`` in the model's pair form (``pair_forms.py``)."""
+    t0 = time.perf_counter()
+    out = form.form(tokenizer, [(q, t) for q, t in pairs])
+    _tokenized(observer, t0)
+    return out
+
+
+def _tokenized(observer: EngineObserver | None, t0: float) -> None:
+    if observer is not None:
+        try:
+            observer.tokenized(time.perf_counter() - t0)
+        except Exception:  # metrics must never fail an encode
+            log.exception("engine observer failed")
+
+
 def tokenize(
     tokenizer: TextTokenizer,
     texts: list[str],
@@ -116,11 +154,7 @@ def tokenize(
     else:
         tokenized = tokenizer.encode_batch([form.text(t) for t in texts])
         out = [form.apply(t) for t in tokenized]
-    if observer is not None:
-        try:
-            observer.tokenized(time.perf_counter() - t0)
-        except Exception:  # metrics must never fail an encode
-            log.exception("engine observer failed")
+    _tokenized(observer, t0)
     return out
 
 
@@ -141,8 +175,9 @@ def fitting(
     for i, tok in zip(ok, tokenized, strict=True):
         if tok.truncated and not truncate:
             where = f"the {input_form} form's" if form is not None else "the model's"
+            what = "pair" if input_form == "pair" else "input"
             errors[i] = InputTooLongError(
-                f"request {ids[i]!r}: input is longer than {where} max length "
+                f"request {ids[i]!r}: {what} is longer than {where} max length "
                 f"{max_length} tokens and truncate=False"
             )
         else:

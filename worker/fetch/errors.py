@@ -2,9 +2,9 @@
 
 * :class:`ObjectGone`: a 404 (an object listed a moment ago and deleted since): not an error of
   the sync, the object is simply no longer there;
-* :class:`FetchRefused`: the store or server answered, and retrying cannot help (403, 400, too
+* :class:`FetchRefused`: the object store or web server answered, and retrying cannot help (403, 400, too
   large, too many redirects): the document's error, with its code;
-* :class:`StoreUnavailable`: throttled, failing or unreachable past the retries (429, 5xx,
+* :class:`SourceUnavailable`: throttled, failing or unreachable past the retries (429, 5xx,
   timeouts, resets): the sync parks and resumes later.
 """
 
@@ -38,7 +38,7 @@ class Transient(FetchError):
     code = ErrorCode.TIMEOUT
 
 
-class StoreUnavailable(FetchError):
-    """Still failing after every retry: the store is down for now."""
+class SourceUnavailable(FetchError):
+    """Still failing after every retry: the object store or web server is down for now."""
 
     code = ErrorCode.TIMEOUT

@@ -14,7 +14,7 @@ from poolq.worker.fetch.web import DEFAULT_TIMEOUT_S, WebFetcher
 
 
 class Fetcher:
-    """Fetches by scheme; holds the store clients and the HTTP client of this process."""
+    """Fetches by scheme; holds the object store clients and the HTTP client of this process."""
 
     def __init__(
         self, backoff: Backoff | None = None, *, http_timeout_s: float = DEFAULT_TIMEOUT_S,

@@ -1,4 +1,4 @@
-"""Objects of a store (S3 and S3-compatible stores, GCS, Azure), through obstore: listing a
+"""Objects of an object store (S3 and S3-compatible ones, GCS, Azure), through obstore: listing a
 prefix page by page, and fetching one object within a byte limit.
 
 One store client per bucket, kept for the process (obstore's clients pool their connections).
@@ -22,13 +22,13 @@ from obstore import store as stores
 from obstore.exceptions import PermissionDeniedError, UnauthenticatedError
 
 from poolq.wire.backoff import Backoff
+from poolq.wire.object_store_config import allows_http, s3_config
 from poolq.wire.records.codes import ErrorCode
-from poolq.wire.store_config import allows_http, s3_config
 from poolq.wire.uris import SourceUri
 from poolq.worker.fetch.errors import FetchRefused, ObjectGone, Transient
 from poolq.worker.fetch.retry import default_backoff, retried, unavailable
 
-STATUS = re.compile(r"status code: (\d{3})")  # in obstore's messages: the store's answer
+STATUS = re.compile(r"status code: (\d{3})")  # in obstore's messages: the object store's answer
 PAGE_OBJECTS = 1000  # objects per listing page (S3 returns at most 1000 per request)
 CLIENT_OPTIONS = {"timeout": "60s", "connect_timeout": "5s", "user_agent": "poolq"}
 STORE_RETRIES = {"max_retries": 2, "retry_timeout": timedelta(seconds=10)}
@@ -62,21 +62,25 @@ def _classify(uri: str, exc: Exception) -> Exception:
     if isinstance(exc, FileNotFoundError):  # (obstore raises the built-in for a 404)
         return ObjectGone(uri, "not found (deleted since it was listed)")
     if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
-        return FetchRefused(uri, "access denied: check the store's credentials in the environment")
+        return FetchRefused(
+            uri, "access denied: check the object store's credentials in the environment"
+        )
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     status = STATUS.search(str(exc))
     code = int(status.group(1)) if status else 0
     if code == 404:
         return ObjectGone(uri, "not found (HTTP 404)")
     if code in (401, 403):
-        return FetchRefused(uri, f"access denied (HTTP {code}): check the store's credentials")
+        return FetchRefused(
+            uri, f"access denied (HTTP {code}): check the object store's credentials"
+        )
     if 400 <= code < 500 and code not in (408, 429):
         return FetchRefused(uri, f"refused (HTTP {code}): {first[:200]}")
     return Transient(uri, first[:300])  # 429, 5xx, timeouts, resets, connection refused
 
 
 class ObjectStores:
-    """The store clients of this process, one per bucket."""
+    """The object store clients of this process, one per bucket."""
 
     def __init__(self, backoff: Backoff | None = None) -> None:
         self.backoff = backoff or default_backoff()
@@ -107,7 +111,7 @@ class ObjectStores:
     ) -> AsyncIterator[list[ListedObject]]:
         """The objects under ``prefix`` in key order, a page at a time, starting after the key
         ``after`` (a checkpoint's). A listing that fails starts again after the last key it
-        gave, with backoff; :class:`StoreUnavailable` once it fails for the whole budget."""
+        gave, with backoff; :class:`SourceUnavailable` once it fails for the whole budget."""
         store = self.store(prefix)
         last, attempt, deadline = after, 0, 0.0
         while True:

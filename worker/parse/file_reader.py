@@ -30,7 +30,7 @@ from poolq.wire.documents import Document, DocumentError, validate_document
 from poolq.wire.files import FileDocument
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.uris import is_uri, parse_uri
-from poolq.worker.fetch.errors import FetchError, ObjectGone, StoreUnavailable
+from poolq.worker.fetch.errors import FetchError, ObjectGone, SourceUnavailable
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.layout import file_hash, parsed_document
 from poolq.worker.parse.limits import ParseLimits
@@ -192,8 +192,9 @@ class FileReader:
         on_page: Callable[[], None] | None = None,
     ) -> Parsed | SameBytes | DocumentError:  # fmt: skip
         """``f``'s document, :class:`SameBytes` when its bytes hash as ``known_hash``, or its
-        error (naming the file, with its code); ``on_page()`` after each page OCR'd. A store or web server down past the retries
-        raises :class:`~poolq.worker.fetch.errors.StoreUnavailable`: the job is retried."""
+        error (naming the file, with its code); ``on_page()`` after each page OCR'd. An object
+        store or web server down past the retries raises
+        :class:`~poolq.worker.fetch.errors.SourceUnavailable`: the job is retried."""
         field = "uri" if f.uri is not None else "path" if f.data is None else "file"
         metadata = f.metadata
         try:
@@ -206,7 +207,7 @@ class FileReader:
             else:
                 assert f.path is not None
                 data = await self._read(f.path)
-        except StoreUnavailable:
+        except SourceUnavailable:
             raise
         except (Forbidden, ParseError, FetchError) as e:
             return DocumentError(f.id, field, f"{f.source}: {_why(e)}", _code(e))

@@ -119,6 +119,49 @@ class ClassifierHead(nn.Module):
         return list(apply_rowwise(logits, self.activation, enabled).unbind(0))
 
 
+class ScoreHead(nn.Module):
+    """One score per request (``score``): ``classifier`` maps the pooled rows to one logit each
+    (``[n, 1]``: a cross-encoder's one label, an LLM reranker's "yes" less "no" logit), then
+    ``activation`` (per request ``use_activation=False``: the logit). Each output is a
+    ``float32`` scalar."""
+
+    output_dim = 1
+
+    def __init__(
+        self, classifier: nn.Module, activation: nn.Module, head_dtype: torch.dtype = torch.float32
+    ) -> None:
+        super().__init__()
+        self.classifier = classifier.to(head_dtype)
+        self.activation = activation
+        self.head_dtype = head_dtype
+
+    def check_params(self, params: PoolingParams) -> None:
+        pass
+
+    def forward(self, pooled: torch.Tensor, params: Sequence[PoolingParams]) -> list[torch.Tensor]:
+        logits = self.classifier(pooled.to(self.head_dtype))  # [n, 1]
+        if logits.shape[-1] != 1:
+            raise ValueError(f"a score head needs one logit per request, got {logits.shape[-1]}")
+        enabled = [p.use_activation is not False for p in params]
+        return list(apply_rowwise(logits, self.activation, enabled)[:, 0].unbind(0))
+
+
+class TokenOdds(nn.Module):
+    """The LM head for two tokens only: ``hidden [n, H]`` -> ``[n, 1]``, the ``true`` token's
+    logit less the ``false`` token's (their rows of the vocabulary projection, ``[2, H]``,
+    false then true)."""
+
+    def __init__(self, rows: torch.Tensor) -> None:
+        super().__init__()
+        if rows.dim() != 2 or rows.shape[0] != 2:
+            raise ValueError(f"expected the false and true rows [2, H], got {tuple(rows.shape)}")
+        self.rows = nn.Parameter(rows.detach().clone(), requires_grad=False)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = hidden @ self.rows.T.to(hidden.dtype)  # [n, 2]: false, true
+        return (logits[:, 1] - logits[:, 0]).unsqueeze(1)
+
+
 class TokenEmbedHead(nn.Module):
     """Per-token vectors: optional row filtering (a leading CLS, special/padding/punctuation
     token ids) -> FP32 -> optional projection (ColBERT ``Linear(768, 128)``) -> L2 normalisation.

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from poolq.worker.pooling.heads import ClassifierHead, EmbeddingHead, TokenEmbedHead
+from poolq.worker.pooling.heads import ClassifierHead, EmbeddingHead, ScoreHead, TokenEmbedHead
 from poolq.worker.pooling.metadata import PoolingMetadata
 from poolq.worker.pooling.methods import SequencePoolingMethod, TokenPoolingMethod
 from poolq.worker.pooling.outputs import PoolerOutput
@@ -47,13 +47,22 @@ class Pooler(nn.Module, ABC):
 
 
 class SequencePooler(Pooler):
-    """CLS/LAST/MEAN rows -> an embedding head (``embed``) or a classifier head (``classify``)."""
+    """CLS/LAST/MEAN rows -> an embedding head (``embed``), a classifier head (``classify``) or
+    a score head (``score``)."""
 
-    def __init__(self, method: SequencePoolingMethod, head: EmbeddingHead | ClassifierHead) -> None:
+    def __init__(
+        self, method: SequencePoolingMethod, head: EmbeddingHead | ClassifierHead | ScoreHead
+    ) -> None:
         super().__init__()
         self.method = method
         self.head = head
-        self.task: PoolingTask = "embed" if isinstance(head, EmbeddingHead) else "classify"
+        self.task: PoolingTask = (
+            "embed"
+            if isinstance(head, EmbeddingHead)
+            else "score"
+            if isinstance(head, ScoreHead)
+            else "classify"
+        )
 
     def get_supported_tasks(self) -> frozenset[PoolingTask]:
         return frozenset({self.task})
@@ -64,7 +73,7 @@ class SequencePooler(Pooler):
 
     def output_dim(self, task: PoolingTask) -> int | None:
         return (
-            self.head.output_dim if isinstance(self.head, EmbeddingHead) else self.head.num_labels
+            self.head.num_labels if isinstance(self.head, ClassifierHead) else self.head.output_dim
         )
 
     def forward(self, hidden: torch.Tensor, metadata: PoolingMetadata) -> list[PoolerOutput]:

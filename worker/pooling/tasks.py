@@ -6,19 +6,22 @@
 | ``sparse``      | sequence    | :class:`SparseEmbedding` (SPLADE weights) |
 | ``token_embed`` | token       | multi-vector ``float32[n_tokens, d]``     |
 | ``classify``    | sequence    | class scores ``float32[num_labels]``      |
+| ``score``       | pair        | one relevance score, a ``float32`` scalar |
+
+``score`` reads a (query, text) pair (``AsyncEngine.score``): a cross-encoder's one label, or an
+LLM reranker's "yes" against "no".
 """
 
 from __future__ import annotations
 
 from typing import Final, Literal, TypeGuard, get_args
 
-PoolingTask = Literal["embed", "sparse", "token_embed", "classify"]
+PoolingTask = Literal["embed", "sparse", "token_embed", "classify", "score"]
 
 POOLING_TASKS: Final[tuple[PoolingTask, ...]] = get_args(PoolingTask)
 
 # Names older APIs used, with the task that replaces them.
 _RENAMED: Final[dict[str, str]] = {
-    "score": "'classify' for cross-encoder scores, or 'embed' + cosine for bi-encoders",
     "encode": "'embed' for one vector per text, or 'token_embed' for one vector per token",
     "reward": "'classify'",
     "token_classify": "'sparse' for lexical weights",

@@ -1,4 +1,4 @@
-"""A sync of a collection with a store's prefix, planned a listing page at a time (the job that
+"""A sync of a collection with a bucket's prefix, planned a listing page at a time (the job that
 carries it out is ``worker/app/jobs/reindex_objects.py``).
 
 Each object is compared on its own with what the collection holds for its URI (no "modified
@@ -27,7 +27,7 @@ from typing import Any
 from poolq.sinks.inventory import StoredDocument
 from poolq.wire.documents import Document
 from poolq.wire.uris import SourceUri, chosen
-from poolq.worker.fetch.errors import FetchError, StoreUnavailable
+from poolq.worker.fetch.errors import FetchError, SourceUnavailable
 from poolq.worker.fetch.fetcher import Fetcher
 from poolq.worker.fetch.objects import Fetched, ListedObject
 
@@ -113,8 +113,8 @@ async def fetch_each(
 ) -> None:
     """Fetch each object, ``in_flight`` at a time, and ``handle(object, bytes or its fetch
     error)`` while still holding its slot (so at most ``in_flight`` objects' bytes are held: a
-    slow parse slows the fetches down). A store that stays down
-    (:class:`~poolq.worker.fetch.errors.StoreUnavailable`) cancels the rest and is raised."""
+    slow parse slows the fetches down). An object store that stays down
+    (:class:`~poolq.worker.fetch.errors.SourceUnavailable`) cancels the rest and is raised."""
     room = asyncio.Semaphore(in_flight)
 
     async def one(obj: ListedObject) -> None:
@@ -122,7 +122,7 @@ async def fetch_each(
             got: Fetched | FetchError
             try:
                 got = await fetcher.objects.get(_uri(obj), max_bytes)
-            except StoreUnavailable:
+            except SourceUnavailable:
                 raise
             except FetchError as e:
                 got = e

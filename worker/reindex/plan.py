@@ -112,7 +112,7 @@ def check_source_allowed(source: str, roots: Sequence[Path]) -> None:
 
 
 def check_uri_allowed(source: str, uris: Sequence[str]) -> None:
-    """A store's prefix is read only when the worker allows it: under a URI of its
+    """A bucket's prefix is read only when the worker allows it: under a URI of its
     ``source_uris``, or scheduled by its own config (``parse/file_reader.allowed``)."""
     if uri_allowed(source, uris):
         return

@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from poolq.wire import constants
 from poolq.wire.filters import Condition
-from poolq.wire.payload import METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
+from poolq.wire.payload import LABELS, METADATA, OBJECT_FIELDS, TOP_LEVEL_FIELDS
 
 NUMERIC = frozenset({"integer", "float"})
 # the payload's own numeric fields; every other top-level field holds strings (or an object)
@@ -186,7 +186,8 @@ def filter_problem(
     path = condition.path
     head, _, _ = path.partition(".")
     if path in TOP_LEVEL_FIELDS or (head in OBJECT_FIELDS and head != METADATA):
-        if condition.kind == "range" and path not in NUMERIC_TOP_LEVEL:
+        label_score = head == LABELS and path.endswith(".score")  # labels.<name>.score
+        if condition.kind == "range" and path not in NUMERIC_TOP_LEVEL and not label_score:
             types: frozenset[str] | set[str] | None = frozenset(
                 {"object" if head in OBJECT_FIELDS else "string"}
             )

@@ -1,7 +1,9 @@
 """``poolq encode``: offline batch encoding of a JSONL file through the engine.
 
 Input lines are ``{"id": ..., "text": ...}``; output lines, in input order, carry the id and one
-field per requested task. Chunks of lines are submitted concurrently so the engine's batches stay
+field per requested task. ``--task score`` reads ``{"id": ..., "query": ..., "text": ...}`` pairs
+and writes ``{"id": ..., "score": float}`` (a cross-encoder or an LLM reranker,
+``AsyncEngine.score``). Chunks of lines are submitted concurrently so the engine's batches stay
 full; results are written in order as soon as the oldest chunk is done. A malformed line is
 reported on stderr with its line number and skipped; the exit code is then non-zero.
 """
@@ -52,7 +54,7 @@ def output_json(task: str, out: PoolerOutput) -> Any:
     if isinstance(out, SparseEmbedding):
         return out.as_dict()
     assert out is not None
-    return out.tolist()
+    return out.tolist()  # score: a 0-dim tensor, so a float
 
 
 async def encode_file(
@@ -70,15 +72,26 @@ async def encode_file(
     summary = EncodeSummary()
     params = _params(opts)
     engine.model.pooler.validate(params, ["--task"] * len(params))
+    if "score" in opts.tasks and not opts.pairs:
+        raise ValueError("--task score reads (query, text) pairs: give it alone")
     bar = tqdm(unit="doc", file=err, disable=not progress, mininterval=0.5)
-    pending: deque[tuple[list[tuple[int, Any, str]], asyncio.Task[list[Any]], Any]] = deque()
+    pending: deque[tuple[list[tuple[int, Any, Any]], asyncio.Task[list[Any]], Any]] = deque()
     meter = None
     if reference is not None:
         model = engine.model
         meter = QualityMeter(model.config.int8_floors, model.description.vocab_size)
     compared = [t for t in opts.tasks if t in GATED_TASKS]
 
-    def encode_in(eng: AsyncEngine, chunk: list[tuple[int, Any, str]]) -> asyncio.Task[list[Any]]:
+    def encode_in(eng: AsyncEngine, chunk: list[tuple[int, Any, Any]]) -> asyncio.Task[list[Any]]:
+        if opts.pairs:
+            return asyncio.create_task(
+                eng.score(
+                    [p for _, _, p in chunk],
+                    request_ids=[f"line {n} (id {i!r})" for n, i, _ in chunk],
+                    truncate=opts.truncate,
+                    return_exceptions=True,
+                )
+            )
         return asyncio.create_task(
             eng.encode(
                 [t for _, _, t in chunk],
@@ -90,7 +103,7 @@ async def encode_file(
             )
         )
 
-    def submit(chunk: list[tuple[int, Any, str]]) -> None:
+    def submit(chunk: list[tuple[int, Any, Any]]) -> None:
         ref = encode_in(reference, chunk) if reference is not None else None
         pending.append((chunk, encode_in(engine, chunk), ref))
 
@@ -112,7 +125,7 @@ async def encode_file(
             summary.truncated += res.truncated
         bar.update(len(chunk))
 
-    for chunk in line_chunks(iter(src), summary, err):
+    for chunk in line_chunks(iter(src), summary, err, pairs=opts.pairs):
         submit(chunk)
         while len(pending) >= IN_FLIGHT_CHUNKS:
             await flush_oldest()

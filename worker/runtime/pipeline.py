@@ -28,12 +28,13 @@ from poolq.wire.cancel import JobCancelledError
 from poolq.wire.documents import Document, DocumentError
 from poolq.wire.records.codes import error_code
 from poolq.worker.chunks.chunking import Chunk
-from poolq.worker.chunks.context import context_of, encoded_text, fit_context
+from poolq.worker.chunks.context import Encodings, encoder_inputs
 from poolq.worker.chunks.points import document_points
 from poolq.worker.chunks.sections import chunk_documents
 from poolq.worker.engine.batching.lanes import Lane
 from poolq.worker.runtime.collection_fields import metadata_fields, record_fields
 from poolq.worker.runtime.job_progress import JobProgress
+from poolq.worker.runtime.vectorizer import Encoded
 from poolq.worker.runtime.worker_runtime import Runtime
 
 log = logging.getLogger("poolq.jobs")
@@ -95,11 +96,10 @@ async def ingest_documents(
             on_queued(group)
         return out
     # chunking tokenizes: off the event loop (the Rust tokenizer releases the GIL)
-    # (a parsed document section by section: chunks/sections.py)
+    # (a parsed document section by section: chunks/sections.py; what the models read of each
+    # chunk, a parsed file's with its title and headings, and its tokens: chunks/context.py)
     t0 = time.perf_counter()
-    chunked = await asyncio.to_thread(
-        chunk_documents, rt.vectorizer.chunk_many, docs, rt.vectorizer.chunk_parsed_many
-    )
+    chunked, inputs = await asyncio.to_thread(_chunk, rt, docs)
     out.chunks = sum(len(c) for c in chunked)
     parts = split_parts(chunked, max(1, rt.writer.batch_points))
     if progress is not None:
@@ -110,19 +110,8 @@ async def ingest_documents(
 
     async def one_part(start: int, end: int) -> None:
         part_docs, part_chunks = docs[start:end], chunked[start:end]
-        # a parsed file's chunks are encoded with their title and headings (chunks/context.py):
-        # those texts are tokenized by the engines, the others reuse the chunker's tokens
-        texts, encodings = [], []
-        fitted: dict[str, str] = {}  # a section's chunks share their context: fitted once
-        for d, chunks in zip(part_docs, part_chunks, strict=True):
-            for c in chunks:
-                context = context_of(d.layout, c.start)
-                if context:
-                    if context not in fitted:
-                        fitted[context] = fit_context(context, rt.vectorizer.chunker.counters)
-                    context = fitted[context]
-                texts.append(encoded_text(context, c.text))
-                encodings.append(None if context else c.encodings)
+        texts = [text for doc in inputs[start:end] for text, _ in doc]
+        encodings = [tokens for doc in inputs[start:end] for _, tokens in doc]
         ids = [
             f"{d.id}#{c.index}" for d, cs in zip(part_docs, part_chunks, strict=True) for c in cs
         ]
@@ -167,6 +156,15 @@ async def ingest_documents(
     return out
 
 
+def _chunk(
+    rt: Runtime, docs: Sequence[Document]
+) -> tuple[list[list[Chunk]], list[list[tuple[str, Encodings | None]]]]:
+    """Each document's chunks, and each chunk's text and tokens as the models read them."""
+    v = rt.vectorizer
+    chunked = chunk_documents(v.chunk_many, docs, v.chunk_parsed_many)
+    return chunked, encoder_inputs(docs, chunked, v.chunker.counters)
+
+
 def _ms_since(t0: float) -> int:
     return round((time.perf_counter() - t0) * 1000)
 
@@ -192,13 +190,15 @@ def _points(
             errors.append(DocumentError(doc.id, "text", message, error_code(failed)))
             continue
         replace_docs[doc.id] = len(chunks)
+        done = [v for v in vectors if isinstance(v, Encoded)]
         points += document_points(
             doc,
             chunks,
-            [v for v in vectors if isinstance(v, dict)],
+            [v.vectors for v in done],
             models=models,
             ingested_at=now,
             profile_version=rt.vectorizer.version,
+            labels=[v.labels for v in done] if rt.vectorizer.label_readers else None,
         )
     return points, replace_docs, errors
 

@@ -1,5 +1,7 @@
 """Answering a search: encode the query with the collection's profile (ahead of ingestion in the
-engines), then run it through the writer's read path (ahead of queued writes).
+engines), then run it through the writer's read path (ahead of queued writes), then, where the
+profile names a reranker and the request does not turn it off, re-score the candidates with it
+(``reranking.py``, on the query lane too).
 
 Used by the worker (searches that arrive through Redis) and by ``poolq search --direct`` (a
 process of its own with the models loaded and a Qdrant server URL).
@@ -72,14 +74,20 @@ class QueryService:
         return CollectionSchema(collection, tuple(self.vectorizer.vector_specs()))
 
     async def search(self, query: str, request: SearchRequest) -> SearchResult:
+        reranker = self.vectorizer.reranker if request.reranker else None
+        rerank_s = None
         try:
             schema = self.schema(request.collection)
             mode = resolve_mode(schema, request.mode)
             t0 = time.perf_counter()
             vectors = await self.vectorizer.encode_query(query, vectors_needed(schema, mode))
             t1 = time.perf_counter()
-            hits = await self.writer.search(schema, request, vectors)
+            asked = reranker.candidates_request(request) if reranker is not None else request
+            hits = await self.writer.search(schema, asked, vectors)
             t2 = time.perf_counter()
+            if reranker is not None:
+                hits = await reranker.rerank(query, hits, request)
+                rerank_s = round(time.perf_counter() - t2, 4)
         except Exception as e:
             self.search_errors += 1
             if not isinstance(e, SearchError) and (
@@ -97,4 +105,6 @@ class QueryService:
             round(t2 - t1, 4),
             self.worker_id,
             request.group_by,
+            rerank_s,
+            reranker.name if reranker is not None else None,
         )

@@ -1,12 +1,14 @@
-"""Turns chunk texts into a profile's named vectors: one engine per model, every vector that
-names the model served by the same forward pass of each chunk. Queries go to the same engines,
-in the query lane (``lanes.py``): the engine's query slot runs them beside ingestion."""
+"""Turns chunk texts into a profile's named vectors and labels: one engine per model, every
+vector (and label) that names the model served by the same forward pass of each chunk; a
+classifier on a vector model's backbone reads that model's forward (``labels.py``). Queries go
+to the same engines, in the query lane (``lanes.py``): the engine's query slot runs them beside
+ingestion; so does the reranker (``reranking.py``), on an engine of its own."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -24,47 +26,67 @@ from poolq.worker.engine.checkpoints.description import ModelDescription
 from poolq.worker.engine.checkpoints.fingerprints import cached_fingerprint
 from poolq.worker.engine.checkpoints.loader import load_model
 from poolq.worker.engine.engine import AsyncEngine
-from poolq.worker.pooling import SparseEmbedding
+from poolq.worker.pooling import PoolingParams, SparseEmbedding
 from poolq.worker.pooling.token_pooling import pool_tokens
+from poolq.worker.runtime.labels import LabelReader, label_plan, read_labels
+from poolq.worker.runtime.reranking import Reranker, start_reranker
+
+
+@dataclass
+class Encoded:
+    """One chunk's outputs: its named vectors and its payload's ``labels`` (name -> value)."""
+
+    vectors: dict[str, VectorValue]
+    labels: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class Vectorizer:
     profile: Profile
-    engines: dict[str, AsyncEngine]  # profile model name -> engine
+    engines: dict[str, AsyncEngine]  # profile model name -> engine (chunks go through each)
     chunker: Chunker
     version: str = ""  # profile version (worker/config/versions.py), recorded on every point
+    # per engine (model name): the label readers of its classify output (labels.py)
+    label_readers: dict[str, list[LabelReader]] = field(default_factory=dict)
+    reranker: Reranker | None = None  # the profile's [reranker] (reranking.py)
     _parsed_chunker: Chunker | None = field(default=None, repr=False)  # chunk_parsed_many's
 
     @classmethod
     async def start(
         cls, profile: Profile, *, device: str | None = None, max_batch_tokens: int | None = None
     ) -> Vectorizer:
-        engines: dict[str, AsyncEngine] = {}
+        rerank = profile.reranker
+        names = profile.models + ([rerank.model] if rerank is not None else [])
         configs = {}
-        for model in profile.models:
+        for model in dict.fromkeys(names):
             cfg = profile.model_config(model)
             if device is not None and cfg.device is None:
-                from dataclasses import replace
-
                 cfg = replace(cfg, device=device)
             configs[model] = cfg
         # start-up: the models load side by side (tokenizer, weights and torch ops release the
         # GIL), and their folders are fingerprinted meanwhile (cached: fingerprints.py)
         fingerprinting = {
-            m: asyncio.create_task(asyncio.to_thread(cached_fingerprint, c.model))
-            for m, c in configs.items()
+            m: asyncio.create_task(asyncio.to_thread(cached_fingerprint, configs[m].model))
+            for m in profile.models
         }
         loaded = await asyncio.gather(*(asyncio.to_thread(load_model, c) for c in configs.values()))
-        for model, pooling_model in zip(configs, loaded, strict=True):
+        models = dict(zip(configs, loaded, strict=True))
+        for model, pooling_model in models.items():
             for v in profile.vectors_of(model):
                 try:
                     pooling_model.pooler.validate([v.params()], [f"vector {v.name!r}"])
                 except ValueError as exc:
                     raise ValueError(f"profile: model {model!r}: {exc}") from None
-            engines[model] = await AsyncEngine(
-                pooling_model, max_batch_tokens=max_batch_tokens
-            ).start()
+        readers = label_plan(profile, models)
+        engines: dict[str, AsyncEngine] = {}
+        for model in profile.models:
+            if model in readers or profile.vectors_of(model):  # else: read on another's forward
+                engines[model] = await AsyncEngine(
+                    models[model], max_batch_tokens=max_batch_tokens
+                ).start()
+        reranker = None
+        if rerank is not None:
+            reranker = await start_reranker(rerank, models[rerank.model])
         counters = [
             chunk_counter(e.description, e.model.tokenizer.backend) for e in engines.values()
         ]
@@ -74,10 +96,22 @@ class Vectorizer:
             overlap_tokens=profile.chunk_overlap_tokens,
         )
         fingerprints = {m: await task for m, task in fingerprinting.items()}
-        return cls(profile, engines, chunker, profile_version(profile, fingerprints))
+        version = profile_version(profile, fingerprints)
+        return cls(profile, engines, chunker, version, readers, reranker)
 
     async def stop(self) -> None:
-        await asyncio.gather(*(e.stop() for e in self.engines.values()))
+        engines = list(self.engines.values())
+        if self.reranker is not None:
+            engines.append(self.reranker.engine)
+        await asyncio.gather(*(e.stop() for e in engines))
+
+    def _params(self, model: str) -> list[PoolingParams]:
+        """What ``model``'s engine computes for each chunk: its vectors, then its labels'
+        ``classify`` scores."""
+        params = [v.params() for v in self.profile.vectors_of(model)]
+        if model in self.label_readers:
+            params.append(PoolingParams("classify"))
+        return params
 
     def vector_specs(self) -> list[VectorSpec]:
         specs = []
@@ -122,12 +156,13 @@ class Vectorizer:
         lane: Lane = Lane.BULK,
         on_queued: Callable[[], None] | None = None,
         encodings: Sequence[tuple[Encoding | list[int] | None, ...] | None] | None = None,
-    ) -> list[dict[str, VectorValue] | Exception]:
-        """Per text, every vector of the profile (or the error that kept it from being encoded).
+    ) -> list[Encoded | Exception]:
+        """Per text, every vector and label of the profile (or the error that kept it from
+        being encoded).
         ``on_queued()``: called once the texts wait in every model's engine. ``encodings``: per
         text, the chunker's tokens of it (``Chunk.encodings``, one per model) or None: the
         engines add special tokens to them instead of tokenizing the text again."""
-        models = self.profile.models
+        models = list(self.engines)
         waiting = len(models)
 
         def queued() -> None:
@@ -140,7 +175,7 @@ class Vectorizer:
             *(
                 self.engines[m].encode(
                     texts,
-                    [v.params() for v in self.profile.vectors_of(m)],
+                    self._params(m),
                     request_ids=ids,
                     group=group,
                     lane=lane,
@@ -151,9 +186,9 @@ class Vectorizer:
                 for m in models
             )
         )
-        out: list[dict[str, VectorValue] | Exception] = []
+        out: list[Encoded | Exception] = []
         for i in range(len(texts)):
-            vectors: dict[str, VectorValue] = {}
+            done = Encoded({})
             error: Exception | None = None
             for m, results in zip(models, per_model, strict=True):
                 res: Any = results[i]
@@ -161,8 +196,10 @@ class Vectorizer:
                     error = res
                     break
                 for v in self.profile.vectors_of(m):
-                    vectors[v.name] = to_qdrant_value(res[v.task])
-            out.append(error if error is not None else vectors)
+                    done.vectors[v.name] = to_qdrant_value(res[v.task])
+                if m in self.label_readers:
+                    done.labels.update(read_labels(self.label_readers[m], res["classify"]))
+            out.append(error if error is not None else done)
         pooled = {v.name: v.pool_factor or 1 for v in self.profile.vectors}
         pooled = {name: f for name, f in pooled.items() if f > 1}
         if pooled:  # documents only (queries: encode_query); CPU work, off the event loop
@@ -234,16 +271,14 @@ def query_prompt_name(description: ModelDescription) -> str | None:
     return "query" if "query" in names else None
 
 
-def pool_documents(
-    encoded: list[dict[str, VectorValue] | Exception], pool_factors: dict[str, int]
-) -> None:
+def pool_documents(encoded: list[Encoded | Exception], pool_factors: dict[str, int]) -> None:
     """Replace, in place, each named multi-vector by its hierarchical token pooling."""
-    for vectors in encoded:
-        if isinstance(vectors, dict):
+    for done in encoded:
+        if isinstance(done, Encoded):
             for name, factor in pool_factors.items():
-                value = vectors[name]
+                value = done.vectors[name]
                 if isinstance(value, np.ndarray):
-                    vectors[name] = pool_tokens(value, factor)
+                    done.vectors[name] = pool_tokens(value, factor)
 
 
 def to_qdrant_value(output: object) -> VectorValue:

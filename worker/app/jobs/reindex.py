@@ -80,7 +80,7 @@ async def run_reindex(
     """Run one reindex in the worker (see the module docstring); returns its summary."""
     t0 = time.perf_counter()
     roots, uris = allowed(rt.settings, [s.source for s in rt.settings.reindex])
-    if is_uri(options.source):  # a store's prefix: reindex_objects.py
+    if is_uri(options.source):  # a bucket's prefix: reindex_objects.py
         check_uri_allowed(options.source, uris)
     else:
         check_source_allowed(options.source, roots)

@@ -1,11 +1,11 @@
-"""A reindex whose source is a store's prefix (``s3://bucket/prefix/``, ``gs://``, ``az://``):
+"""A reindex whose source is a bucket's prefix (``s3://bucket/prefix/``, ``gs://``, ``az://``):
 the sync, one listing page at a time (planned in ``worker/reindex/objects.py``).
 
 For each page: the unchanged objects are skipped (not fetched; their metadata rewritten where it
 is not the sync's), the others fetched, those whose bytes did not change only get their tag
 written, the rest parsed by this sync's file reader (``sync_page.py``) and encoded; stored
 documents the page no longer lists are deleted. Then the page is checkpointed
-(``SOURCE_SYNC_KEY``): a sync that is killed, or parked because the store stayed down, resumes
+(``SOURCE_SYNC_KEY``): a sync that is killed, or parked because the object store stayed down, resumes
 after the last page it finished. A parked sync enqueues its own resume (``source_park_s``
 later, default 300 s) and returns a skipped result that says why.
 A full rebuild writes every object into a new collection and switches the alias at the end.
@@ -32,7 +32,7 @@ from poolq.wire.records.sync import SyncCheckpoint
 from poolq.wire.uris import parse_uri
 from poolq.worker.app.jobs.alias_switch import switch_alias
 from poolq.worker.app.jobs.sync_page import PageRead, fetch_and_parse
-from poolq.worker.fetch.errors import StoreUnavailable
+from poolq.worker.fetch.errors import SourceUnavailable
 from poolq.worker.parse.file_reader import FileReader
 from poolq.worker.reindex.objects import StoredUnder, plan_page
 from poolq.worker.reindex.plan import BATCH_DOCUMENTS, BATCHES_IN_FLIGHT
@@ -69,7 +69,7 @@ async def sync_objects(
     prefix = parse_uri(options.source)
     if not prefix.is_object_store:
         raise ValueError(
-            f"source {options.source!r}: a sync reads a store's prefix (s3://, gs://, az://)"
+            f"source {options.source!r}: a sync reads a bucket's prefix (s3://, gs://, az://)"
         )
     if not prefix.is_prefix:
         raise ValueError(
@@ -144,14 +144,14 @@ async def sync_objects(
             )  # fmt: skip
             await _save(redis, key, ck)
             await progress.publish(force=True, **_progress(ck))
-        # stored documents after the last listed key: gone from the store
+        # stored documents after the last listed key: gone from the bucket
         tail = [under.stored[i] for i in under.removed_through(ck.after, None, set())]
         if tail:
             await rt.writer.delete_points(
                 target, [point_id(s.doc_id, i) for s in tail for i in range(s.chunk_count)]
             )
             ck = replace(ck, removed=ck.removed + len(tail))
-    except StoreUnavailable as e:
+    except SourceUnavailable as e:
         return await _park(redis, key, ck, options, progress, e, rt.settings.source_park_s)
     finally:
         await reader.close()
@@ -209,9 +209,9 @@ async def _encode(
 
 async def _park(
     redis: Redis | None, key: str, ck: SyncCheckpoint, options: ReindexArgs, progress: Any,
-    exc: StoreUnavailable, park_s: float,
+    exc: SourceUnavailable, park_s: float,
 ) -> ReindexSkipped:  # fmt: skip
-    """The store stayed down: keep the checkpoint, enqueue the resume ``park_s`` later, say
+    """The object store stayed down: keep the checkpoint, enqueue the resume ``park_s`` later, say
     so."""
     ck = replace(ck, parked=exc.message)
     await _save(redis, key, ck)
@@ -220,7 +220,7 @@ async def _park(
         args, _ = options.call()
         await redis.enqueue_job(constants.REINDEX_JOB, *args, _job_id=resume, _defer_by=park_s)  # type: ignore[attr-defined]
     why = (
-        f"parked: the store of {options.source} is unavailable ({exc.message}); "
+        f"parked: the object store of {options.source} is unavailable ({exc.message}); "
         f"{ck.listed} objects listed so far; resumes from its checkpoint in {park_s:g}s "
         f"(job {resume})"
     )

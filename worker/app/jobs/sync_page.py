@@ -1,4 +1,4 @@
-"""One page of a store sync fetched and read (``reindex_objects.py`` runs the sync): each object
+"""One page of a bucket sync fetched and read (``reindex_objects.py`` runs the sync): each object
 fetched (``worker/fetch/``), then read by the sync's file reader (``parse/file_reader.py``):
 those whose bytes did not change set aside for a tag update, the rest parsed into documents
 that carry their layout. A 404 is an object deleted since it was listed (removed, if it was

@@ -1,4 +1,4 @@
-"""Progress per caller (a job: its ``group``) in one engine, for deadlines that measure progress
+"""Progress per group (a job) in one engine, for deadlines that measure progress
 rather than time queued (``reliability/deadlines.py``).
 
 Written from two threads without a lock, each field by one of them: the event loop counts each
@@ -35,7 +35,7 @@ class GroupProgress:
         return served
 
     def forget(self, group: str) -> None:
-        """The caller is done: drop its record."""
+        """The group is done: drop its record."""
         self.served_at.pop(group, None)
         self.pending.pop(group, None)
 
@@ -53,9 +53,10 @@ class GroupProgress:
 
         call.add_done_callback(done)
 
-    def served(self, groups: Iterable[str | None]) -> None:
-        """(Model thread) a batch of these groups' requests was computed now."""
+    def served(self, groups: Iterable[str]) -> None:
+        """(Model thread) a batch of these groups' requests was computed now (only the tracked
+        groups are recorded: a call that names no group has nothing to follow)."""
         now = self.last_activity = time.monotonic()
         for g in groups:
-            if g is not None:
+            if g in self.pending or g in self.served_at:
                 self.served_at[g] = now

@@ -9,14 +9,14 @@ Every request carries a :class:`Lane`. Lower lanes run first, everywhere:
   enqueue call that makes one job): a caller is waiting on a small job;
 * ``BULK``: everything else (large enqueue calls, reindexing).
 
-Within a lane, callers (jobs: the request's ``group``) share the engine by tokens, with
+Within a lane, groups (a request's ``group``: its job) share the engine by tokens, with
 start-time fair queuing: each request gets a start tag, ``max(lane's virtual time, the group's
 last finish tag)``, and a finish tag ``start + tokens``; the queue is ordered by
 ``(lane, start tag, arrival)``; the lane's virtual time is the start tag of the last request
 cut into a batch. A job that arrives behind a long backlog starts at the current virtual time,
 so its first chunks join the next batch, and from then on every job with queued work gets an
-equal share of tokens per round, however much it queued. A call without a group is a caller
-of its own.
+equal share of tokens per round, however much it queued. A call that names no group is a
+group of its own.
 
 On the CPU compute thread, a batch runs in the most urgent lane of its requests, and a forward
 offers the thread at safe points to queued work of a more urgent lane (``compute_thread.py``).
@@ -38,7 +38,7 @@ job by ``wire/placement.py``, which the client imports without the worker.
 Bounds, one name each: ``max_queued_tokens`` (the worker's admission bound, in tokens queued in
 its engines: settings), ``queue_limit_tokens`` (one engine's hard cap, ``engine.py``),
 ``max_batch_tokens`` / ``MAX_BATCH_REQUESTS`` / ``QUERY_BATCH_TOKENS`` (a batch), and two that
-bound what one caller holds in flight, not who goes first: a reindex's ``BATCHES_IN_FLIGHT``
+bound what one group holds in flight, not who goes first: a reindex's ``BATCHES_IN_FLIGHT``
 (documents chunked and held at once, ``reindex/plan.py``) and the search service's
 ``concurrency`` (searches read from the store at once, ``runtime/search_service.py``); their
 query texts take the ``QUERY`` lane like any other.
@@ -73,11 +73,9 @@ class FairShare:
         self._vtime: dict[Lane, float] = {}
         self._finish: dict[tuple[Lane, str], float] = {}
 
-    def tag(self, lane: Lane, group: str | None, tokens: int) -> float:
+    def tag(self, lane: Lane, group: str, tokens: int) -> float:
         """The start tag of a request of ``tokens`` tokens (its group's finish tag moves on)."""
         now = self._vtime.get(lane, 0.0)
-        if group is None:
-            return now
         start = max(now, self._finish.get((lane, group), 0.0))
         self._finish[(lane, group)] = start + max(tokens, 1)
         if len(self._finish) > 4096:  # forget groups that fell behind virtual time

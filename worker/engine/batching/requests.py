@@ -17,8 +17,8 @@ _arrival = itertools.count()
 _calls = itertools.count()
 
 
-def anonymous_caller() -> str:
-    """A fair-share caller id for a call (or a request built alone) that names no group."""
+def anonymous_group() -> str:
+    """The group of a call (or of a request built alone) that names none: one call, one share."""
     return f"#call{next(_calls)}"
 
 
@@ -135,14 +135,17 @@ class EncodeRequest:
     params: tuple[PoolingParams, ...]
     lane: Lane  # who runs next (lanes.py)
     future: ResultSink  # an asyncio future, or the request's place in its call
-    group: str | None = None  # who asked (a job id): callers share a lane by tokens
+    # who asked: a job id, or for a call that names none its own (anonymous_group); the groups
+    # of a lane share it by tokens (lanes.py)
+    group: str = field(default_factory=anonymous_group)
     # Input form (ColBERT query/document), host bool [num_tokens] each; None: every token.
     key_mask_cpu: torch.Tensor | None = None  # tokens attended to as keys
     keep_rows_cpu: torch.Tensor | None = None  # rows kept in token-level outputs
+    # a pair's segment of each token (score task), where the model reads them; None: all 0
+    token_type_ids: list[int] | None = None
     arrival: int = field(default_factory=lambda: next(_arrival))
     queued_at: float = 0.0  # time.monotonic() when the scheduler admitted it (queue wait)
     start_tag: float = 0.0  # its fair-share start tag, set by the scheduler (lanes.py)
-    caller: str | None = None  # who shares the lane (lanes.py): the group, else its call
 
     # Chunked prefill (causal models): prompt tokens scheduled in earlier batches, and the span
     # [prefill_start, prefill_end) the scheduler's latest cut gave this request (the model
@@ -150,10 +153,6 @@ class EncodeRequest:
     num_computed_tokens: int = 0
     prefill_start: int = 0
     prefill_end: int = -1  # -1: the whole prompt (no chunking)
-
-    def __post_init__(self) -> None:
-        if self.caller is None:
-            self.caller = self.group if self.group is not None else anonymous_caller()
 
     @property
     def num_tokens(self) -> int:

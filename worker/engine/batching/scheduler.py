@@ -1,6 +1,6 @@
 """The scheduler owns the queue of tokenized requests and cuts batches from it.
 
-Ordering is ``lanes.py``'s: lane first (queries, then interactive jobs, then bulk), then callers
+Ordering is ``lanes.py``'s: lane first (queries, then interactive jobs, then bulk), then groups
 share the lane by tokens (start-time fair queuing), then arrival. Each batch is filled up to
 ``max_batch_tokens`` and ``max_batch_requests``; cancelled requests are dropped before they are
 batched. With ``chunked_prefill`` (causal models) a request that does not fit the batch's
@@ -57,7 +57,7 @@ class Scheduler:
             now = time.monotonic()
             for r in requests:
                 r.queued_at = now
-                r.start_tag = self._fair.tag(r.lane, r.caller, r.num_tokens)
+                r.start_tag = self._fair.tag(r.lane, r.group, r.num_tokens)
                 heapq.heappush(self._heap, (r.order_key(), r))
                 self._queued.add(r)
                 self.queued_tokens += r.num_tokens

@@ -43,6 +43,7 @@ def resolve_model_path(name_or_path: str | os.PathLike[str]) -> Path:
                     "*.txt",
                     "*.model",
                     "*.pt",
+                    "README.md",  # the model card: its pipeline_tag names LLM rerankers
                     "1_*/*",
                     "2_*/*",
                     "3_*/*",

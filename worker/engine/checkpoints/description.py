@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:  # types only: a start that imports no torch reads Int8Floors from here
     from poolq.worker.engine.checkpoints.input_forms import InputForms
+    from poolq.worker.engine.checkpoints.pair_forms import PairForm
     from poolq.worker.pooling.tasks import PoolingTask
 
 # a registered checkpoint kind's name (worker/engine/checkpoints/kinds/): "encoder", "decoder", "colbert",
@@ -67,6 +68,11 @@ class ModelConfig:
     token_embed_skip_special: bool = False  # drop CLS/SEP/PAD rows from multi-vectors
     is_matryoshka: bool | None = None
     matryoshka_dims: tuple[int, ...] | None = None
+    # an LLM reranker's [false, true] tokens ("no", "yes"), for a causal LM whose files do not
+    # say it is one (kinds/lm_reranker.py); vLLM's name
+    classifier_from_token: tuple[str, str] | None = None
+    # the instruction an LLM reranker's prompt carries (None: the model card's)
+    score_instruction: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,8 @@ class ModelDescription:
     native_encoder: bool = True
     # ColBERT query/document forms (marker, lengths, expansion, skiplist); None: one form only
     input_forms: InputForms | None = None
+    # how a (query, text) pair is written (the score task's models); None: it reads no pairs
+    pair_form: PairForm | None = None
 
     def output_dim(self, task: PoolingTask) -> int:
         dims = dict(self.output_dims)

@@ -40,6 +40,8 @@ class FormedInput:
     key_mask_cpu: torch.Tensor | None = None
     # bool [n] host: rows kept in token-level outputs (token_embed); None: all are.
     keep_rows_cpu: torch.Tensor | None = None
+    # a pair's segment of each token (token type ids), where the model reads them; None: 0s
+    type_ids: list[int] | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, cast
 
 import torch
@@ -85,10 +85,13 @@ def describe(
     mdims = cfg.matryoshka_dims or c.get("matryoshka_dimensions")
     is_m = cfg.is_matryoshka if cfg.is_matryoshka is not None else c.get("is_matryoshka")
     max_length = _max_length(ck, cfg, kind)
-    forms = None
+    forms = pair = None
     if kind.input_forms is not None:
         tok = tok or TextTokenizer.from_folder(ck.path, max_length)
         forms = kind.input_forms(ck, tok, max_length)
+    if kind.pair_form is not None:
+        tok = tok or TextTokenizer.from_folder(ck.path, max_length)
+        pair = kind.pair_form(ck, tok, max_length, cfg)
     return ModelDescription(
         model_id=ck.model_id,
         path=str(ck.path),
@@ -108,7 +111,18 @@ def describe(
         default_prompt_name=st.default_prompt_name if st else None,
         native_encoder=is_native(model_type, kind.name),
         input_forms=forms,
+        pair_form=pair,
     )
+
+
+def open_checkpoint(cfg: ModelConfig) -> Checkpoint:
+    """The checkpoint ``cfg`` names, with what the user says of it that its files do not
+    (``classifier_from_token``: an LLM reranker) written into the config it is read with."""
+    ck = Checkpoint.open(cfg.model)
+    if cfg.classifier_from_token is not None:
+        config = {**ck.config, "classifier_from_token": list(cfg.classifier_from_token)}
+        ck = replace(ck, config=config)
+    return ck
 
 
 @dataclass
@@ -156,7 +170,7 @@ def _backend_precision(cfg: ModelConfig, device: torch.device, precision: str) -
 
 
 def _load_model(cfg: ModelConfig) -> PoolingModel:
-    ck = Checkpoint.open(cfg.model)
+    ck = open_checkpoint(cfg)
     tok = TextTokenizer.from_folder(ck.path, _max_length(ck, cfg, recognize(ck)))
     desc = describe(ck, cfg, tok)
     device = resolve_device(cfg.device)

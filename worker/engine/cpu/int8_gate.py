@@ -74,7 +74,7 @@ def encode_texts(
             (f.ids, f.truncated, f.key_mask_cpu, f.keep_rows_cpu) for f in map(form.apply, toks)
         ]
     params = tuple(PoolingParams(task=t) for t in tasks)
-    # batches cut by the engine's own scheduler, as the engine cuts them (one caller, one lane:
+    # batches cut by the engine's own scheduler, as the engine cuts them (one group, one lane:
     # arrival order within the token budget); the runner's outputs are read here directly
     scheduler = Scheduler(budget, MAX_BATCH_REQUESTS)
     unanswered = Unanswered()

@@ -25,11 +25,13 @@ class PaddedAutoModelRunner(nn.Module):
         input_ids: torch.Tensor,
         seq_lens: list[int],
         key_mask_cpu: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``input_ids [T]`` flat -> hidden ``[T, H]`` (padding rows dropped).
 
         ``key_mask_cpu``: optional host bool ``[T]``, False for tokens no token attends to
         (ColBERT query expansion); their rows are still computed and returned.
+        ``token_type_ids``: optional ``[T]`` segment ids (a cross-encoder's pairs).
         """
         n, max_len = len(seq_lens), max(seq_lens, default=0)
         device = input_ids.device
@@ -50,7 +52,12 @@ class PaddedAutoModelRunner(nn.Module):
             attention_cpu = torch.zeros((n, max_len), dtype=torch.bool)  # [B, L]
             attention_cpu[mask_cpu] = key_mask_cpu.to(torch.bool)
             attention = attention_cpu.to(device, non_blocking=True)
+        kw = {}
+        if token_type_ids is not None:
+            types = torch.zeros((n, max_len), dtype=torch.long, device=device)  # [B, L]
+            types[mask] = token_type_ids
+            kw["token_type_ids"] = types
         out = self.model(
-            input_ids=padded, attention_mask=attention.long()
+            input_ids=padded, attention_mask=attention.long(), **kw
         ).last_hidden_state  # [B, L, H]
         return out[mask]  # [T, H], row-major: sequence by sequence

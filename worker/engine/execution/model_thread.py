@@ -1,7 +1,7 @@
 """The engine's batch slots, one thread each: a slot cuts batches from the engine's one scheduler,
 launches each (on the CPU through the process's compute thread, ``compute_thread.py``; on CUDA
 from its thread) and finishes the previous one meanwhile, then hands the results to the event
-loop. Progress per caller is recorded as batches are cut and finished (``group_progress.py``).
+loop. Progress per group is recorded as batches are cut and finished (``group_progress.py``).
 
 An engine has two slots over the same queue: ``poolq-model`` takes work of every lane in the
 scheduler's order; ``poolq-query`` takes only queries (``Lane.QUERY``), in small batches. While
@@ -126,7 +126,7 @@ def _finish(
     if len(groups) > 1:
         s.multi_group_batches += 1
     if not slot.queries:
-        engine.groups.served(groups)  # progress per caller (a job's stall clock reads it)
+        engine.groups.served(groups)  # progress per group (a job's stall clock reads it)
     if s.batch_sizes is not None:
         s.batch_sizes.append(len(batch))
     engine.event_loop.call_soon_threadsafe(_resolve, batch, results, s.batches - 1)

@@ -156,6 +156,18 @@ class ModelRunner:
         encoder_kw: dict[str, Any] = {}
         if any(chunked):
             encoder_kw["caches"] = caches
+        if any(r.token_type_ids is not None for r in batch):  # pairs of a cross-encoder
+            types_cpu = torch.tensor(
+                [
+                    t
+                    for r, (a, b) in zip(batch, spans, strict=True)
+                    for t in (
+                        r.token_type_ids[a:b] if r.token_type_ids is not None else [0] * (b - a)
+                    )
+                ],
+                dtype=torch.int64,
+            )  # [T]
+            encoder_kw["token_type_ids"] = types_cpu.to(self.device, non_blocking=True)
         if any(r.key_mask_cpu is not None for r in batch):  # only then: no cost otherwise
             encoder_kw["key_mask_cpu"] = torch.cat(
                 [

@@ -16,6 +16,7 @@ from tokenizers import Encoding, Tokenizer
 class TokenizedText:
     ids: list[int]
     truncated: bool  # the text had more tokens than the model's max length
+    type_ids: list[int] | None = None  # a pair's segment of each token (encode_pairs)
 
     @property
     def num_tokens(self) -> int:
@@ -60,6 +61,18 @@ class TextTokenizer:
         encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
         encodings = encode(texts, add_special_tokens=True)
         return [TokenizedText(e.ids, bool(e.overflowing)) for e in encodings]
+
+    def encode_pairs(self, pairs: list[tuple[str, str]]) -> list[TokenizedText]:
+        """Each pair as this tokenizer forms two sequences (``[CLS] a [SEP] b [SEP]``, with the
+        segment of each token), cut to the max length by its own rule (``longest_first``: the
+        longer sequence loses tokens first; both over half the window keep half each)."""
+        encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
+        encodings = encode(pairs, add_special_tokens=True)
+        return [TokenizedText(e.ids, bool(e.overflowing), e.type_ids) for e in encodings]
+
+    def with_max_length(self, max_length: int) -> TextTokenizer:
+        """A copy of this tokenizer that truncates at ``max_length`` (this one is unchanged)."""
+        return TextTokenizer(Tokenizer.from_str(self._tok.to_str()), max_length)
 
     def post_process(self, encodings: list[Encoding | list[int]]) -> list[TokenizedText]:
         """What :meth:`encode_batch` gives for texts this tokenizer's own pipeline (a copy

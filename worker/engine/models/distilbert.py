@@ -1,7 +1,8 @@
 """DistilBERT (SPLADE-v3-DistilBERT, OpenSearch neural-sparse doc-v2/v3-distill): a post-LayerNorm
 bidirectional encoder like BERT without token types or a pooler. Its weights are renamed to
 BERT's layout and run by ``packed_encoder.py`` (a zero token-type row); its MLM head is
-``vocab_projector(LayerNorm(act(vocab_transform(h))))``."""
+``vocab_projector(LayerNorm(act(vocab_transform(h))))``, its sequence-classification head
+``classifier(ReLU(pre_classifier(CLS)))``."""
 
 from __future__ import annotations
 
@@ -109,15 +110,25 @@ def _mlm_head(config: Config, state: State) -> nn.Module:
     return MLMHead(dense, str(config.get("activation", "gelu")), norm, dec)
 
 
+def _classifier(config: Config, state: State) -> nn.Module:
+    """DistilBertForSequenceClassification: pre_classifier -> ReLU -> classifier."""
+    from poolq.worker.engine.checkpoints.checkpoint_heads import linear_from
+
+    pre = linear_from(state["pre_classifier.weight"], state["pre_classifier.bias"])
+    out = linear_from(state["classifier.weight"], state["classifier.bias"])
+    return nn.Sequential(pre, nn.ReLU(), out)
+
+
 DISTILBERT = Architecture(
     family="distilbert",
     model_types=("distilbert",),
     attention="bidirectional",
     default_pooling="CLS",
-    kinds=frozenset({"encoder", "masked_lm"}),
+    kinds=frozenset({"encoder", "masked_lm", "classifier"}),
     build_encoder=_build,
     positions=max_positions,
     mlm_head=_mlm_head,
+    classifier=_classifier,
     padded_form=padded_form,
     config_defaults={"distilbert": _DEFAULTS},
 )

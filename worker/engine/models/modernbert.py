@@ -1,16 +1,18 @@
 """ModernBERT (gte-modernbert, GTE-ModernColBERT and other PyLate models): a pre-LayerNorm
 bidirectional encoder without biases, RoPE with two bases (global layers every
 ``global_attn_every_n_layers``, a local sliding window of ``local_attention`` tokens elsewhere),
-GeGLU MLP. Run by ``models/packed_modernbert.py``."""
+GeGLU MLP. Run by ``models/packed_modernbert.py``; ``*ForSequenceClassification`` checkpoints
+(cross-encoders such as gte-reranker-modernbert) add their prediction head and classifier."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
-from poolq.worker.engine.models.registry import Architecture, Config, max_positions
+from poolq.worker.engine.models.registry import Architecture, Config, State, max_positions
 
 _DEFAULTS: dict[str, Any] = {
     "vocab_size": 50368,
@@ -108,13 +110,32 @@ def _build(config: Config, state: dict[str, Tensor]) -> nn.Module:
     return PackedModernBert.from_state_dict(ModernBertSpec.from_dict(config), state)
 
 
+def _classifier(config: Config, state: State) -> nn.Module:
+    """ModernBertForSequenceClassification: ``classifier(norm(act(dense(pooled))))`` (the
+    pooled row is the CLS row or the mean, ``classifier_pooling``)."""
+    from poolq.worker.engine.checkpoints.checkpoint_heads import linear_from
+    from poolq.worker.engine.models.hidden_act import hidden_activation
+
+    c = {**_DEFAULTS, **config}
+    dense = linear_from(state["head.dense.weight"], state.get("head.dense.bias"))
+    norm = nn.LayerNorm(dense.out_features, eps=float(c["norm_eps"]), bias=bool(c["norm_bias"]))
+    with torch.no_grad():
+        norm.weight.copy_(state["head.norm.weight"])
+        if norm.bias is not None:
+            norm.bias.copy_(state["head.norm.bias"])
+    act = hidden_activation(str(c.get("classifier_activation") or c["hidden_activation"]))
+    out = linear_from(state["classifier.weight"], state.get("classifier.bias"))
+    return nn.Sequential(dense, act, norm, out)
+
+
 MODERNBERT = Architecture(
     family="modernbert",
     model_types=("modernbert",),
     attention="local_global",
     default_pooling="CLS",
-    kinds=frozenset({"encoder", "colbert"}),  # colbert: PyLate (GTE-ModernColBERT)
+    kinds=frozenset({"encoder", "colbert", "classifier"}),  # colbert: PyLate (GTE-ModernColBERT)
     build_encoder=_build,
     positions=max_positions,
+    classifier=_classifier,
     config_defaults={"modernbert": _DEFAULTS},
 )

@@ -17,6 +17,7 @@ from poolq.worker.engine.execution.compute_thread import yield_to_urgent
 from poolq.worker.engine.models.causal_attention import KVCache, causal_attention, plan_causal
 from poolq.worker.engine.models.hidden_act import hidden_activation
 from poolq.worker.engine.models.llama import DecoderSpec
+from poolq.worker.engine.models.state_reader import StateReader
 from poolq.worker.engine.models.uninit import EmptyEmbedding, EmptyLinear
 
 
@@ -99,59 +100,29 @@ class PackedDecoder(nn.Module):
     def load_hf_state_dict(self, state: dict[str, Tensor]) -> None:
         """From a transformers ``*Model`` / ``*ForCausalLM`` state dict; the key prefix
         (``model.``, ``0.auto_model.``, none) is found from the embedding key."""
-        anchor = "embed_tokens.weight"
-        anchors = [k for k in state if k == anchor or k.endswith("." + anchor)]
-        if not anchors:
-            raise ValueError(f"state dict has no key ending in {anchor!r}")
-        prefix = min(anchors, key=len)[: -len(anchor)]
-        missing: list[str] = []
-
-        def get(name: str) -> Tensor:
-            if prefix + name in state:
-                return state[prefix + name]
-            missing.append(prefix + name)
-            return torch.empty(0)
-
-        pairs: list[tuple[Tensor, Tensor]] = [
-            (self.embed.weight, get("embed_tokens.weight")),
-            (self.norm.weight, get("norm.weight")),
-        ]
+        r = StateReader(state, "embed_tokens.weight")
+        r.read(self.embed.weight, "embed_tokens.weight")
+        r.read(self.norm.weight, "norm.weight")
         for i, layer in enumerate(self.layers):
             assert isinstance(layer, _Layer)
             p = f"layers.{i}."
-            qkv_w = [get(f"{p}self_attn.{n}_proj.weight") for n in "qkv"]
-            pairs += [
-                (layer.in_norm.weight, get(f"{p}input_layernorm.weight")),
-                (layer.post_norm.weight, get(f"{p}post_attention_layernorm.weight")),
-                (layer.o_proj.weight, get(f"{p}self_attn.o_proj.weight")),
-                (layer.down.weight, get(f"{p}mlp.down_proj.weight")),
-            ]
-            if not missing:
-                pairs.append((layer.qkv.weight, torch.cat(qkv_w)))
-                gate_up = [get(f"{p}mlp.gate_proj.weight"), get(f"{p}mlp.up_proj.weight")]
-                pairs.append((layer.gate_up.weight, torch.cat(gate_up)))
+            r.read(layer.in_norm.weight, f"{p}input_layernorm.weight")
+            r.read(layer.post_norm.weight, f"{p}post_attention_layernorm.weight")
+            r.read_cat(layer.qkv.weight, [f"{p}self_attn.{n}_proj.weight" for n in "qkv"])
+            r.read(layer.o_proj.weight, f"{p}self_attn.o_proj.weight")
+            r.read_cat(layer.gate_up.weight, [f"{p}mlp.{n}_proj.weight" for n in ("gate", "up")])
+            r.read(layer.down.weight, f"{p}mlp.down_proj.weight")
             if layer.qkv.bias is not None:
-                b = [get(f"{p}self_attn.{n}_proj.bias") for n in "qkv"]
-                if not missing:
-                    pairs.append((layer.qkv.bias, torch.cat(b)))
+                r.read_cat(layer.qkv.bias, [f"{p}self_attn.{n}_proj.bias" for n in "qkv"])
             if layer.o_proj.bias is not None:
-                pairs.append((layer.o_proj.bias, get(f"{p}self_attn.o_proj.bias")))
+                r.read(layer.o_proj.bias, f"{p}self_attn.o_proj.bias")
             if layer.gate_up.bias is not None and layer.down.bias is not None:
-                b = [get(f"{p}mlp.gate_proj.bias"), get(f"{p}mlp.up_proj.bias")]
-                if not missing:
-                    pairs.append((layer.gate_up.bias, torch.cat(b)))
-                pairs.append((layer.down.bias, get(f"{p}mlp.down_proj.bias")))
+                r.read_cat(layer.gate_up.bias, [f"{p}mlp.{n}_proj.bias" for n in ("gate", "up")])
+                r.read(layer.down.bias, f"{p}mlp.down_proj.bias")
             if layer.q_norm is not None and layer.k_norm is not None:
-                pairs.append((layer.q_norm.weight, get(f"{p}self_attn.q_norm.weight")))
-                pairs.append((layer.k_norm.weight, get(f"{p}self_attn.k_norm.weight")))
-        if missing:
-            raise ValueError(f"state dict is missing {len(missing)} required keys: {missing[:8]}")
-        bad = [f"{tuple(s.shape)} vs {tuple(d.shape)}" for d, s in pairs if s.shape != d.shape]
-        if bad:
-            raise ValueError(f"state dict shapes do not match the config: {bad[:5]}")
-        with torch.no_grad():
-            for dst, src in pairs:
-                dst.copy_(src)
+                r.read(layer.q_norm.weight, f"{p}self_attn.q_norm.weight")
+                r.read(layer.k_norm.weight, f"{p}self_attn.k_norm.weight")
+        r.load()
 
     def forward(
         self,

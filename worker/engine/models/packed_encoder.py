@@ -32,6 +32,7 @@ from poolq.worker.engine.models.packed_attention import (
     packed_attention,
     plan_attention,
 )
+from poolq.worker.engine.models.state_reader import StateReader
 from poolq.worker.engine.models.uninit import EmptyEmbedding, EmptyLinear
 
 try:  # optional CUDA varlen kernel
@@ -94,68 +95,34 @@ class PackedEncoder(nn.Module):
         """Copy weights from a HF ``BertModel``/``RobertaModel``/``XLMRobertaModel`` state dict.
 
         Any key prefix (``bert.``, ``roberta.``, ``0.auto_model.``, ...) is detected from the word
-        embedding key. Pooler / MLM-head / classifier keys are ignored.
+        embedding key (``state_reader.py``). Pooler / MLM-head / classifier keys are ignored.
         """
-        anchor = "embeddings.word_embeddings.weight"
-        anchors = sorted(k for k in state_dict if k == anchor or k.endswith("." + anchor))
-        if not anchors:
-            raise ValueError(f"state dict has no key ending in {anchor!r}")
-        prefix = min(anchors, key=len)[: -len(anchor)]
+        r = StateReader(state_dict, "embeddings.word_embeddings.weight", _aliases)
 
-        missing: list[str] = []
+        def ln(dst: nn.LayerNorm, name: str) -> None:
+            r.read(dst.weight, f"{name}.LayerNorm.weight")
+            r.read(dst.bias, f"{name}.LayerNorm.bias")
 
-        def get(name: str) -> Tensor:
-            for key in _aliases(prefix + name):
-                if key in state_dict:
-                    return state_dict[key]
-            missing.append(prefix + name)
-            return torch.empty(0)
-
-        def ln(name: str) -> tuple[Tensor, Tensor]:
-            return get(f"{name}.LayerNorm.weight"), get(f"{name}.LayerNorm.bias")
-
-        pairs: list[tuple[Tensor, Tensor]] = [
-            (self.word_emb.weight, get("embeddings.word_embeddings.weight")),
-            (self.pos_emb.weight, get("embeddings.position_embeddings.weight")),
-            (self.type_emb.weight, get("embeddings.token_type_embeddings.weight")),
-            *zip((self.emb_norm.weight, self.emb_norm.bias), ln("embeddings"), strict=True),
-        ]
+        r.read(self.word_emb.weight, "embeddings.word_embeddings.weight")
+        r.read(self.pos_emb.weight, "embeddings.position_embeddings.weight")
+        r.read(self.type_emb.weight, "embeddings.token_type_embeddings.weight")
+        ln(self.emb_norm, "embeddings")
+        h = self.spec.hidden_size
         for i, layer in enumerate(self.layers):
             assert isinstance(layer, _Layer)
             p = f"encoder.layer.{i}."
-            h = self.spec.hidden_size
-            pairs += [  # fused rows [query; key; value]: each copied into its slice of [3H, ...]
-                (fused[j * h : (j + 1) * h], get(f"{p}attention.self.{n}.{w}"))
-                for w, fused in (("weight", layer.qkv.weight), ("bias", layer.qkv.bias))
-                for j, n in enumerate(_QKV)
-            ]
-            pairs += [
-                (layer.attn_out.weight, get(f"{p}attention.output.dense.weight")),
-                (layer.attn_out.bias, get(f"{p}attention.output.dense.bias")),
-                *zip(
-                    (layer.attn_norm.weight, layer.attn_norm.bias),
-                    ln(f"{p}attention.output"),
-                    strict=True,
-                ),
-                (layer.ffn_in.weight, get(f"{p}intermediate.dense.weight")),
-                (layer.ffn_in.bias, get(f"{p}intermediate.dense.bias")),
-                (layer.ffn_out.weight, get(f"{p}output.dense.weight")),
-                (layer.ffn_out.bias, get(f"{p}output.dense.bias")),
-                *zip((layer.ffn_norm.weight, layer.ffn_norm.bias), ln(f"{p}output"), strict=True),
-            ]
-        if missing:
-            raise ValueError(f"state dict is missing {len(missing)} required keys: {missing}")
-
-        bad = [
-            f"{tuple(src.shape)} vs {tuple(dst.shape)}"
-            for dst, src in pairs
-            if src.shape != dst.shape
-        ]
-        if bad:
-            raise ValueError(f"state dict shapes do not match the config: {bad[:5]}")
-        with torch.no_grad():
-            for dst, src in pairs:
-                dst.copy_(src)
+            for w, fused in (("weight", layer.qkv.weight), ("bias", layer.qkv.bias)):
+                for j, n in enumerate(_QKV):  # fused rows [query; key; value]: a slice each
+                    r.read(fused[j * h : (j + 1) * h], f"{p}attention.self.{n}.{w}")
+            r.read(layer.attn_out.weight, f"{p}attention.output.dense.weight")
+            r.read(layer.attn_out.bias, f"{p}attention.output.dense.bias")
+            ln(layer.attn_norm, f"{p}attention.output")
+            r.read(layer.ffn_in.weight, f"{p}intermediate.dense.weight")
+            r.read(layer.ffn_in.bias, f"{p}intermediate.dense.bias")
+            r.read(layer.ffn_out.weight, f"{p}output.dense.weight")
+            r.read(layer.ffn_out.bias, f"{p}output.dense.bias")
+            ln(layer.ffn_norm, f"{p}output")
+        r.load()
 
     # ------------------------------------------------------------------ forward
 

@@ -21,6 +21,7 @@ from poolq.worker.engine.models.attention_varlen import (
 from poolq.worker.engine.models.causal_attention import CausalPlan, plan_causal
 from poolq.worker.engine.models.hidden_act import hidden_activation
 from poolq.worker.engine.models.modernbert import ModernBertSpec
+from poolq.worker.engine.models.state_reader import StateReader
 from poolq.worker.engine.models.uninit import EmptyEmbedding, EmptyLinear
 
 
@@ -158,50 +159,30 @@ class PackedModernBert(nn.Module):
         return m
 
     def load_hf_state_dict(self, state: dict[str, Tensor]) -> None:
-        anchor = "embeddings.tok_embeddings.weight"
-        anchors = [k for k in state if k == anchor or k.endswith("." + anchor)]
-        if not anchors:
-            raise ValueError(f"state dict has no key ending in {anchor!r}")
-        prefix = min(anchors, key=len)[: -len(anchor)]
-        missing: list[str] = []
+        """From a transformers ``ModernBertModel`` (or ``*For...``) state dict; the key prefix
+        is found from the token embedding key (``state_reader.py``)."""
+        r = StateReader(state, "embeddings.tok_embeddings.weight")
 
-        def get(name: str) -> Tensor:
-            if prefix + name in state:
-                return state[prefix + name]
-            missing.append(prefix + name)
-            return torch.empty(0)
-
-        def norm(module: nn.Module, name: str) -> list[tuple[Tensor, Tensor]]:
-            assert isinstance(module, nn.LayerNorm)
-            pairs: list[tuple[Tensor, Tensor]] = [(module.weight, get(name + ".weight"))]
+        def read(module: nn.Module, name: str) -> None:  # a LayerNorm or a Linear
+            assert isinstance(module, nn.LayerNorm | nn.Linear)
+            r.read(module.weight, name + ".weight")
             if module.bias is not None:
-                pairs.append((module.bias, get(name + ".bias")))
-            return pairs
+                r.read(module.bias, name + ".bias")
 
-        def linear(module: nn.Linear, name: str) -> list[tuple[Tensor, Tensor]]:
-            pairs: list[tuple[Tensor, Tensor]] = [(module.weight, get(name + ".weight"))]
-            if module.bias is not None:
-                pairs.append((module.bias, get(name + ".bias")))
-            return pairs
-
-        pairs = [(self.embed.weight, get(anchor))]
-        pairs += norm(self.emb_norm, "embeddings.norm") + norm(self.final_norm, "final_norm")
+        r.read(self.embed.weight, "embeddings.tok_embeddings.weight")
+        read(self.emb_norm, "embeddings.norm")
+        read(self.final_norm, "final_norm")
         for i, layer in enumerate(self.layers):
             assert isinstance(layer, _Layer)
             p = f"layers.{i}."
             if i > 0:
-                pairs += norm(layer.attn_norm, p + "attn_norm")
-            pairs += linear(layer.wqkv, p + "attn.Wqkv") + linear(layer.wo, p + "attn.Wo")
-            pairs += norm(layer.mlp_norm, p + "mlp_norm")
-            pairs += linear(layer.wi, p + "mlp.Wi") + linear(layer.mlp_out, p + "mlp.Wo")
-        if missing:
-            raise ValueError(f"state dict is missing {len(missing)} required keys: {missing[:8]}")
-        bad = [f"{tuple(s.shape)} vs {tuple(d.shape)}" for d, s in pairs if s.shape != d.shape]
-        if bad:
-            raise ValueError(f"state dict shapes do not match the config: {bad[:5]}")
-        with torch.no_grad():
-            for dst, src in pairs:
-                dst.copy_(src)
+                read(layer.attn_norm, p + "attn_norm")
+            read(layer.wqkv, p + "attn.Wqkv")
+            read(layer.wo, p + "attn.Wo")
+            read(layer.mlp_norm, p + "mlp_norm")
+            read(layer.wi, p + "mlp.Wi")
+            read(layer.mlp_out, p + "mlp.Wo")
+        r.load()
 
     def forward(
         self, input_ids: Tensor, seq_lens: list[int], key_mask_cpu: Tensor | None = None

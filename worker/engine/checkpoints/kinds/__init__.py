@@ -4,8 +4,8 @@ precedence order.
 ``recognize(checkpoint)`` names the kind of an opened checkpoint: the first entry whose
 predicate holds. BGE-M3's head files beat everything (its backbone may say ``ForMaskedLM``),
 ColBERT's projection beats the backbone's ``architectures``, the ``*ForMaskedLM`` /
-``*ForSequenceClassification`` heads come next, then causal models, and ``encoder`` takes the
-rest. ``kind_named(desc.kind)`` is how the loader and the pooler builder find what a described
+``*ForSequenceClassification`` heads come next, then LLM rerankers (a causal LM whose files name
+its yes/no tokens), then causal models, and ``encoder`` takes the rest. ``kind_named(desc.kind)`` is how the loader and the pooler builder find what a described
 model's kind does; neither names a kind.
 """
 
@@ -17,10 +17,11 @@ from poolq.worker.engine.checkpoints.kinds.colbert import COLBERT
 from poolq.worker.engine.checkpoints.kinds.decoder import DECODER
 from poolq.worker.engine.checkpoints.kinds.encoder import ENCODER
 from poolq.worker.engine.checkpoints.kinds.inputs import Checkpoint, PoolerInputs
+from poolq.worker.engine.checkpoints.kinds.lm_reranker import LM_RERANKER
 from poolq.worker.engine.checkpoints.kinds.masked_lm import MASKED_LM
 from poolq.worker.engine.checkpoints.kinds.registry import CheckpointKind, KindRegistry
 
-KINDS = KindRegistry((BGE_M3, COLBERT, MASKED_LM, CLASSIFIER, DECODER, ENCODER))
+KINDS = KindRegistry((BGE_M3, COLBERT, MASKED_LM, CLASSIFIER, LM_RERANKER, DECODER, ENCODER))
 
 
 def recognize(ck: Checkpoint) -> CheckpointKind:

@@ -4,6 +4,7 @@ are built from (:class:`PoolerInputs`). Nothing here is built or run."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,19 @@ class Checkpoint:
 
     def has_file(self, name: str) -> bool:
         return (self.path / name).is_file()
+
+    @property
+    def pipeline_tag(self) -> str | None:
+        """The model card's ``pipeline_tag`` (``README.md``'s front matter), if it has one."""
+        readme = self.path / "README.md"
+        if not readme.is_file():
+            return None
+        text = readme.read_text(encoding="utf-8", errors="replace")
+        if not text.startswith("---"):
+            return None
+        front = text[3:].split("\n---", 1)[0]
+        found = re.search(r"^pipeline_tag:\s*['\"]?([\w-]+)", front, re.M)
+        return found.group(1) if found else None
 
 
 @dataclass(frozen=True)

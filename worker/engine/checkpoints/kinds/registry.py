@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from poolq.worker.engine.checkpoints.description import ModelConfig
 from poolq.worker.engine.checkpoints.input_forms import InputForms
 from poolq.worker.engine.checkpoints.kinds.inputs import Checkpoint, PoolerInputs
+from poolq.worker.engine.checkpoints.pair_forms import PairForm
 from poolq.worker.engine.execution.tokenizer import TextTokenizer
 from poolq.worker.pooling import DispatchPooler
 from poolq.worker.pooling.tasks import PoolingTask
@@ -44,6 +45,9 @@ class CheckpointKind:
     head_weights: bool = False
     # query / document forms (ColBERT) from the folder, tokenizer and max length; None: one form
     input_forms: Callable[[Checkpoint, TextTokenizer, int], InputForms] | None = None
+    # how it reads a (query, text) pair (the score task) from the folder, tokenizer, max length
+    # and the user's choices; None: it reads no pairs
+    pair_form: Callable[[Checkpoint, TextTokenizer, int, ModelConfig], PairForm] | None = None
 
 
 class KindRegistry:

@@ -11,7 +11,7 @@ does not read: an AWS profile (``AWS_PROFILE``, default ``default``) from
 ``AWS_CONFIG_FILE``) when the keys are not in the environment, and plain ``http://``
 endpoints (a local MinIO at ``AWS_ENDPOINT_URL=http://127.0.0.1:9000``) with no other setting.
 
-What this returns holds secrets: it is handed to the store and never logged, printed or stored.
+What this returns holds secrets: it is handed to the object store client and never logged, printed or stored.
 """
 
 from __future__ import annotations
