@@ -164,3 +164,12 @@ async def test_a_long_scan_holds_a_child_for_one_page_at_a_time():
         assert (await long).ocr_pages == (1, 2, 3, 4, 5, 6)
     finally:
         await pool.close()
+
+
+def test_which_text_layers_are_unusable():
+    from poolq.worker.parse.formats.pdf_scan import unusable_text
+
+    assert unusable_text("") and unusable_text(" \n\t")
+    assert unusable_text("\ufffd\ufffd\ufffd\ufffd ok")  # glyph codes without a Unicode map
+    assert unusable_text("\ue001\ue002\ue003\ue004\ue005 abc")  # private-use glyphs
+    assert not unusable_text("A page of ordinary text, with \ufffd one odd glyph.")
