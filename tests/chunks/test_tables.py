@@ -76,3 +76,21 @@ def test_a_row_wider_than_a_chunk_is_cut_between_cells():
         assert c.text.startswith(header)
         for cell in body.split(" | "):  # whole cells only
             assert cell.strip() in [x.strip() for x in cells]
+
+
+def test_poolq_parse_shows_the_header_on_each_table_block(tmp_path):
+    import json
+
+    from tests.cli_process import poolq
+
+    f = tmp_path / "cranes.md"
+    f.write_text(MARKDOWN)
+    shown = poolq("parse", str(f))
+    assert shown.returncode == 0, shown.stderr
+    blocks = shown.stdout.split("\n\n[")[1:]
+    table = [b for b in blocks if b.split("]", 1)[1].lstrip().startswith("table")]
+    assert len(table) == len(ROWS) + 1
+    assert all(f"    header: {HEADER}" in b for b in table)
+    out = json.loads(poolq("parse", str(f), "--json").stdout)
+    assert {b.get("header") for b in out["blocks"] if b["kind"] == "table"} == {HEADER}
+    assert all("header" not in b for b in out["blocks"] if b["kind"] != "table")
