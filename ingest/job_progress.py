@@ -70,6 +70,7 @@ class WaitProgress:
     skipped: int
     parsed: int = 0  # files the parse stage read, and their pages
     pages: int = 0
+    ocr_pages: int = 0  # of those pages, the ones read by OCR
     workers_alive: int | None = None
     redis_down_s: float | None = None
 
@@ -87,8 +88,9 @@ def totals(
     """``records``: progress of the running jobs; ``finished``: outcomes of the finished ones;
     ``sizes``: documents per job where the caller knows them."""
     sums = dict.fromkeys(
-        ("documents", "done", "chunks", "points", "errors", "skipped", "parsed", "pages"), 0
-    )
+        ("documents", "done", "chunks", "points", "errors", "skipped", "parsed", "pages",
+         "ocr_pages"), 0,
+    )  # fmt: skip
     failed = 0
     for job_id in job_ids:
         rec = records.get(job_id) or JobProgressRecord()
@@ -97,7 +99,16 @@ def totals(
         if outcome is None:
             part = {
                 f: getattr(rec, f)
-                for f in ("done", "chunks", "points", "errors", "skipped", "parsed", "pages")
+                for f in (
+                    "done",
+                    "chunks",
+                    "points",
+                    "errors",
+                    "skipped",
+                    "parsed",
+                    "pages",
+                    "ocr_pages",
+                )
             }
         else:
             result = outcome.result
@@ -114,6 +125,7 @@ def totals(
                 "skipped": result.skipped,
                 "parsed": result.parsed,
                 "pages": result.pages,
+                "ocr_pages": max(result.ocr_pages, rec.ocr_pages),
             }
         sums["documents"] += size
         for k, v in part.items():

@@ -48,7 +48,7 @@ def test_it_stays_a_short_guide():
 def test_every_install_extra_is_named_and_exists():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert "pip install poolq`" in README
-    for extra in ("cli", "parse", "worker", "openvino", "docs"):
+    for extra in ("cli", "parse", "worker", "ocr", "openvino", "docs"):
         assert f"pip install 'poolq[{extra}]'" in README, extra
         assert extra in extras["optional-dependencies"], extra
 

@@ -81,6 +81,7 @@ MAX_FILE_BYTES: Final = 32 << 20  # one file sent to be parsed (poolq enqueue --
 # The bounds of one file's parse (the parse stage's settings parse_timeout_s, parse_memory_mb).
 PARSE_TIMEOUT_S: Final = 120.0
 PARSE_MEMORY_MB: Final = 1024  # address space of one parse child above its start
+OCR: Final = "auto"  # which pages OCR reads (worker/parse/ocr_pass.py)
 
 # Progress of a running ingest job: a hash with the fields documents (in the job), done
 # (documents finished), chunks, points, errors, skipped; written by the worker while the job

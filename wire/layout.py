@@ -8,10 +8,13 @@ On the wire (msgpack or JSON)::
 
     "layout": {"source": str, "title": str | null, "mime": str,
                "sections": [[start, [heading, ...]], ...], "pages": [[start, page], ...],
-               "file_hash": str | null}
+               "file_hash": str | null, "ocr"?: [page, ...], "tables"?: [[start, header_end,
+               end], ...]}
 
 ``file_hash`` is ``sha256(bytes):parser version``: a reindex finds an unchanged file by it
-without parsing it again.
+without parsing it again. ``ocr`` lists the pages whose text was read by OCR, ``tables`` the
+spans of the tables that have a header row (``text[start:header_end]`` is the header row, the
+rows follow up to ``end``); each is written only when not empty.
 """
 
 from __future__ import annotations
@@ -38,6 +41,15 @@ class Layout:
     sections: tuple[tuple[int, tuple[str, ...]], ...] = ()
     pages: tuple[tuple[int, int], ...] = ()
     file_hash: str | None = None
+    ocr: tuple[int, ...] = ()
+    tables: tuple[tuple[int, int, int], ...] = ()
+
+    def ocr_in(self, start: int, end: int) -> bool:
+        """Whether text[start:end] comes from a page read by OCR."""
+        if not self.ocr:
+            return False
+        a, b = self.page_range(start, end)
+        return a is not None and any(a <= p <= (b or a) for p in self.ocr)
 
     def headings_at(self, pos: int) -> tuple[str, ...]:
         i = bisect.bisect_right(self._section_starts, pos) - 1
@@ -62,7 +74,7 @@ class Layout:
         return [s for s, _ in self.pages]
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        wire: dict[str, Any] = {
             "mime": self.mime,
             "source": self.source,
             "title": self.title,
@@ -70,6 +82,11 @@ class Layout:
             "pages": [[s, p] for s, p in self.pages],
             "file_hash": self.file_hash,
         }
+        if self.ocr:
+            wire["ocr"] = list(self.ocr)
+        if self.tables:
+            wire["tables"] = [list(t) for t in self.tables]
+        return wire
 
     def canonical(self) -> str:
         """What the document's hash covers besides its text (not ``file_hash``: the same text
@@ -83,7 +100,8 @@ class Layout:
         """Checked: every field of the right type, starts ascending within the text."""
         if not isinstance(raw, dict):
             raise LayoutError(f"expected an object, got {type(raw).__name__}")
-        unknown = sorted(set(raw) - {"mime", "source", "title", "sections", "pages", "file_hash"})
+        known = {"mime", "source", "title", "sections", "pages", "file_hash", "ocr", "tables"}
+        unknown = sorted(set(raw) - known)
         if unknown:
             raise LayoutError(f"{unknown[0]}: unknown field")
         mime = raw.get("mime")
@@ -97,7 +115,33 @@ class Layout:
                 )
         sections = tuple(_steps(raw.get("sections") or [], "sections", text_chars, _headings))
         pages = tuple(_steps(raw.get("pages") or [], "pages", text_chars, _page))
-        return cls(mime, raw.get("source"), raw.get("title"), sections, pages, raw.get("file_hash"))
+        ocr = raw.get("ocr") or []
+        if not isinstance(ocr, list | tuple):
+            raise LayoutError("ocr: expected a list of page numbers")
+        ocr_pages = tuple(_page(p, f"ocr[{i}]") for i, p in enumerate(ocr))
+        tables = _tables(raw.get("tables") or [], text_chars)
+        return cls(
+            mime, raw.get("source"), raw.get("title"), sections, pages, raw.get("file_hash"),
+            ocr_pages, tables,
+        )  # fmt: skip
+
+
+def _tables(raw: Any, text_chars: int) -> tuple[tuple[int, int, int], ...]:
+    if not isinstance(raw, list | tuple):
+        raise LayoutError("tables: expected a list of [start, header_end, end]")
+    out: list[tuple[int, int, int]] = []
+    last = 0
+    for i, t in enumerate(raw):
+        ok = isinstance(t, list | tuple) and len(t) == 3
+        ok = ok and all(isinstance(x, int) and not isinstance(x, bool) for x in t)
+        if not ok or not last <= t[0] < t[1] <= t[2] <= text_chars:
+            raise LayoutError(
+                f"tables[{i}]: expected [start, header_end, end] ascending within the text's "
+                f"{text_chars} characters, after the table before, got {t!r}"
+            )
+        out.append((t[0], t[1], t[2]))
+        last = t[2]
+    return tuple(out)
 
 
 def _headings(value: Any, where: str) -> tuple[str, ...]:

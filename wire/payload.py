@@ -32,6 +32,7 @@ PAGE_START: Final = "page_start"  # 1-based pages (PDF) or slides (PPTX) of the 
 PAGE_END: Final = "page_end"
 HEADINGS: Final = "headings"  # the chunk's heading path, outermost first
 FILE_HASH: Final = "file_hash"  # sha256 of the file's bytes:parser version (a reindex skips it)
+OCR: Final = "ocr"  # True when the chunk's text was read by OCR (a scanned page, an image)
 
 # labels name -> {"label", "score"} (a list of them for a multi-label classifier), written
 # only by a profile that names classifiers ([labels]): payloads without them stay as they were
@@ -59,6 +60,7 @@ PAYLOAD_FIELDS: Final = (
     PAGE_END,
     HEADINGS,
     FILE_HASH,
+    OCR,
 )
 
 # the fields of a hit's citation (wire/search_results.Citation), in its order
@@ -94,6 +96,7 @@ def build_payload(
     page_end: int | None = None,
     headings: tuple[str, ...] | list[str] = (),
     file_hash: str | None = None,
+    ocr: bool = False,
     labels: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The payload of one chunk's point (``models`` is copied into a plain dict; ``labels``,
@@ -119,6 +122,7 @@ def build_payload(
         PAGE_END: page_end,
         HEADINGS: list(headings),
         FILE_HASH: file_hash,
+        OCR: ocr,
     }
     if labels is not None:
         payload[LABELS] = dict(labels)

@@ -37,6 +37,9 @@ EPUB = "application/epub+zip"
 MARKDOWN = "text/markdown"
 TEXT = "text/plain"
 BINARY = "application/octet-stream"
+PNG = "image/png"
+JPEG = "image/jpeg"
+TIFF = "image/tiff"
 
 _HEAD = 8192  # bytes looked at for markup, NULs and text features
 _XHTML_NS = "http://www.w3.org/1999/xhtml"
@@ -78,7 +81,8 @@ _NAMED_TEXT = {".css": "text/css", ".js": "text/javascript", ".mjs": "text/javas
                ".md": MARKDOWN, ".markdown": MARKDOWN, ".mdown": MARKDOWN}  # fmt: skip
 # an empty file is the type its name says, for the document types (so it reads as broken)
 _NAMED_DOCUMENT = {".pdf": PDF, ".docx": DOCX, ".pptx": PPTX, ".epub": EPUB, ".html": HTML,
-                   ".htm": HTML, ".xhtml": XHTML}  # fmt: skip
+                   ".htm": HTML, ".xhtml": XHTML, ".png": PNG, ".jpg": JPEG, ".jpeg": JPEG,
+                   ".tif": TIFF, ".tiff": TIFF}  # fmt: skip
 
 # what may come before the first tag: whitespace, comments, an XML declaration, a doctype
 _PROLOG = re.compile(
@@ -199,8 +203,10 @@ def sniff(data: bytes, name: str = "") -> str:
     return _markup(head) or _text_type(head, name)
 
 
-# the types the parse stage has a reader for (worker/parse/readers.py: READERS, one per type)
-DOCUMENT_TYPES = frozenset({PDF, HTML, XHTML, DOCX, PPTX, EPUB, MARKDOWN, TEXT})
+# the types the parse stage has a reader for (worker/parse/readers.py: READERS, one per type);
+# images (scans, photographed pages) are read by OCR, where a worker has it
+DOCUMENT_TYPES = frozenset({PDF, HTML, XHTML, DOCX, PPTX, EPUB, MARKDOWN, TEXT, PNG, JPEG, TIFF})
+IMAGE_TYPES = frozenset({PNG, JPEG, TIFF})
 
 
 def is_document(mime: str) -> bool:

@@ -225,7 +225,7 @@ def run_enqueue(a: Args) -> int:
 JSON_SHAPES = (
     'one line: {"jobs": [JOB_ID, ...]} (without --wait; also printed without --json); with '
     '--wait one line: {"jobs", "job_ids", "failed_jobs", "refused_jobs", "documents", "points", '
-    '"skipped", "parsed", "pages", "errors": [{"where"?, "id", "error", "code"?}], "job_errors", '
+    '"skipped", "parsed", "pages", "ocr_pages", "errors": [{"where"?, "id", "error", "code"?}], "job_errors", '
     '"seconds", "documents_per_s"}.'
 )
 

@@ -89,7 +89,8 @@ class ProgressBar:
     def _counts(p: WaitProgress) -> str:
         counts = f"chunks={p.chunks} points={p.points} errors={p.errors} skipped={p.skipped}"
         if p.parsed or p.pages:
-            counts = f"parsed={p.parsed} pages={p.pages} {counts}"
+            ocr = f" ocr_pages={p.ocr_pages}" if p.ocr_pages else ""
+            counts = f"parsed={p.parsed} pages={p.pages}{ocr} {counts}"
         if p.redis_down_s is not None:
             counts += f" redis_down={p.redis_down_s:.0f}s"
         return counts
@@ -125,6 +126,7 @@ def summarize(
         "skipped": skipped,
         "parsed": sum(r.parsed for r in results),  # files the parse stage read, their pages
         "pages": sum(r.pages for r in results),
+        "ocr_pages": sum(r.ocr_pages for r in results),  # of those pages, read by OCR
         "errors": errors,
         "job_errors": [{"job_id": o.job_id, "error": o.error} for o in failed],
         "seconds": round(seconds, 2),
@@ -134,7 +136,8 @@ def summarize(
 
 def summary_line(s: dict[str, Any]) -> str:
     refused = s.get("refused_jobs") or 0
-    parsed = f"; {s['parsed']} files parsed ({s['pages']} pages)" if s.get("parsed") else ""
+    ocr = f", {s['ocr_pages']} by OCR" if s.get("ocr_pages") else ""
+    parsed = f"; {s['parsed']} files parsed ({s['pages']} pages{ocr})" if s.get("parsed") else ""
     return (
         (
             f"{s['documents']} documents, {s['points']} points, {len(s['errors'])} errors, "

@@ -107,10 +107,10 @@ def test_folder_choices_and_what_was_skipped(redis_server, tmp_path):
     (root / "b.json").write_text("{}")
     (root / "c.rst").write_text("gamma")
     (root / "draft.md").write_text("delta")
-    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
+    (root / "logo.gif").write_bytes(b"GIF89a" + bytes(32))  # (a PNG would be a scan: sent)
     r = poolq("enqueue", str(root), "--collection", "c", "--redis-url", redis_server.url)
     assert r.returncode == 0, r.stderr
-    assert ("skipped 2 files not documents: b.json (a JSON file), logo.png (a PNG image)"
+    assert ("skipped 2 files not documents: b.json (a JSON file), logo.gif (a GIF image)"
             in r.stderr)  # fmt: skip
     assert "skipped 1 hidden: .git" in r.stderr
     assert sorted(queued_ids(redis_server.url)) == [
@@ -121,7 +121,7 @@ def test_folder_choices_and_what_was_skipped(redis_server, tmp_path):
     assert r.returncode == 0, r.stderr
     assert (root / "c.rst").resolve().as_posix() in queued_ids(redis_server.url)
     assert "skipped 1 file matching --exclude draft*: draft.md" in r.stderr
-    assert "skipped 3 files not matching *.rst, *.md: a.txt, b.json, logo.png" in r.stderr
+    assert "skipped 3 files not matching *.rst, *.md: a.txt, b.json, logo.gif" in r.stderr
 
 
 def test_an_empty_input_is_a_warning_and_a_failure(redis_server, tmp_path):

@@ -11,6 +11,7 @@ import pytest
 
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
+from poolq.worker.parse.ocr_engine import missing
 from tests.cli_process import poolq
 from tests.parse.made_files import (
     docx_file,
@@ -23,8 +24,11 @@ from tests.parse.made_files import (
     truncated_pdf,
     zip_bomb,
 )
+from tests.parse.made_scans import image_file, mixed_pdf
 
 pytestmark = pytest.mark.slow
+NO_OCR = missing()  # None where this machine has the ocr extra and its language data
+FAX = ["The night ferry leaves the harbour when the tide turns,", "never before nine."]
 
 PUMP = pdf_pages(
     [
@@ -72,7 +76,14 @@ def make_folder(root):
     }
     for name, data in bad.items():
         (root / name).write_bytes(data)
-    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (root / "logo.gif").write_bytes(b"GIF89a" + bytes(64))
+    (root / "fax.png").write_bytes(image_file([FAX]))  # a scan: read by OCR
+    (root / "mixed.pdf").write_bytes(mixed_pdf(
+        [("typed", ["A typed cover page about the harbour office."]
+          + [f"The harbour office opens at {h} on weekdays, line {h}." for h in range(6, 14)]),
+         ("scanned", ["The crane stops lifting when wind gusts exceed seventy kilometres."]
+          + [f"Crane check {n}: inspect the slewing brake and the boom cables." for n in range(6)])]
+    ))  # fmt: skip
     (root / "site.css").write_text("body { color: red }")
 
 
@@ -103,17 +114,39 @@ def test_bad_files_get_their_codes_and_every_other_file_lands(ingested):
     assert r.returncode == 1, r.stderr  # files were refused
     summary = json.loads(r.stdout)
     codes = {e["id"].rsplit("/", 1)[-1]: e["code"] for e in summary["errors"]}
-    assert codes == {
+    want = {
         "secret.pdf": "encrypted", "scan.pdf": "no_text", "cut.pdf": "corrupt",
         "empty.docx": "corrupt", "bomb.docx": "too_large",
     }  # fmt: skip
+    if NO_OCR:  # the scan cannot be read here: no_text naming the extra
+        want["fax.png"] = "no_text"
+    assert codes == want
     for e in summary["errors"]:  # one line, naming the file
         name = e["id"].rsplit("/", 1)[-1]
         assert name in e["error"] and "\n" not in e["error"]
-    assert summary["documents"] == 8 and summary["failed_jobs"] == 0
-    assert "OCR" in next(e["error"] for e in summary["errors"] if e["code"] == "no_text")
-    assert re.search(r"skipped 2 files not documents: logo\.png \(a PNG image\), "
+    assert summary["documents"] == (10 if NO_OCR is None else 9) and summary["failed_jobs"] == 0
+    assert all("OCR" in e["error"] for e in summary["errors"] if e["code"] == "no_text")
+    if NO_OCR:
+        fax = next(e["error"] for e in summary["errors"] if "fax.png" in e["id"])
+        assert "poolq[ocr]" in fax
+    else:
+        # the fax, the mixed PDF's scanned page, and scan.pdf's 2 pages (OCR found no text)
+        assert summary["ocr_pages"] == 4
+    assert re.search(r"skipped 2 files not documents: logo\.gif \(a GIF image\), "
                      r"site\.css \(a stylesheet\)", r.stderr)  # fmt: skip
+
+
+@pytest.mark.skipif(NO_OCR is not None, reason=f"no OCR here: {NO_OCR}")
+def test_scanned_pages_are_found_cited_by_page_and_marked_ocr(ingested):
+    url, _, _ = ingested
+    (hit, *_) = search(url, "when does the night ferry leave", "--chunks")
+    assert hit["citation"]["source"] == "fax.png" and hit["citation"]["page_start"] == 1
+    scans = search(url, "wind gusts crane", "--filter", "ocr=true", "--chunks", "--limit", "10")
+    assert {h["citation"]["source"] for h in scans} <= {"fax.png", "mixed.pdf"}
+    crane = next(h for h in scans if h["citation"]["source"] == "mixed.pdf")
+    assert crane["citation"]["page_start"] == 2  # the scanned page; the typed one has no ocr
+    typed = search(url, "harbour office cover", "--filter", "ocr=false", "--limit", "10")
+    assert any(h["citation"]["source"] == "mixed.pdf" for h in typed)
 
 
 def test_hits_cite_the_page_of_a_pdf(ingested):

@@ -98,6 +98,7 @@ def test_the_ingested_payload_is_the_expected_dict():
             "page_end": None,
             "headings": [],
             "file_hash": None,
+            "ocr": False,
         }
         for i, c in enumerate(CHUNKS)
     ]

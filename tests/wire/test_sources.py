@@ -62,12 +62,15 @@ def test_hidden_files_and_folders_are_skipped_unless_asked_for(tmp_path):
 def test_files_that_are_no_documents_are_skipped_and_named_with_their_type(tmp_path):
     root = tree(tmp_path / "d", {"a.txt": "a", "b.json": "{}", "c.rst": "c", "sub/d.MD": "# d",
                                  "f.css": "p { color: red }"})  # fmt: skip
-    (root / "e.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (root / "e.gif").write_bytes(b"GIF89a" + bytes(64))
+    (root / "scan.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))  # a page for OCR
     (root / "report.pdf").write_bytes(b"<!doctype html><title>Not a PDF</title><p>hi")
     src = FolderSource(root)
     docs = list(src.documents())
-    assert [d["metadata"]["path"] for d in docs] == ["a.txt", "c.rst", "report.pdf", "sub/d.MD"]
-    assert src.not_documents == ["b.json (a JSON file)", "e.png (a PNG image)",
+    assert [d["metadata"]["path"] for d in docs] == [
+        "a.txt", "c.rst", "report.pdf", "scan.png", "sub/d.MD"
+    ]  # fmt: skip
+    assert src.not_documents == ["b.json (a JSON file)", "e.gif (a GIF image)",
                                  "f.css (a stylesheet)"]  # fmt: skip
     assert docs[0] == {"id": (root / "a.txt").resolve().as_posix(), "bytes": b"a",
                        "source": "a.txt", "metadata": {"path": "a.txt"}}  # fmt: skip

@@ -14,7 +14,8 @@ from poolq.wire.records.record import WireError, WireRecord
 class JobProgressRecord(WireRecord):
     """``documents`` in the job, ``done`` (finished: written, skipped or refused), ``chunks``
     chunked, ``points`` written, ``errors`` (refused documents), ``skipped`` (unchanged);
-    a parse job's ``parsed`` files and their ``pages``; milliseconds spent chunking, encoding
+    a parse job's ``parsed`` files, their ``pages`` and the pages among them read by OCR
+    (``ocr_pages``, counted as each is read); milliseconds spent chunking, encoding
     and writing (``chunk_ms``, ``encode_ms``, ``write_ms``: a job's parts overlap, so these are
     sums of each part's time), and ``updated_at`` (unix seconds of the last write, set by the
     writer: how long a job has not moved)."""
@@ -29,6 +30,7 @@ class JobProgressRecord(WireRecord):
     skipped: int = 0
     parsed: int = 0
     pages: int = 0
+    ocr_pages: int = 0
     chunk_ms: int = 0
     encode_ms: int = 0
     write_ms: int = 0

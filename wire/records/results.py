@@ -46,6 +46,7 @@ class IngestResult(WireRecord):
     parsed: int = 0
     pages: int = 0
     next_jobs: list[str] = field(default_factory=list)
+    ocr_pages: int = 0  # of those pages, the ones read by OCR
 
     @property
     def all_refused(self) -> bool:

@@ -29,6 +29,16 @@ from poolq.worker.runtime.job_progress import ProgressBoard
 from poolq.worker.runtime.parse_runtime import ParseRuntime
 
 log = logging.getLogger("poolq.worker")
+
+
+def ocr_state(mode: str) -> str:
+    """What the start-up line says of OCR: the mode, or why it cannot run."""
+    from poolq.worker.parse.ocr_engine import missing
+
+    why = missing() if mode != "never" else None
+    return f"{mode} (off: {why})" if why else mode
+
+
 ARQ_TIMEOUT_MARGIN_S = 60
 REINDEX_MAX_TRIES = 3  # (as the encode worker's: worker_settings.py, which imports torch)
 
@@ -46,8 +56,9 @@ async def startup(ctx: dict[str, Any]) -> None:
     ).start()
     ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
     log.info(
-        "parse worker %s ready: %d parse processes, %gs and %d MB a file",
-        rt.worker_id, rt.reader.pool.workers, settings.parse_timeout_s, settings.parse_memory_mb,
+        "parse worker %s ready: %d parse processes, %gs and %d MB a file (or a page OCR'd); "
+        "OCR %s", rt.worker_id, rt.reader.pool.workers, settings.parse_timeout_s,
+        settings.parse_memory_mb, ocr_state(settings.ocr),
     )  # fmt: skip
 
 

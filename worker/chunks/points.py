@@ -38,6 +38,7 @@ def document_points(
                 "page_end": page_end,
                 "headings": layout.headings_at(chunk.start),
                 "file_hash": layout.file_hash,
+                "ocr": layout.ocr_in(chunk.start, chunk.end),
             }
         out.append(
             PointRecord(

@@ -30,6 +30,7 @@ from poolq.wire.documents import Document
 from poolq.wire.layout import Layout
 from poolq.worker.chunks.chunking import Chunk
 from poolq.worker.chunks.context import context_of
+from poolq.worker.chunks.tables import Table, split_tables, table_chunks
 
 # a section this short (characters, after stripping) that is only a heading joins the next one
 HEADING_ONLY_MAX_CHARS = 200
@@ -111,19 +112,30 @@ def chunk_documents(
     parsed_chunk_many = parsed_chunk_many or chunk_many
     plain: list[str] = []
     parsed: list[str] = []
-    where: list[list[tuple[int, bool]]] = []  # per document: (section start, has a context)
+    # per document: (span start, has a context, its table: chunked apart, tables.py)
+    where: list[list[tuple[int, bool, tuple[str, Table] | None]]] = []
     for d in docs:
-        spans = section_spans(d.text, d.layout)
-        starts = [(a, d.layout is not None and bool(context_of(d.layout, a))) for a, _ in spans]
+        spans = split_tables(d.text, d.layout, section_spans(d.text, d.layout))
+        starts = []
+        for a, b, table in spans:
+            context = d.layout is not None and bool(context_of(d.layout, a))
+            starts.append((a, context, None if table is None else (d.text[a:b], table)))
+            if table is None:
+                (parsed if context else plain).append(d.text[a:b])
         where.append(starts)
-        for (a, b), (_, context) in zip(spans, starts, strict=True):
-            (parsed if context else plain).append(d.text[a:b])
     plain_chunks = iter(chunk_many(plain) if plain else [])
     parsed_chunks = iter(parsed_chunk_many(parsed) if parsed else [])
     out: list[list[Chunk]] = []
     for starts in where:
         chunks: list[Chunk] = []
-        for a, context in starts:
+        for a, context, tabled in starts:
+            if tabled is not None:
+                text, (ts, th, te) = tabled
+                table = (ts - a, th - a, te - a)  # (within the span's own text)
+                fits = parsed_chunk_many if context else chunk_many
+                for c in table_chunks(text, (0, len(text)), table, fits):
+                    chunks.append(replace(c, index=len(chunks), start=c.start + a, end=c.end + a))
+                continue
             for c in next(parsed_chunks if context else plain_chunks):
                 if not c.text:  # (a blank section)
                     continue

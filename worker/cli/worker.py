@@ -84,6 +84,7 @@ def worker(
     parse_max_jobs: int | None = setting_option("parse_max_jobs"),
     parse_timeout_s: float | None = setting_option("parse_timeout_s"),
     parse_memory_mb: int | None = setting_option("parse_memory_mb"),
+    ocr: str | None = setting_option("ocr"),
     max_file_bytes: int | None = setting_option("max_file_bytes"),
     source_roots: str | None = setting_option("source_roots"),
 ) -> None:
@@ -93,9 +94,15 @@ def worker(
     from poolq.worker.config.loader import load_values
 
     try:
-        chosen = load_values(("role",), config, flags, flag_names=FLAG_NAMES).get("role", "all")
+        early = load_values(("role", "ocr"), config, flags, flag_names=FLAG_NAMES)
     except ValueError as exc:
         fail("worker", exc)
+    chosen = early.get("role", "all")
+    if chosen != "encode" and early.get("ocr") == "always":  # before the parse stage starts
+        from poolq.worker.parse.ocr_engine import missing
+
+        if (why := missing()) is not None:
+            fail("worker", f"ocr: always, but {why}")
     from poolq.worker.cli.parse_role import parse_process, run_parse_role
     from poolq.worker.config.locations import resolve_locations
     from poolq.worker.engine.cpu.cpu_threads import CpuProbe

@@ -14,6 +14,7 @@ from typing import Any
 from poolq.wire.connection import check_redis_url
 from poolq.worker.config.loader import check_fields, load_role
 from poolq.worker.config.variables import default
+from poolq.worker.parse.ocr_engine import missing as ocr_missing
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class ParseSettings:
     parse_workers: int | None = default("parse_workers")  # None: half the CPUs, 1 to 4
     parse_timeout_s: float = default("parse_timeout_s")
     parse_memory_mb: int = default("parse_memory_mb")
+    ocr: str = default("ocr")
     parse_max_jobs: int = default("parse_max_jobs")
     parse_child: str | None = default("parse_child")
     max_file_bytes: int = default("max_file_bytes")
@@ -39,6 +41,8 @@ class ParseSettings:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.ocr == "always" and (why := ocr_missing()) is not None:
+            raise ValueError(f"ocr: always, but {why}")
         try:
             check_redis_url(self.redis_url)
         except ValueError as e:

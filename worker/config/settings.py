@@ -62,6 +62,7 @@ class Settings:
     parse_workers: int | None = default("parse_workers")  # a reindex's and a sync's parse pool
     parse_timeout_s: float = default("parse_timeout_s")
     parse_memory_mb: int = default("parse_memory_mb")
+    ocr: str = default("ocr")
     parse_child: str | None = default("parse_child")
     http_timeout_s: float = default("http_timeout_s")
     source_retry_s: float = default("source_retry_s")

@@ -400,6 +400,16 @@ _DECLARED = (
         minimum=64,
     ),
     _v(
+        "ocr",
+        str,
+        constants.OCR,
+        WORKERS,
+        "Which pages OCR reads: auto (pages without a usable text layer, and image files; "
+        "none where the ocr extra is not installed), always (every page, its text layer "
+        "ignored; needs the ocr extra) or never.",
+        choices=("auto", "never", "always"),
+    ),
+    _v(
         "parse_child",
         str,
         None,

@@ -3,8 +3,12 @@ parsed document or the file's error. ``python -m poolq.worker.parse.child MEMORY
 
 Frames on stdin/stdout are a 4-byte big-endian length and a msgpack map:
 
-    request:  {"name": str, "data": bytes, "limits": {ParseLimits fields}}
-    reply:    {"ok": ParsedDocument.to_wire()}  or  {"error": {"code": str, "message": str}}
+    read:     {"name": str, "data": bytes, "limits": {ParseLimits fields}}
+              -> {"ok": ParsedDocument.to_wire()}  (its text layer; unread pages listed)
+    OCR:      {"ocr": [page, [heading, ...]], "mime": str, "data": bytes (or none: the file
+              of this child's last request), "limits": {...}}
+              -> {"ok": {"blocks": [[text, page, headings, kind, header], ...]}}
+    either:   -> {"error": {"code": str, "message": str}}
 
 The child caps its own address space at start (``RLIMIT_AS``: what it maps now plus
 ``MEMORY_MB``), so a file that would blow up memory fails here with ``MemoryError``, which is
@@ -23,9 +27,11 @@ from typing import Any, BinaryIO
 import msgpack
 
 from poolq.wire.records.codes import ErrorCode
+from poolq.worker.parse.blocks import ParsedDocument
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.limits import ParseLimits
-from poolq.worker.parse.readers import read_document
+from poolq.worker.parse.ocr_pass import ocr_page
+from poolq.worker.parse.readers import read_layer
 
 HEADER = struct.Struct(">I")
 
@@ -60,10 +66,23 @@ def cap_memory(memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+_last_file: list[bytes] = [b""]  # the file of the last request: an OCR request may omit it
+
+
 def answer(request: dict[str, Any]) -> dict[str, Any]:
     limits = ParseLimits(**request.get("limits", {}))
+    data = request.get("data")
+    if data is None:
+        data = _last_file[0]
+    else:
+        _last_file[0] = data
     try:
-        doc = read_document(request["data"], request.get("name", ""), limits)
+        if "ocr" in request:
+            page, headings = request["ocr"]
+            blocks = ocr_page(data, request["mime"], (page, tuple(headings)), limits)
+            wire = ParsedDocument(request["mime"], None, blocks).to_wire()
+            return {"ok": {"blocks": wire["blocks"]}}
+        doc = read_layer(data, request.get("name", ""), limits)
         return {"ok": doc.to_wire()}
     except ParseError as e:
         return {"error": {"code": e.code.value, "message": e.message}}
@@ -80,9 +99,11 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     memory_mb = int(argv[1]) if len(argv) > 1 else ParseLimits().memory_mb
     # warm the readers that most files need before the cap: their libraries load once
-    for module in ("pdf", "html"):
+    for module in ("formats.pdf", "formats.html", "page_images"):
         with contextlib.suppress(ImportError):
-            __import__(f"poolq.worker.parse.formats.{module}")
+            __import__(f"poolq.worker.parse.{module}")
+    with contextlib.suppress(ImportError):  # the OCR engine's library (its model loads on use)
+        __import__("tesserocr")
     cap_memory(memory_mb)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # a library that prints must not corrupt the frames

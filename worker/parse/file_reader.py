@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -95,11 +95,13 @@ def read_confined(path: str, roots: Sequence[Path], max_bytes: int) -> bytes:
 
 @dataclass(frozen=True)
 class Parsed:
-    """A file parsed: the ingest job's document (``raw``), its pages, its bytes' hash."""
+    """A file parsed: the ingest job's document (``raw``), its pages, its bytes' hash, and the
+    errors of its pages that OCR could not read (the rest of the file landed)."""
 
     raw: dict[str, Any]
     pages: int
     hashed: str
+    page_errors: tuple[DocumentError, ...] = ()
 
     def document(self) -> Document | DocumentError:
         return validate_document(self.raw, 0)
@@ -154,12 +156,12 @@ class FileReader:
     def open(cls, settings: Any, *, scheduled: Sequence[str] = ()) -> FileReader:
         """A reader with parse children of its own, as a role's ``settings`` say (the parse
         and the encode settings share the names: ``parse_workers``, ``parse_timeout_s``,
-        ``parse_memory_mb``, ``parse_child``, ``max_file_bytes``, ``source_roots``,
+        ``parse_memory_mb``, ``ocr``, ``parse_child``, ``max_file_bytes``, ``source_roots``,
         ``source_uris``, ``source_retry_s``, ``http_timeout_s``; ``scheduled``: see
         :func:`allowed`)."""
         limits = ParseLimits(
             max_file_bytes=settings.max_file_bytes, timeout_s=settings.parse_timeout_s,
-            memory_mb=settings.parse_memory_mb,
+            memory_mb=settings.parse_memory_mb, ocr=settings.ocr,
         )  # fmt: skip
         roots, uris = allowed(settings, scheduled)
         return cls(
@@ -186,11 +188,13 @@ class FileReader:
         return self._fetcher
 
     async def document(
-        self, f: FileDocument, *, known_hash: str | None = None
-    ) -> Parsed | SameBytes | DocumentError:
+        self, f: FileDocument, *, known_hash: str | None = None,
+        on_page: Callable[[], None] | None = None,
+    ) -> Parsed | SameBytes | DocumentError:  # fmt: skip
         """``f``'s document, :class:`SameBytes` when its bytes hash as ``known_hash``, or its
-        error (naming the file, with its code). An object store or web server down past the retries
-        raises :class:`~poolq.worker.fetch.errors.SourceUnavailable`: the job is retried."""
+        error (naming the file, with its code); ``on_page()`` after each page OCR'd. An object
+        store or web server down past the retries raises
+        :class:`~poolq.worker.fetch.errors.SourceUnavailable`: the job is retried."""
         field = "uri" if f.uri is not None else "path" if f.data is None else "file"
         metadata = f.metadata
         try:
@@ -211,11 +215,15 @@ class FileReader:
         if known_hash is not None and hashed == known_hash:
             return SameBytes()
         try:
-            parsed = await self.pool.parse(data, f.source)
+            parsed = await self.pool.parse(data, f.source, on_page)
         except ParseError as e:
             return DocumentError(f.id, "file", f"{f.source}: {e.message}", e.code)
         raw = parsed_document(f.id, parsed, source=f.source, metadata=metadata, hashed=hashed)
-        return Parsed(raw, parsed.pages or 0, hashed)
+        lost = tuple(
+            DocumentError(f.id, f"page {page}", f"{f.source}: {message}", ErrorCode(code))
+            for page, code, message in parsed.page_errors
+        )
+        return Parsed(raw, parsed.pages or 0, hashed, lost)
 
     async def _read(self, path: str) -> bytes:
         return await asyncio.to_thread(read_confined, path, self.roots, self.max_file_bytes)

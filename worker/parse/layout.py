@@ -25,6 +25,8 @@ def text_and_layout(
     parts: list[str] = []
     sections: list[tuple[int, tuple[str, ...]]] = []
     pages: list[tuple[int, int]] = []
+    tables: list[list[int]] = []  # [start, header_end, end] of each table with a header row
+    header: str | None = None  # of the table being laid out
     pos = 0
     for block in parsed.blocks:
         text = block.text.strip()
@@ -33,6 +35,12 @@ def text_and_layout(
         if parts:
             parts.append(BLOCK_SEPARATOR)
             pos += len(BLOCK_SEPARATOR)
+        in_table = block.kind == "table" and block.header is not None
+        if in_table and (block.header != header or text == (block.header or "").strip()):
+            tables.append([pos, pos + len(text), pos + len(text)])  # its header row
+        elif in_table and tables:
+            tables[-1][2] = pos + len(text)
+        header = block.header if in_table else None
         if not sections or sections[-1][1] != block.headings:
             sections.append((pos, block.headings))
         if block.page is not None and (not pages or pages[-1][1] != block.page):
@@ -48,6 +56,8 @@ def text_and_layout(
         sections=tuple(sections),
         pages=tuple(pages),
         file_hash=hashed,
+        ocr=tuple(parsed.ocr_pages),
+        tables=tuple((a, h, e) for a, h, e in tables if e > h),  # (a header row alone: none)
     )
     return "".join(parts), layout
 

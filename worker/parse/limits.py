@@ -1,4 +1,5 @@
-"""The bounds one file's parse runs under (flags of ``poolq worker`` and ``poolq parse``)."""
+"""The bounds one file's parse runs under, and which of its pages OCR reads (flags of ``poolq
+worker`` and ``poolq parse``)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,6 @@ class ParseLimits:
     max_inflated_bytes: int = DEFAULT_MAX_INFLATED_BYTES
     timeout_s: float = constants.PARSE_TIMEOUT_S
     memory_mb: int = constants.PARSE_MEMORY_MB
+    # which pages OCR reads (ocr_pass.py: auto, never or always); a page's OCR has the same
+    # time (timeout_s) and memory caps as a file's parse
+    ocr: str = constants.OCR

@@ -11,6 +11,14 @@ and each bound costs only that file:
 
 A killed or dead child is replaced for the next file. The hand-off is bounded: a caller waits
 for a free child, so at most ``workers`` files are in children at once.
+
+OCR is split, not bounded: a file's text layer is one request, then each page to OCR
+(``ocr_pass.py``) is a request of its own under the same caps (a page past ``timeout_s`` is that
+page's ``parse_timeout``; the file's other pages land). A file has at most ``workers`` pages in
+children at once and queues for a child again after each, in arrival order with every other
+file's requests, so a 500-page scan holds a child for one page at a time and other jobs' files
+get theirs in between. A child keeps the file of its last request: a file's next page is sent
+to it without the bytes.
 """
 
 from __future__ import annotations
@@ -20,15 +28,19 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
 
 import msgpack
 
 from poolq.wire.records.codes import ErrorCode
-from poolq.worker.parse.blocks import ParsedDocument
+from poolq.worker.parse.blocks import Block, ParsedDocument
 from poolq.worker.parse.child import HEADER
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.limits import ParseLimits
+from poolq.worker.parse.ocr_engine import missing as ocr_missing
+from poolq.worker.parse.ocr_pass import PageWork, finish, merge, pages_to_ocr
 
 DEFAULT_PARSE_WORKERS = max(1, min(4, (os.cpu_count() or 2) // 2))
 # the module children run (``python -m``): a deployment may point it at its own wrapper
@@ -38,6 +50,7 @@ CHILD_MODULE = "poolq.worker.parse.child"
 class _Child:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
+        self.holding: object = None  # the file of its last request (its bytes object)
 
     async def ask(self, frame: bytes) -> dict[str, object]:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -93,32 +106,66 @@ class ParsePool:
         self._children.add(child)
         return child
 
-    async def parse(self, data: bytes, name: str = "") -> ParsedDocument:
-        """``data`` parsed in a child; :class:`ParseError` for the file's problem."""
-        frame_body = msgpack.packb(
-            {"name": name, "data": data, "limits": asdict(self.limits)}, use_bin_type=True
+    async def parse(
+        self, data: bytes, name: str = "", on_page: Callable[[], None] | None = None
+    ) -> ParsedDocument:
+        """``data`` parsed in children, its pages without text OCR'd one request each;
+        :class:`ParseError` for the file's problem. ``on_page()``: after each page OCR'd."""
+        limits = asdict(self.limits)
+        doc = ParsedDocument.from_wire(
+            await self._call({"name": name, "data": data, "limits": limits}, data, "this file")
         )
-        frame = HEADER.pack(len(frame_body)) + frame_body
+        why = ocr_missing()
+        todo = pages_to_ocr(doc, self.limits.ocr, why)
+        read: dict[int, list[Block]] = {}
+        errors: list[tuple[int, ErrorCode, str]] = []
+        room = asyncio.Semaphore(self.workers)
+
+        async def one(work: PageWork) -> None:
+            request = {"ocr": [work[0], list(work[1])], "mime": doc.mime, "limits": limits}
+            async with room:
+                try:
+                    reply = await self._call(request, data, "this page")
+                except ParseError as e:
+                    errors.append((work[0], e.code, e.message))
+                    return
+            raw = ParsedDocument.from_wire({"mime": doc.mime, **reply})
+            read[work[0]] = raw.blocks
+            if on_page is not None:
+                on_page()
+
+        await asyncio.gather(*(one(w) for w in todo))
+        return finish(merge(doc, read, sorted(errors)), self.limits.ocr, why)
+
+    async def _call(self, request: dict[str, Any], data: bytes, what: str) -> dict[str, Any]:
+        """One request answered by a free child (``data`` sent unless it holds it already)."""
         idle = self._queue()
         child = await idle.get()
         try:
             if child is None:
                 child = await self._start()
-            reply = await asyncio.wait_for(child.ask(frame), self.limits.timeout_s)
+            if child.holding is data and "ocr" in request:
+                request = {k: v for k, v in request.items() if k != "data"}
+            else:
+                request = {**request, "data": data}
+            body = msgpack.packb(request, use_bin_type=True)
+            child.holding = None
+            reply = await asyncio.wait_for(
+                child.ask(HEADER.pack(len(body)) + body), self.limits.timeout_s
+            )
+            child.holding = data
         except TimeoutError:
             await self._drop(child)
             child = None
             raise ParseError(
                 ErrorCode.PARSE_TIMEOUT,
-                f"parsing took longer than the limit of {self.limits.timeout_s:g}s "
+                f"parsing {what} took longer than the limit of {self.limits.timeout_s:g}s "
                 "(--parse-timeout); the parser was stopped",
             ) from None
         except (asyncio.IncompleteReadError, BrokenPipeError, ConnectionResetError):
             why = await self._death(child)
             child = None
-            raise ParseError(
-                ErrorCode.CORRUPT, f"the parser crashed on this file ({why})"
-            ) from None
+            raise ParseError(ErrorCode.CORRUPT, f"the parser crashed on {what} ({why})") from None
         except BaseException:
             await self._drop(child)
             child = None
@@ -128,7 +175,7 @@ class ParsePool:
         if "ok" in reply:
             ok = reply["ok"]
             assert isinstance(ok, dict)
-            return ParsedDocument.from_wire(ok)
+            return ok
         err = reply.get("error")
         assert isinstance(err, dict)
         raise ParseError(ErrorCode(str(err["code"])), str(err["message"]))

@@ -8,7 +8,9 @@ of the existing kind, ids ``{job_id}.encode{n}-{digest}``: the encode stage then
 ingest job's retries, dead letters, progress and one-run-at-a-time guarantee. A retry of the
 parse job enqueues nothing twice (arq refuses an id it holds). A file that cannot be read is
 this job's error, with its code (``forbidden``, ``encrypted``, ``corrupt``, ``no_text``,
-``too_large``, ``parse_timeout``, ``unsupported``); the other files go on. The result is an
+``too_large``, ``parse_timeout``, ``unsupported``); the other files go on. A page OCR could
+not read is an error of its own (field ``page N``) while the rest of its file lands, and the
+pages OCR'd count in the job's progress as each is read (``ocr_pages``). The result is an
 :class:`IngestResult` with ``parsed``, ``pages`` and ``next_jobs``, which
 :meth:`PoolqClient.wait` follows.
 """
@@ -67,10 +69,11 @@ async def parse(
 
     async def one(f: FileDocument) -> dict[str, Any] | DocumentError:
         async with room:
-            outcome = await rt.reader.document(f)
+            outcome = await rt.reader.document(f, on_page=lambda: progress.add(ocr_pages=1))
         if isinstance(outcome, Parsed):
             progress.add(parsed=1, pages=outcome.pages)
             rt.files_parsed += 1
+            errors.extend(outcome.page_errors)  # pages OCR could not read; the file landed
             return outcome.raw
         assert isinstance(outcome, DocumentError)  # (SameBytes: only for a known hash)
         progress.add(errors=1, done=1)
@@ -87,7 +90,7 @@ async def parse(
     return IngestResult(
         points=0, documents=0, errors=[e.as_record() for e in errors], skipped=0,
         seconds=round(time.perf_counter() - t0, 3), parsed=len(docs), pages=pages,
-        next_jobs=next_jobs,
+        next_jobs=next_jobs, ocr_pages=progress.counts.ocr_pages,
     ).to_wire()  # fmt: skip
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from poolq.wire.records.codes import ErrorCode
-from poolq.worker.parse.blocks import Block, BlockKind, ParsedDocument
+from poolq.worker.parse.blocks import Block, BlockKind, ParsedDocument, table_blocks
 from poolq.worker.parse.clean import clean_text, one_line
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.limits import ParseLimits
@@ -125,11 +125,11 @@ def _read_body(
     for item in _items(body):
         path = tuple(t for _, t in stack)
         if item.tag == _W + "tbl":
+            rows = []
             for row in item.iterchildren(_W + "tr"):
                 cells = [clean_text(_text(c), join_lines=True) for c in row.iterchildren(_W + "tc")]
-                text = " | ".join(c for c in cells if c)
-                if text:
-                    blocks.append(Block(text, None, path, "table"))
+                rows.append(" | ".join(c for c in cells if c))
+            blocks += table_blocks(rows, None, path, header=True)  # the first row: the header
             continue
         text = clean_text(_text(item))
         if not text:

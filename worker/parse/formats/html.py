@@ -29,7 +29,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from poolq.wire.records.codes import ErrorCode
-from poolq.worker.parse.blocks import Block, BlockKind, ParsedDocument
+from poolq.worker.parse.blocks import Block, BlockKind, ParsedDocument, table_blocks
 from poolq.worker.parse.clean import clean_code, clean_text, one_line
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.formats.html_boilerplate import (
@@ -146,9 +146,15 @@ class BlockWalker:
     def _table(self, table: LexborNode) -> None:
         for part in table.css("caption"):
             self._add(_inline_text(part), "caption")
-        for row in table.css("tr"):
-            cells = [_inline_text(c) for c in row.iter() if c.tag in ("td", "th")]
-            self._add(" | ".join(c for c in cells if c), "table")
+        rows, header = [], False
+        for i, row in enumerate(table.css("tr")):
+            cells = [c for c in row.iter() if c.tag in ("td", "th")]
+            if i == 0:  # a header row: in <thead>, or all <th>
+                parent = row.parent
+                in_head = parent is not None and parent.tag == "thead"
+                header = bool(cells) and (in_head or all(c.tag == "th" for c in cells))
+            rows.append(" | ".join(t for t in map(_inline_text, cells) if t))
+        self.blocks += table_blocks(rows, self.page, self.path, header=header)
 
 
 def _inline_text(node: LexborNode) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from markdown_it import MarkdownIt
 
-from poolq.worker.parse.blocks import Block, BlockKind, ParsedDocument
+from poolq.worker.parse.blocks import Block, BlockKind, ParsedDocument, table_blocks
 from poolq.worker.parse.clean import clean_code, clean_text
 from poolq.worker.parse.limits import ParseLimits
 
@@ -70,6 +70,7 @@ class _Reader:
         self.stack: list[tuple[int, str]] = []
         self.lists = 0
         self.row: list[str] | None = None
+        self.table: list[str] = []  # the rows of the table being read
         self.heading: int | None = None
 
     @property
@@ -91,10 +92,15 @@ class _Reader:
                 self.lists += 1
             elif kind in ("bullet_list_close", "ordered_list_close"):
                 self.lists -= 1
+            elif kind == "table_open":
+                self.table = []
+            elif kind == "table_close":  # GFM: a table's first row is its header
+                self.blocks += table_blocks(self.table, None, self.path, header=True)
+                self.table = []
             elif kind == "tr_open":
                 self.row = []
             elif kind == "tr_close":
-                self.add(" | ".join(c for c in self.row or [] if c), "table")
+                self.table.append(" | ".join(c for c in self.row or [] if c))
                 self.row = None
             elif kind in ("fence", "code_block"):
                 self.add(clean_code(token.content), "code")

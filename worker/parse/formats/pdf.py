@@ -20,7 +20,9 @@ page plus one pdfium call a line, so the reader costs little more than the extra
 
 A password-protected file is ``ENCRYPTED``; one pdfium cannot load, ``CORRUPT`` (a page that
 does not load is an empty page, unless none loads; a broken outline or metadata is ignored).
-A PDF with no text layer (a scan) comes back with no blocks (``read_document`` says NO_TEXT).
+A page with no usable text layer (``pdf_scan.py`` says which) is listed in ``unread`` with its
+heading path, for the OCR pass; a PDF with no text at all and OCR off or not installed is
+``NO_TEXT`` (``ocr_pass.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from poolq.worker.parse.blocks import Block, BlockKind, ParsedDocument
 from poolq.worker.parse.clean import clean_text, one_line
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.formats.pdf_chrome import Line, drop_chrome
+from poolq.worker.parse.formats.pdf_scan import sparse_over_images, unusable_text
 from poolq.worker.parse.limits import ParseLimits
 
 MIME = "application/pdf"
@@ -72,10 +75,14 @@ def read_pdf(data: bytes, limits: ParseLimits) -> ParsedDocument:
             raise ParseError(ErrorCode.CORRUPT, "not a readable PDF: it has no pages")
         title, marks = _metadata_title(pdf), _outline(pdf, pages)
         lines: list[list[Line]] = []
+        unread: list[int] = []  # 0-based
         broken = 0
         for i in range(pages):
             try:
-                lines.append(_page_lines(pdf, i))
+                page_lines, usable = _page_lines(pdf, i)
+                lines.append(page_lines)
+                if not usable:
+                    unread.append(i)
             except pdfium.PdfiumError:  # one bad page costs its own text, not the file's
                 lines.append([])
                 broken += 1
@@ -88,8 +95,12 @@ def read_pdf(data: bytes, limits: ParseLimits) -> ParsedDocument:
     finally:
         pdf.close()
     drop_chrome(lines)
-    blocks = _blocks(lines, marks)
-    return ParsedDocument(MIME, title or (marks[0].title if marks else None), blocks, pages)
+    paths: dict[int, tuple[str, ...]] = dict.fromkeys(unread, ())
+    blocks = _blocks(lines, marks, paths)
+    return ParsedDocument(
+        MIME, title or (marks[0].title if marks else None), blocks, pages,
+        tuple((i + 1, paths[i]) for i in unread),
+    )  # fmt: skip
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -155,15 +166,17 @@ def _loose_char_box() -> Callable[[int | None, int, Any], int]:
     return proto(address)
 
 
-def _page_lines(pdf: pdfium.PdfDocument, index: int) -> list[Line]:
-    """Page ``index``'s lines, each with the bottom and height of its first character's box."""
+def _page_lines(pdf: pdfium.PdfDocument, index: int) -> tuple[list[Line], bool]:
+    """Page ``index``'s lines, each with the bottom and height of its first character's box,
+    and whether its text layer is usable (``pdf_scan.py``)."""
     page = pdf[index]
     try:
         textpage = page.get_textpage()
         try:
             text = textpage.get_text_range()
+            usable = not unusable_text(text) and not sparse_over_images(page, text)
             if not text or text.isspace():
-                return []
+                return [], usable
             raw = textpage.raw
             address = ctypes.cast(raw, ctypes.c_void_p).value
             box = pdfium_c.FS_RECTF()
@@ -186,7 +199,7 @@ def _page_lines(pdf: pdfium.PdfDocument, index: int) -> list[Line]:
                     else:
                         lines.append((line, 0.0, 0.0))
                 pos += len(line) + 2
-            return lines
+            return lines, usable
         finally:
             textpage.close()
     finally:
@@ -253,7 +266,10 @@ def _events(marks: list[Bookmark], texts: list[str]) -> list[tuple[int, Bookmark
     return events
 
 
-def _blocks(pages: list[list[Line]], marks: list[Bookmark]) -> list[Block]:
+def _blocks(
+    pages: list[list[Line]], marks: list[Bookmark], paths: dict[int, tuple[str, ...]]
+) -> list[Block]:
+    """The pages' blocks; ``paths``' pages (0-based) get the heading path in effect there."""
     usual = _usual_gap(pages)
     by_page: dict[int, list[Bookmark]] = {}
     for m in marks:
@@ -273,6 +289,8 @@ def _blocks(pages: list[list[Line]], marks: list[Bookmark]) -> list[Block]:
             if i < len(texts):
                 kind: BlockKind = "heading" if heading else "paragraph"
                 blocks.append(Block(texts[i], index + 1, path, kind))
+        if index in paths:
+            paths[index] = path
     return blocks
 
 

@@ -36,6 +36,11 @@ _PAGE_NUMBER = re.compile(
 _DIGITS = re.compile(r"\d+")
 
 
+def is_page_number(text: str) -> bool:
+    """Whether ``text`` is only a page number ("7", "- 7 -", "Page 7 of 9", "vii")."""
+    return _PAGE_NUMBER.fullmatch(text.strip()) is not None
+
+
 def _chrome_key(text: str) -> str:
     """What a header/footer line has in common with its copies on other pages."""
     key = " ".join(text.casefold().split())
@@ -61,5 +66,5 @@ def drop_chrome(pages: list[list[Line]]) -> None:
         repeated = {k for k, n in seen.items() if _repeats(k, n, len(pages))}
     for p, idx, page_keys in zip(pages, edges, keys, strict=True):
         for i in reversed(idx):
-            if page_keys[i] in repeated or _PAGE_NUMBER.fullmatch(p[i][0].strip()):
+            if page_keys[i] in repeated or is_page_number(p[i][0]):
                 del p[i]

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from poolq.wire.records.codes import ErrorCode
-from poolq.worker.parse.blocks import Block, ParsedDocument
+from poolq.worker.parse.blocks import Block, ParsedDocument, table_blocks
 from poolq.worker.parse.clean import clean_text, one_line
 from poolq.worker.parse.errors import ParseError
 from poolq.worker.parse.limits import ParseLimits
@@ -80,11 +80,11 @@ def _slide(slide: Any, page: int, blocks: list[Block]) -> str | None:
         if shape.has_text_frame:
             _paragraphs(shape.text_frame.paragraphs, page, path, blocks)
         elif getattr(shape, "has_table", False) and shape.has_table:
+            rows = []
             for row in shape.table.rows:
                 cells = [clean_text(c.text_frame.text, join_lines=True) for c in row.cells]
-                text = " | ".join(c for c in cells if c)
-                if text:
-                    blocks.append(Block(text, page, path, "table"))
+                rows.append(" | ".join(c for c in cells if c))
+            blocks += table_blocks(rows, page, path, header=True)  # the first row: the header
     if slide.has_notes_slide:
         frame = slide.notes_slide.notes_text_frame
         if frame is not None:
