@@ -159,7 +159,10 @@ def test_worker_startup_errors_redact_the_url(tmp_path):
     cfg = tmp_path / "poolq.toml"
     cfg.write_text(f'[worker]\nredis_url = "redis://:{PASSWORD}@127.0.0.1:1/0"\nmax_jobs = 0\n')
     r = _poolq("worker", "--config", str(cfg), cwd=tmp_path)
-    assert r.returncode == 2 and "config [worker] max_jobs: expected an integer >= 1, got 0" in r.stderr
+    assert (
+        r.returncode == 2
+        and "config [worker] max_jobs: expected an integer >= 1, got 0" in r.stderr
+    )
     assert PASSWORD not in r.stdout + r.stderr
 
 

@@ -56,8 +56,10 @@ def test_profile_defaults_and_errors():
     assert DEFAULT_PROFILE.models == ["bundled:all-minilm-l6-v2", "bundled:splade-tiny"]
     p = Profile.from_dict({"vectors": {"s": {"task": "sparse"}}})
     assert p.vectors[0].model == "bundled:splade-tiny"
-    with pytest.raises(ValueError, match="vector 'x': unknown task 'score'"):
+    with pytest.raises(ValueError, match=r"vector 'x': task 'score' produces scores.*\[reranker\]"):
         Profile.from_dict({"vectors": {"x": {"task": "score"}}})
+    with pytest.raises(ValueError, match="vector 'x': unknown task 'scores'"):
+        Profile.from_dict({"vectors": {"x": {"task": "scores"}}})
     with pytest.raises(ValueError, match="unknown keys"):
         Profile.from_dict({"vectors": {"x": {"task": "embed", "size": 3}}})
 

@@ -165,9 +165,11 @@ class Profile:
                 task = parse_task(spec.get("task"))
             except ValueError as exc:
                 raise ValueError(f"profile: vector {name!r}: {exc}") from None
-            if task == "classify":
+            if task in ("classify", "score"):
+                where = "[labels]" if task == "classify" else "[reranker]"
                 raise ValueError(
-                    f"profile: vector {name!r}: task 'classify' produces scores, not vectors"
+                    f"profile: vector {name!r}: task {task!r} produces scores, not vectors "
+                    f"(name its model in {where})"
                 )
             model = spec.get("model") or DEFAULT_MODEL_FOR_TASK[task]
             if "max_terms" in spec and "top_k" in spec:
