@@ -111,8 +111,9 @@ def test_first_ingest_writes_everything_and_publishes_its_progress(env):
         "points": result.points,
         "errors": 0,
         "skipped": 0,
-        "parsed": 0,  # (a parse job's: files read, their pages)
+        "parsed": 0,  # (a parse job's: files read, their pages, those read by OCR)
         "pages": 0,
+        "ocr_pages": 0,
     }
     assert final["chunks"] == result.points > N_DOCS  # some documents have several chunks
     assert 0 < ttl <= constants.JOB_PROGRESS_TTL_S
