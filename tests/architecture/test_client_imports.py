@@ -20,6 +20,7 @@ SETTINGS = [
     "poolq.worker.config",
     "poolq.worker.config.client_settings",
     "poolq.worker.config.loader",
+    "poolq.worker.config.tables",
     "poolq.worker.config.variables",
 ]
 

@@ -141,10 +141,12 @@ def test_the_check_sees_an_upward_import(tmp_path, monkeypatch):
     assert any("_layer_probe" in v and "poolq.worker.app" in v for v in found), found
 
 
-# what the client may import of the worker package: its settings' declarations and their loader
+# what the client may import of the worker package: its settings' declarations, their loader and
+# its table check
 CLIENT_SETTINGS = (
     "poolq.worker.config.client_settings",
     "poolq.worker.config.loader",
+    "poolq.worker.config.tables",
     "poolq.worker.config.variables",
 )
 

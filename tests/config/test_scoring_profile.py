@@ -37,12 +37,12 @@ def test_the_tables_as_the_contract_writes_them():
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"reranker": "m"}, r"\[reranker\] must be a table"),
-        ({"reranker": {"model": "m", "top": 3}}, r"\[reranker\] has unknown keys \['top'\]"),
+        ({"reranker": "m"}, r"\[reranker\]: expected a table"),
+        ({"reranker": {"model": "m", "top": 3}}, r"\[reranker\]: unknown keys \['top'\]"),
         ({"reranker": {}}, r"\[reranker\] model: expected a folder"),
         ({"reranker": {"model": "m", "candidates": 0}}, r"candidates: expected an integer in 1\.\.1000, got 0"),
         ({"reranker": {"model": "m", "candidates": True}}, "candidates: expected an integer"),
-        ({"labels": {"topic": "m"}}, "label 'topic' must be a table"),
+        ({"labels": {"topic": "m"}}, "label 'topic': expected a table"),
         ({"labels": {"topic": {}}}, "label 'topic': model: expected"),
         ({"labels": {"topic": {"model": "m", "k": 1}}}, r"unknown keys \['k'\]"),
         ({"labels": {"topic": {"model": "m", "threshold": 2}}}, "threshold: expected a number in 0..1"),

@@ -16,6 +16,7 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from poolq.worker.config.tables import checked_table
 from poolq.worker.config.variables import VARIABLES, Variable
 
 T = TypeVar("T")
@@ -81,15 +82,9 @@ def config_file(
 def worker_table(data: Mapping[str, Any]) -> dict[str, Any]:
     """The ``[worker]`` table, its keys checked against the declared settings (``[engine]
     backend`` is the same setting as ``[worker] backend``)."""
-    table = dict(data.get("worker") or {})
-    if not isinstance(data.get("worker") or {}, dict):
-        raise ValueError("config: [worker] must be a table")
-    known = sorted(n for n, v in VARIABLES.items() if v.file)
-    if unknown := sorted(set(table) - set(known)):
-        raise ValueError(f"config [worker]: unknown keys {unknown}; allowed: {known}")
-    engine = data.get("engine") or {}
-    if unknown := sorted(set(engine) - {"backend"}):
-        raise ValueError(f"config [engine]: unknown keys {unknown}; allowed: ['backend']")
+    known = [n for n, v in VARIABLES.items() if v.file]
+    table = dict(checked_table("config [worker]", data.get("worker") or {}, known))
+    engine = checked_table("config [engine]", data.get("engine") or {}, ("backend",))
     if "backend" in engine:
         table.setdefault("backend", engine["backend"])
     return table

@@ -41,6 +41,7 @@ from typing import Any
 
 from poolq.sinks.collection_settings import CollectionSettings
 from poolq.worker.config.scoring import LabelConfig, RerankerConfig, check_scoring_options
+from poolq.worker.config.tables import checked_table
 from poolq.worker.engine.checkpoints.description import PRECISIONS, Int8Floors, ModelConfig
 from poolq.worker.pooling import PoolingParams
 from poolq.worker.pooling.tasks import PoolingTask, parse_task
@@ -152,15 +153,7 @@ class Profile:
             raise ValueError("profile: [vectors] must be a table of name = {model, task, ...}")
         vectors = []
         for name, spec in raw_vectors.items():
-            if not isinstance(spec, dict):
-                raise ValueError(
-                    f"profile: vector {name!r} must be a table, got {type(spec).__name__}"
-                )
-            unknown = set(spec) - _VECTOR_KEYS
-            if unknown:
-                raise ValueError(
-                    f"profile: vector {name!r} has unknown keys {sorted(unknown)}; allowed: {sorted(_VECTOR_KEYS)}"
-                )
+            spec = checked_table(f"profile: vector {name!r}", spec, _VECTOR_KEYS)
             try:
                 task = parse_task(spec.get("task"))
             except ValueError as exc:

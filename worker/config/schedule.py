@@ -20,6 +20,8 @@ from typing import Any
 
 from arq.cron import CronJob, cron
 
+from poolq.worker.config.tables import checked_table
+
 # (arq keyword, lowest, highest) for each cron field, in cron order after the optional seconds
 _FIELDS = [("minute", 0, 59), ("hour", 0, 23), ("day", 1, 31), ("month", 1, 12), ("weekday", 0, 7)]
 _SECOND = ("second", 0, 59)
@@ -45,14 +47,9 @@ class ReindexSchedule:
 
     @classmethod
     def from_dict(cls, data: Any) -> ReindexSchedule:
-        if not isinstance(data, dict):
-            raise ValueError(f"[[reindex]]: expected a table, got {type(data).__name__}")
-        allowed = {"source", "collection", "cron", "full", "keep_old"}
-        unknown = set(data) - allowed
-        if unknown:
-            raise ValueError(
-                f"[[reindex]]: unknown keys {sorted(unknown)}; allowed: {sorted(allowed)}"
-            )
+        data = checked_table(
+            "[[reindex]]", data, ("source", "collection", "cron", "full", "keep_old")
+        )
         missing = {"source", "collection", "cron"} - set(data)
         if missing:
             raise ValueError(f"[[reindex]]: missing {sorted(missing)}")

@@ -24,6 +24,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from poolq.worker.config.tables import checked_table
+from poolq.worker.engine.checkpoints.description import token_pair
+
 DEFAULT_CANDIDATES = 30
 MAX_CANDIDATES = 1000
 DEFAULT_LABEL_THRESHOLD = 0.5
@@ -41,13 +44,7 @@ class RerankerConfig:
     def from_dict(cls, data: Any) -> RerankerConfig | None:
         if data is None:
             return None
-        if not isinstance(data, dict):
-            raise ValueError(f"profile: [reranker] must be a table, got {type(data).__name__}")
-        unknown = sorted(set(data) - set(_RERANKER_KEYS))
-        if unknown:
-            raise ValueError(
-                f"profile: [reranker] has unknown keys {unknown}; allowed: {list(_RERANKER_KEYS)}"
-            )
+        data = checked_table("profile: [reranker]", data, _RERANKER_KEYS)
         model = data.get("model")
         if not isinstance(model, str) or not model:
             raise ValueError(
@@ -83,13 +80,7 @@ class LabelConfig:
             where = f"profile: label {name!r}"
             if not _LABEL_NAME.fullmatch(name):
                 raise ValueError(f"{where}: a name is letters, digits, '_' and '-'")
-            if not isinstance(spec, dict):
-                raise ValueError(f"{where} must be a table, got {type(spec).__name__}")
-            unknown = sorted(set(spec) - set(_LABEL_KEYS))
-            if unknown:
-                raise ValueError(
-                    f"{where} has unknown keys {unknown}; allowed: {list(_LABEL_KEYS)}"
-                )
+            spec = checked_table(where, spec, _LABEL_KEYS)
             model = spec.get("model")
             if not isinstance(model, str) or not model:
                 raise ValueError(
@@ -106,16 +97,11 @@ class LabelConfig:
 
 def check_scoring_options(model: str, opts: dict[str, Any]) -> None:
     """The model options of LLM rerankers (``classifier_from_token``, ``score_instruction``)."""
-    tokens = opts.get("classifier_from_token")
-    if tokens is not None and (
-        not isinstance(tokens, list | tuple)
-        or len(tokens) != 2
-        or not all(isinstance(t, str) and t for t in tokens)
-    ):
-        raise ValueError(
-            f"profile: model {model!r}: classifier_from_token: expected the [false, true] "
-            f'tokens, such as ["no", "yes"], got {tokens!r}'
-        )
+    if (tokens := opts.get("classifier_from_token")) is not None:
+        try:
+            token_pair(tokens)
+        except ValueError as exc:
+            raise ValueError(f"profile: model {model!r}: {exc}") from None
     instruction = opts.get("score_instruction")
     if instruction is not None and (not isinstance(instruction, str) or not instruction):
         raise ValueError(

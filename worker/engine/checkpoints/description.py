@@ -75,6 +75,20 @@ class ModelConfig:
     score_instruction: str | None = None
 
 
+def token_pair(tokens: object) -> tuple[str, str]:
+    """``classifier_from_token`` checked: two non-empty tokens, [false, true]."""
+    if (
+        not isinstance(tokens, list | tuple)
+        or len(tokens) != 2
+        or not all(isinstance(t, str) and t for t in tokens)
+    ):
+        raise ValueError(
+            f'classifier_from_token: expected two tokens [false, true] such as ["no", "yes"], '
+            f"got {tokens!r}"
+        )
+    return (tokens[0], tokens[1])
+
+
 @dataclass(frozen=True)
 class ModelDescription:
     model_id: str

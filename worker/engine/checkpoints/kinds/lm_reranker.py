@@ -18,7 +18,7 @@ from typing import Any
 
 from torch import nn
 
-from poolq.worker.engine.checkpoints.description import ModelConfig
+from poolq.worker.engine.checkpoints.description import ModelConfig, token_pair
 from poolq.worker.engine.checkpoints.kinds.decoder import is_causal
 from poolq.worker.engine.checkpoints.kinds.inputs import Checkpoint, PoolerInputs
 from poolq.worker.engine.checkpoints.kinds.registry import CheckpointKind
@@ -44,16 +44,7 @@ def score_tokens(
     """The [false, true] tokens a checkpoint's files name (None: not an LLM reranker)."""
     tokens = config.get("classifier_from_token")
     if tokens is not None:
-        if (
-            not isinstance(tokens, list | tuple)
-            or len(tokens) != 2
-            or not all(isinstance(t, str) and t for t in tokens)
-        ):
-            raise ValueError(
-                f"classifier_from_token: expected two tokens [false, true] such as "
-                f'["no", "yes"], got {tokens!r}'
-            )
-        return (tokens[0], tokens[1])
+        return token_pair(tokens)
     return DEFAULT_TOKENS if pipeline_tag == RANKING_TAG else None
 
 
