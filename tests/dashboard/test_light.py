@@ -10,7 +10,12 @@ import sys
 HEAVY = ("torch", "transformers", "qdrant_client", "qdrant_edge", "poolq.worker")
 # the settings' declarations and their loader (standard library only), as every client reads them
 ALLOWED = {"poolq.worker.config.client_settings", "poolq.worker.config.loader"}
-ALLOWED |= {"poolq.worker.config.variables", "poolq.worker", "poolq.worker.config"}
+ALLOWED |= {
+    "poolq.worker.config.tables",
+    "poolq.worker.config.variables",
+    "poolq.worker",
+    "poolq.worker.config",
+}
 
 
 def test_the_dashboard_imports_no_torch_worker_or_store():
