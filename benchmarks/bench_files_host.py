@@ -6,7 +6,7 @@ its title before it), against the texts the parse stage makes of them sent as ``
 near-free model of ``bench_host_path.py`` (``host_path_model.py``), on the embedded store and
 over gRPC to the Qdrant-protocol stand-in (``--server``: both paths, one after the other).
 
-    python benchmarks/bench_files_host.py [--files 1000] [--rounds 3] [--path P]
+    python benchmarks/bench_files_host.py [--files 1000] [--rounds 5] [--path P]
 
 CPU time comes from ``/proc`` by process (``benchmarks/procs.py``) and, in the worker, by role
 of thread (``host_path_server.thread_cpu_s``): the worker's interpreter, its store process,
@@ -154,7 +154,7 @@ def one_path(path: str, tmp: Path, toml: str, sources: dict[str, Path], rounds: 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--files", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--path", choices=PATHS, action="append", help="default: both")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="poolq-files-host-"))

@@ -34,7 +34,6 @@ FUNCTION_QUEUES: Final = {PARSE_JOB: PARSE_QUEUE}
 # progress (msgpack map) for `poolq status`.
 REINDEX_LOCK_KEY: Final = KEY_PREFIX + "reindex:lock:{collection}"
 REINDEX_PROGRESS_KEY: Final = KEY_PREFIX + "reindex:progress:{collection}"
-REINDEX_PROGRESS_PATTERN: Final = KEY_PREFIX + "reindex:progress:*"
 REINDEX_PROGRESS_TTL_S: Final = 7 * 24 * 3600
 # A sync of a collection with a bucket's prefix (`poolq reindex --source s3://...`): where it got
 # to, checkpointed after each listing page (msgpack SyncCheckpoint, wire/records/sync.py), so a

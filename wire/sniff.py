@@ -206,7 +206,6 @@ def sniff(data: bytes, name: str = "") -> str:
 # the types the parse stage has a reader for (worker/parse/readers.py: READERS, one per type);
 # images (scans, photographed pages) are read by OCR, where a worker has it
 DOCUMENT_TYPES = frozenset({PDF, HTML, XHTML, DOCX, PPTX, EPUB, MARKDOWN, TEXT, PNG, JPEG, TIFF})
-IMAGE_TYPES = frozenset({PNG, JPEG, TIFF})
 
 
 def is_document(mime: str) -> bool:

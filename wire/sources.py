@@ -19,11 +19,13 @@ Application code can implement :class:`Source` for its own stores.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+import re
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -85,12 +87,26 @@ class JsonlSource:
             yield doc
 
 
-def _matches(rel: str, patterns: Sequence[str]) -> bool:
-    """A glob without '/' matches the file name, one with '/' the path inside the folder; case
-    does not matter (``*.md`` matches ``README.MD``)."""
-    rel = rel.lower()
-    name = rel.rsplit("/", 1)[-1]
-    return any(fnmatch(rel if "/" in p else name, p.lower()) for p in patterns)
+class _Globs:
+    """Globs as one test: one without '/' matches the file name, one with '/' the path inside
+    the folder; case does not matter (``*.md`` matches ``README.MD``)."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        self.every = "*" in patterns
+
+        def one(ps: list[str]) -> re.Pattern[str] | None:
+            return re.compile("|".join(fnmatch.translate(p.lower()) for p in ps)) if ps else None
+
+        self.name = one([p for p in patterns if "/" not in p])
+        self.path = one([p for p in patterns if "/" in p])
+
+    def __call__(self, rel: str) -> bool:
+        if self.every:
+            return True
+        rel = rel.lower()
+        if self.name is not None and self.name.match(rel.rsplit("/", 1)[-1]):
+            return True
+        return self.path is not None and self.path.match(rel) is not None
 
 
 @dataclass(frozen=True)
@@ -135,11 +151,12 @@ class FolderSource:
         self.not_included: list[str] = []  # files no include glob names
         self.excluded: list[str] = []  # files an exclude glob names
 
-    def _files(self) -> Iterator[tuple[str, Path]]:
+    def _files(self) -> Iterator[tuple[str, Path, int]]:
+        """``(path inside the folder, path, size)`` of every regular file the globs let in."""
         base = Path(os.path.abspath(self.root.resolve()))
+        include, exclude = _Globs(self.include), _Globs(self.exclude)
         for dirpath, dirnames, filenames in os.walk(base):
-            here = Path(dirpath)
-            rel_dir = here.relative_to(base).as_posix()
+            rel_dir = os.path.relpath(dirpath, base).replace(os.sep, "/")
             prefix = "" if rel_dir == "." else rel_dir + "/"
             dirnames.sort()
             if not self.read_hidden:
@@ -149,22 +166,27 @@ class FolderSource:
                 rel = prefix + name
                 if not self.read_hidden and name.startswith("."):
                     self.hidden.append(rel)
-                elif not _matches(rel, self.include):
+                elif not include(rel):
                     self.not_included.append(rel)
-                elif _matches(rel, self.exclude):
+                elif self.exclude and exclude(rel):
                     self.excluded.append(rel)
-                elif (here / name).is_file():
-                    yield rel, here / name
+                else:
+                    path = Path(dirpath, name)
+                    try:
+                        st = path.stat()  # one stat a file: its kind and its size
+                    except OSError:  # a broken link: not a file
+                        continue
+                    if stat.S_ISREG(st.st_mode):
+                        yield rel, path, st.st_size
 
     def files(self) -> Iterator[FolderFile]:
         """Every document file of the folder, in path order, its type sniffed from its bytes
-        (which are not kept: :meth:`FolderFile.read` reads them again when they are sent)."""
+        (which are not kept: :meth:`FolderFile.document` reads them again when they are sent)."""
         self.errors, self.hidden, self.not_included, self.excluded = [], [], [], []
         self.not_documents = []
-        for rel, path in self._files():
+        for rel, path, size in self._files():
             doc_id = path.as_posix()
             try:
-                size = path.stat().st_size
                 with path.open("rb") as f:
                     data = f.read(SNIFF_BYTES)
                     if data.startswith(b"PK") and size <= self.max_file_bytes:

@@ -22,8 +22,6 @@ from poolq.worker.config.variables import VARIABLES, Variable
 T = TypeVar("T")
 _TRUE = ("true", "1", "yes", "on")
 _FALSE = ("false", "0", "no", "off")
-# tables of the config file that are not [worker]: the collection profile, the schedules
-PROFILE_TABLES = ("vectors", "models", "chunking", "collection", "reindex", "engine")
 
 
 def coerce(var: Variable, value: Any, origin: str) -> Any:
