@@ -4,13 +4,16 @@ the file, the line and the whole reason."""
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from poolq.wire.sources import FolderSource, JsonlSource, open_source
+from poolq.wire.sources import FolderSource, JsonlSource, _Globs, open_source
 
 
 def tree(root: Path, files: dict[str, str]) -> Path:
@@ -137,3 +140,22 @@ def test_a_symlinked_file_keeps_its_own_path_as_id(tmp_path):
         "link.txt", "real.txt",
     ]  # fmt: skip
     assert len(set(ids(FolderSource(root)))) == 2
+
+
+_PARTS = st.sampled_from(["a", "B", "notes", "x.md", "README.MD", "img.PNG", ".hid", "d", "a.b.c"])
+_GLOBS = st.sampled_from(
+    ["*", "*.md", "*.MD", "notes*", "?", "[ab]*", "d/*", "*/x.md", "a/*/c", "*.png"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PARTS, min_size=1, max_size=4), st.lists(_GLOBS, min_size=1, max_size=3))
+def test_globs_match_as_fnmatch_on_the_name_or_the_path(parts, patterns):
+    """A glob without '/' is fnmatch on the file name, one with '/' on the path inside the folder,
+    case aside: the compiled globs give the same answer."""
+    rel = "/".join(parts)
+    name = rel.rsplit("/", 1)[-1]
+    expected = any(
+        fnmatch.fnmatchcase((rel if "/" in p else name).lower(), p.lower()) for p in patterns
+    )
+    assert _Globs(patterns)(rel) == expected
