@@ -24,12 +24,12 @@ from poolq.worker.engine.checkpoints.kinds import (
     PoolerInputs,
     recognize,
 )
+from poolq.worker.engine.checkpoints.kinds.decoder import is_causal
 from poolq.worker.engine.checkpoints.kinds.registry import KindRegistry
 from poolq.worker.engine.checkpoints.kinds.special_tokens import boundary_token_ids
 from poolq.worker.engine.checkpoints.loader import ModelConfig, load_model
 from poolq.worker.engine.engine import AsyncEngine
 from poolq.worker.engine.execution.tokenizer import TextTokenizer
-from poolq.worker.engine.models.recognize import is_causal, recognize_kind
 from poolq.worker.pooling import DispatchPooler, EmbeddingHead, SequencePooler, sequence_method
 from tests.describe import describe_model
 from tests.models import minilm_path, splade_path
@@ -40,8 +40,13 @@ def _st(*module_types: str, dense_out: int | None = None) -> SentenceTransformer
     return SentenceTransformersInfo(module_types, None, dense, False, None)
 
 
+def recognize_kind(config, path, shapes, st) -> str:
+    """The registry's answer for a checkpoint's pieces (its files, config, shapes, ST info)."""
+    return recognize(Checkpoint(str(path), path, dict(config), st, dict(shapes))).name
+
+
 def recognize_before(config, path, shapes, st) -> str:
-    """The if/elif chain that ``models/recognize.py`` held before the registry (the oracle)."""
+    """The if/elif chain that picked a kind before the registry (the oracle)."""
     archs = [str(a) for a in config.get("architectures") or []]
     arch = archs[0] if archs else ""
     if (path / "colbert_linear.pt").is_file() or (path / "sparse_linear.pt").is_file():
