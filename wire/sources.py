@@ -168,7 +168,7 @@ class FolderSource:
                     self.hidden.append(rel)
                 elif not include(rel):
                     self.not_included.append(rel)
-                elif self.exclude and exclude(rel):
+                elif exclude(rel):
                     self.excluded.append(rel)
                 else:
                     path = Path(dirpath, name)
