@@ -66,6 +66,12 @@ def _read_json(path: Path) -> Any:
         return json.load(f)
 
 
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file's object; {} when the file is missing or holds something else."""
+    data = _read_json(path) if path.is_file() else {}
+    return data if isinstance(data, dict) else {}
+
+
 @dataclass(frozen=True)
 class DenseModule:
     """A sentence-transformers ``Dense`` module: ``activation(Linear(in, out))``."""
@@ -137,28 +143,19 @@ def read_sentence_transformers(path: Path) -> SentenceTransformersInfo | None:
             )
         elif short == "Normalize":
             normalize = True
-    max_len = None
     sbert = path / "sentence_bert_config.json"
-    if sbert.is_file():
-        max_len = _read_json(sbert).get("max_seq_length")
-    prompts: dict[str, str] = {}
-    default_prompt = None
-    activation_fn = None
+    max_len = _read_json(sbert).get("max_seq_length") if sbert.is_file() else None
     st_cfg_file = path / "config_sentence_transformers.json"
-    if st_cfg_file.is_file():
-        st_cfg = _read_json(st_cfg_file)
-        prompts = dict(st_cfg.get("prompts") or {})
-        default_prompt = st_cfg.get("default_prompt_name")
-        activation_fn = st_cfg.get("activation_fn")
+    st_cfg = _read_json(st_cfg_file) if st_cfg_file.is_file() else {}
     return SentenceTransformersInfo(
         tuple(types),
         pooling_mode,
         tuple(dense),
         normalize,
         max_len,
-        prompts,
-        default_prompt,
-        activation_fn,
+        dict(st_cfg.get("prompts") or {}),
+        st_cfg.get("default_prompt_name"),
+        st_cfg.get("activation_fn"),
     )
 
 
@@ -171,19 +168,25 @@ def _rename_legacy(key: str) -> str:
     return key
 
 
+def _safetensors_files(path: Path) -> list[Path]:
+    """The main weights' safetensors files, single or sharded; [] when there are none."""
+    index = path / "model.safetensors.index.json"
+    if (path / "model.safetensors").is_file():
+        return [path / "model.safetensors"]
+    if index.is_file():
+        return [path / s for s in sorted(set(_read_json(index)["weight_map"].values()))]
+    return []
+
+
 def load_weights(path: Path) -> dict[str, torch.Tensor]:
     """All tensors of the checkpoint's main weights, with legacy LayerNorm names normalised."""
-    single = path / "model.safetensors"
-    index = path / "model.safetensors.index.json"
     state: dict[str, torch.Tensor] = {}
-    if single.is_file():
-        state = load_file(str(single))
-    elif index.is_file():
-        for shard in sorted(set(_read_json(index)["weight_map"].values())):
-            state.update(load_file(str(path / shard)))
-    elif (path / "pytorch_model.bin").is_file():
+    files = _safetensors_files(path)
+    for f in files:
+        state.update(load_file(str(f)))
+    if not files and (path / "pytorch_model.bin").is_file():
         state = torch.load(path / "pytorch_model.bin", map_location="cpu", weights_only=True)
-    else:
+    elif not files:
         raise ModelNotFoundError(
             f"no weights in {path}: expected model.safetensors, model.safetensors.index.json or pytorch_model.bin"
         )
@@ -192,23 +195,14 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
 
 def weight_shapes(path: Path) -> dict[str, tuple[int, ...]]:
     """Tensor shapes without loading the tensors (safetensors headers only)."""
-    files = []
-    if (path / "model.safetensors").is_file():
-        files = [path / "model.safetensors"]
-    elif (path / "model.safetensors.index.json").is_file():
-        files = [
-            path / s
-            for s in sorted(
-                set(_read_json(path / "model.safetensors.index.json")["weight_map"].values())
-            )
-        ]
+    files = _safetensors_files(path)
+    if not files:
+        return {k: tuple(v.shape) for k, v in load_weights(path).items()}
     shapes: dict[str, tuple[int, ...]] = {}
     for f in files:
         with safe_open(str(f), "pt") as st:
             for k in st.keys():  # noqa: SIM118 - safe_open is not a mapping
                 shapes[_rename_legacy(k)] = tuple(st.get_slice(k).get_shape())
-    if not files:
-        shapes = {k: tuple(v.shape) for k, v in load_weights(path).items()}
     return shapes
 
 

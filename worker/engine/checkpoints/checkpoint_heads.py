@@ -52,23 +52,17 @@ def layer_norm_from(weight: torch.Tensor, bias: torch.Tensor, eps: float) -> nn.
     return norm
 
 
-def mlm_head_from_state(state: Mapping[str, torch.Tensor], config: Mapping[str, Any]) -> nn.Module:
-    """The MLM head of a ``*ForMaskedLM`` checkpoint, in its family's layout (model registry)."""
-    from poolq.worker.engine.models import require_architecture
-
-    arch = require_architecture(config.get("model_type"), "MLM head layout")
-    if arch.mlm_head is None:
-        raise ValueError(f"model family {arch.family!r} has no MLM head layout")
-    return arch.mlm_head(arch.with_defaults(config), state)
-
-
-def classifier_from_state(
-    state: Mapping[str, torch.Tensor], config: Mapping[str, Any]
+def family_head(
+    state: Mapping[str, torch.Tensor], config: Mapping[str, Any], head: str
 ) -> nn.Module:
-    """The layers between the CLS row and the logits, in the family's layout."""
+    """A head in the family's layout (model registry): ``head`` is ``"mlm_head"`` (a
+    ``*ForMaskedLM`` checkpoint's) or ``"classifier"`` (the layers between the pooled row and
+    the logits)."""
     from poolq.worker.engine.models import require_architecture
 
-    arch = require_architecture(config.get("model_type"), "classifier layout")
-    if arch.classifier is None:
-        raise ValueError(f"model family {arch.family!r} has no classifier layout")
-    return arch.classifier(arch.with_defaults(config), state)
+    what = {"mlm_head": "MLM head", "classifier": "classifier"}[head]
+    arch = require_architecture(config.get("model_type"), f"{what} layout")
+    build = getattr(arch, head)
+    if build is None:
+        raise ValueError(f"model family {arch.family!r} has no {what} layout")
+    return build(arch.with_defaults(config), state)

@@ -1,14 +1,10 @@
 """A ColBERT checkpoint's query and document forms, read from its files.
 
 * colbert-ir (``HF_ColBERT``): ``artifact.metadata`` (JSON, the settings either at the top level
-  or under ``"config"``), else colbert-ir's defaults: ``query_token_id "[unused0]"``,
-  ``doc_token_id "[unused1]"``, ``query_maxlen 32``, ``doc_maxlen 220``,
-  ``mask_punctuation true``, ``attend_to_mask_tokens false``. The punctuation skiplist holds the
-  first token id of each ``string.punctuation`` character.
-* PyLate (sentence-transformers folder with a Dense projector): ``config_sentence_transformers.json``
-  keys ``query_prefix "[Q] "``, ``document_prefix "[D] "``, ``query_length 32``,
-  ``document_length 180``, ``do_query_expansion true``, ``attend_to_expansion_tokens false``,
-  ``skiplist_words`` (default: the ``string.punctuation`` characters).
+  or under ``"config"``), else colbert-ir's defaults (:data:`COLBERT_IR_DEFAULTS`). The
+  punctuation skiplist holds the first token id of each ``string.punctuation`` character.
+* PyLate (sentence-transformers folder with a Dense projector): ``config_sentence_transformers.json``,
+  else PyLate's defaults (:data:`PYLATE_DEFAULTS`).
 
 Lengths larger than the model's own max length are clamped to it.
 """
@@ -151,13 +147,3 @@ def pylate_forms(path: Path, tok: TextTokenizer, max_length: int) -> InputForms:
         skip_token_ids=skip,
     )
     return InputForms("pylate", query, document)
-
-
-def read_colbert_forms(
-    path: Path, tok: TextTokenizer, max_length: int, *, colbert_ir: bool
-) -> InputForms:
-    """``colbert_ir``: the checkpoint has colbert-ir's ``linear.weight`` (``HF_ColBERT``),
-    otherwise it is a PyLate sentence-transformers folder."""
-    if colbert_ir:
-        return colbert_ir_forms(path, tok, max_length)
-    return pylate_forms(path, tok, max_length)

@@ -62,9 +62,8 @@ class ModelConfig:
     int8_floors: Int8Floors = Int8Floors()
     device: str | None = None  # None: CUDA when present, else CPU
     splade_mode: Literal["max", "sum"] = "max"
-    splade_remove_special: bool = (
-        False  # vLLM removes CLS/SEP; SPLADE and sentence-transformers keep them
-    )
+    # vLLM removes CLS/SEP; SPLADE and sentence-transformers keep them
+    splade_remove_special: bool = False
     token_embed_skip_special: bool = False  # drop CLS/SEP/PAD rows from multi-vectors
     is_matryoshka: bool | None = None
     matryoshka_dims: tuple[int, ...] | None = None
@@ -124,8 +123,7 @@ class ModelDescription:
     def prompt(self, name: str | None) -> str:
         """The text prefix for a prompt name (sentence-transformers ``prompts``); '' if none."""
         prompts = dict(self.prompts)
-        if name is None:
-            name = self.default_prompt_name
+        name = self.default_prompt_name if name is None else name
         if name is None:
             return ""
         if name not in prompts:

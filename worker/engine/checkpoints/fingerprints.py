@@ -1,14 +1,13 @@
 """Checkpoint fingerprints (a sha256 over a model folder's files: ``checkpoint_fingerprint``), and
 the same without re-reading every byte at each start (``cached_fingerprint``).
 
-A worker fingerprints each model folder to version its points; hashing reads the weights once
-more after loading them (~0.1-0.2 s per 100 MB, and about a second per GB). The result is kept
-in ``fingerprints.json`` under the cache folder (setting ``cache_dir``, else
-``$XDG_CACHE_HOME/poolq``, else ``~/.cache/poolq``), keyed by the folder's absolute path and the
-name, size, modification time (ns) and inode of every file the fingerprint covers: a file
-replaced or rewritten in place changes its size or mtime and is hashed again. (A rewrite that
-restores the old mtime to the nanosecond is not seen; remove the cache file then.) When the cache
-cannot be read or written, the fingerprint is computed in full.
+A worker fingerprints each model folder to version its points. The result is kept in
+``fingerprints.json`` under the cache folder (setting ``cache_dir``, else ``$XDG_CACHE_HOME/poolq``,
+else ``~/.cache/poolq``), keyed by the folder's absolute path and the name, size, modification
+time (ns) and inode of every file the fingerprint covers: a file replaced or rewritten in place
+changes its size or mtime and is hashed again. (A rewrite that restores the old mtime to the
+nanosecond is not seen; remove the cache file then.) When the cache cannot be read or written,
+the fingerprint is computed in full.
 """
 
 from __future__ import annotations

@@ -115,8 +115,6 @@ class InputForms:
     document: InputForm
 
     def form(self, name: InputFormName) -> InputForm:
-        if name == "query":
-            return self.query
-        if name == "document":
-            return self.document
-        raise ValueError(f"input_form must be one of {list(INPUT_FORM_NAMES)}, got {name!r}")
+        if name not in INPUT_FORM_NAMES:
+            raise ValueError(f"input_form must be one of {list(INPUT_FORM_NAMES)}, got {name!r}")
+        return self.query if name == "query" else self.document

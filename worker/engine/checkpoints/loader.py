@@ -17,10 +17,10 @@ import torch
 from torch import nn
 
 from poolq.worker.engine.checkpoints.checkpoint import load_weights
-from poolq.worker.engine.checkpoints.description import ModelConfig, ModelDescription, ModelKind
+from poolq.worker.engine.checkpoints.description import ModelConfig, ModelDescription
 from poolq.worker.engine.checkpoints.idf import IdfWeights
 from poolq.worker.engine.checkpoints.kinds import Checkpoint, CheckpointKind, kind_named, recognize
-from poolq.worker.engine.checkpoints.pooler_builder import build_pooler
+from poolq.worker.engine.checkpoints.kinds.inputs import PoolerInputs
 from poolq.worker.engine.execution.compute_thread import CPU_COMPUTE, yield_to_urgent
 from poolq.worker.engine.execution.device import (
     compute_dtype,
@@ -59,12 +59,6 @@ def _max_length(ck: Checkpoint, cfg: ModelConfig, kind: CheckpointKind) -> int:
     return min(chosen, positions)
 
 
-def is_native(model_type: str, kind: ModelKind) -> bool:
-    """Whether the packed engine runs this checkpoint (else the padded transformers fallback)."""
-    arch = architecture_for(model_type)
-    return arch is not None and kind in arch.kinds
-
-
 def describe(
     ck: Checkpoint, cfg: ModelConfig, tok: TextTokenizer | None = None
 ) -> ModelDescription:
@@ -82,6 +76,7 @@ def describe(
         if cfg.normalize is not None
         else (st.normalize if st is not None and kind.st_normalize else True)
     )
+    arch = architecture_for(model_type)
     mdims = cfg.matryoshka_dims or c.get("matryoshka_dimensions")
     is_m = cfg.is_matryoshka if cfg.is_matryoshka is not None else c.get("is_matryoshka")
     max_length = _max_length(ck, cfg, kind)
@@ -109,20 +104,11 @@ def describe(
         matryoshka_dims=tuple(int(d) for d in mdims) if mdims else None,
         prompts=tuple((st.prompts if st else {}).items()),
         default_prompt_name=st.default_prompt_name if st else None,
-        native_encoder=is_native(model_type, kind.name),
+        # the packed engine runs it, else the padded transformers fallback
+        native_encoder=arch is not None and kind.name in arch.kinds,
         input_forms=forms,
         pair_form=pair,
     )
-
-
-def open_checkpoint(cfg: ModelConfig) -> Checkpoint:
-    """The checkpoint ``cfg`` names, with what the user says of it that its files do not
-    (``classifier_from_token``: an LLM reranker) written into the config it is read with."""
-    ck = Checkpoint.open(cfg.model)
-    if cfg.classifier_from_token is not None:
-        config = {**ck.config, "classifier_from_token": list(cfg.classifier_from_token)}
-        ck = replace(ck, config=config)
-    return ck
 
 
 @dataclass
@@ -170,7 +156,10 @@ def _backend_precision(cfg: ModelConfig, device: torch.device, precision: str) -
 
 
 def _load_model(cfg: ModelConfig) -> PoolingModel:
-    ck = open_checkpoint(cfg)
+    ck = Checkpoint.open(cfg.model)
+    if cfg.classifier_from_token is not None:  # an LLM reranker its files do not name
+        config = {**ck.config, "classifier_from_token": list(cfg.classifier_from_token)}
+        ck = replace(ck, config=config)
     tok = TextTokenizer.from_folder(ck.path, _max_length(ck, cfg, recognize(ck)))
     desc = describe(ck, cfg, tok)
     device = resolve_device(cfg.device)
@@ -197,7 +186,9 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
         encoder = PaddedAutoModelRunner(ck.path, int(pad) if pad is not None else 0, torch.float32)
         if kind_named(desc.kind).head_weights:  # the kind's heads, from the main weights
             state = load_weights(ck.path)
-    pooler = build_pooler(ck.st, ck.path, ck.config, desc, cfg, state, tok)
+    # its kind's poolers and heads, from the weights (all heads in fp32)
+    inputs = PoolerInputs(ck.st, ck.path, ck.config, desc, cfg, state, tok)
+    pooler = kind_named(desc.kind).build_poolers(inputs)
     if encoder is None:
         from poolq.worker.engine.openvino.cached_start import cached_encoder
 
@@ -206,7 +197,7 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
         if encoder is None:  # not converted yet: the torch encoder converts
             encoder = arch.build_encoder(arch.with_defaults(ck.config), load_weights(ck.path))
     # Weights stay FP32; bf16/fp16 runs under autocast (matmuls and attention in low precision,
-    # LayerNorm and the residual stream in FP32): min cosine vs FP32 0.99995 instead of 0.99988.
+    # LayerNorm and the residual stream in FP32).
     encoder = encoder.to(device).eval()
     pooler = pooler.to(device).eval()
     sparse = pooler.poolers_by_task.get("sparse")
@@ -231,9 +222,6 @@ def _load_model(cfg: ModelConfig) -> PoolingModel:
         from poolq.worker.engine.checkpoints.sparse_density import check_sparse_density
 
         model.sparse_terms_mean = check_sparse_density(model)
-    hidden, inter = (
-        desc.hidden_size,
-        int(ck.config.get("intermediate_size") or 4 * desc.hidden_size),
-    )
-    model.bf16_slowdown = warn_emulated_bf16(precision, device, hidden, inter)
+    inter = int(ck.config.get("intermediate_size") or 4 * desc.hidden_size)
+    model.bf16_slowdown = warn_emulated_bf16(precision, device, desc.hidden_size, inter)
     return model

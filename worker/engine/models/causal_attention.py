@@ -12,6 +12,7 @@ A sequence with cached rows runs alone: queries at positions ``past .. past + L 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate
 
@@ -26,6 +27,9 @@ from poolq.worker.engine.models.attention_varlen import (
     varlen_attention,
 )
 from poolq.worker.engine.models.packed_attention import bucket_lengths
+
+# (bucket index, q [n, L, h, d], k, v [n, L, kv, d]) -> [n, L, h, d]
+BucketAttention = Callable[[int, Tensor, Tensor, Tensor], Tensor]
 
 
 @dataclass(eq=False)
@@ -128,6 +132,28 @@ def _sdpa(q: Tensor, k: Tensor, v: Tensor, past: int, window: int | None) -> Ten
     return o.transpose(1, 2)
 
 
+def attend_buckets(
+    q: Tensor, k: Tensor, v: Tensor, plan: CausalPlan, out: Tensor, attend: BucketAttention
+) -> Tensor:
+    """Each bucket of ``plan`` through ``attend(bucket, q [n, L, h, d], k, v) -> [n, L, h, d]``,
+    its real rows written into ``out [T, h * d]``."""
+    heads, d = q.shape[1], q.shape[2]
+    for b, (members, gather, rows, slots) in enumerate(
+        zip(plan.buckets, plan.gathers_dev, plan.rows_dev, plan.slots_dev, strict=True)
+    ):
+        if gather is None:  # one sequence: views, no copies in
+            s, n = plan.starts[members[0]], plan.seq_lens[members[0]]
+            o = attend(b, q[None, s : s + n], k[None, s : s + n], v[None, s : s + n])
+            out[s : s + n] = o[0].reshape(n, heads * d)
+            continue
+        assert rows is not None and slots is not None
+        nb, length = len(members), plan.seq_lens[members[0]]
+        qb, kb, vb = (z.index_select(0, gather).view(nb, length, -1, d) for z in (q, k, v))
+        o = attend(b, qb, kb, vb).reshape(nb * length, heads * d)
+        out.index_copy_(0, rows, o.index_select(0, slots))
+    return out
+
+
 def causal_attention(
     q: Tensor, k: Tensor, v: Tensor, plan: CausalPlan, layer: int, window: int | None = None
 ) -> Tensor:
@@ -144,19 +170,4 @@ def causal_attention(
         k_all, v_all = cache.extend(layer, k[s : s + n], v[s : s + n])  # [past + n, kv, d]
         o = _sdpa(q[None, s : s + n], k_all[None], v_all[None], past, window)
         out[s : s + n] = o[0].reshape(n, heads * d)
-    for members, gather, rows, slots in zip(
-        plan.buckets, plan.gathers_dev, plan.rows_dev, plan.slots_dev, strict=True
-    ):
-        if gather is None:  # one sequence: views, no copies in
-            s, n = plan.starts[members[0]], plan.seq_lens[members[0]]
-            o = _sdpa(q[None, s : s + n], k[None, s : s + n], v[None, s : s + n], 0, window)
-            out[s : s + n] = o[0].reshape(n, heads * d)
-            continue
-        assert rows is not None and slots is not None
-        nb, length = len(members), plan.seq_lens[members[0]]
-        qb = q.index_select(0, gather).view(nb, length, heads, d)
-        kb = k.index_select(0, gather).view(nb, length, k.shape[1], d)
-        vb = v.index_select(0, gather).view(nb, length, v.shape[1], d)
-        o = _sdpa(qb, kb, vb, 0, window).reshape(nb * length, heads * d)
-        out.index_copy_(0, rows, o.index_select(0, slots))
-    return out
+    return attend_buckets(q, k, v, plan, out, lambda _, qb, kb, vb: _sdpa(qb, kb, vb, 0, window))

@@ -10,15 +10,8 @@ from typing import Any
 
 from torch import Tensor, nn
 
+from poolq.worker.engine.models.bert import padded_form
 from poolq.worker.engine.models.registry import Architecture, Config, State, max_positions
-
-
-def padded_form(packed: nn.Module) -> nn.Module:
-    """The padded SDPA form over the packed encoder's own modules (OpenVINO converts it)."""
-    from poolq.worker.engine.models.padded_encoder import PaddedEncoderForm
-
-    return PaddedEncoderForm(packed)
-
 
 _DEFAULTS: dict[str, Any] = {
     "vocab_size": 30522,

@@ -1,7 +1,5 @@
 """What the packed encoder needs to know of a checkpoint's config, read from a HF config object
-or straight from ``config.json`` (no transformers import: the defaults below are those of
-transformers' ``BertConfig`` / ``RobertaConfig`` / ``XLMRobertaConfig`` for keys a file omits,
-kept with the family's registry entry, ``models/bert.py``)."""
+or straight from ``config.json`` (omitted keys: transformers' defaults, in ``models/bert.py``)."""
 
 from __future__ import annotations
 
@@ -16,8 +14,6 @@ from poolq.worker.engine.models.hidden_act import is_known
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    """The hyper-parameters the packed encoder needs, read from a HF config."""
-
     model_type: str
     vocab_size: int
     hidden_size: int

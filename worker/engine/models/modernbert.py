@@ -68,16 +68,13 @@ class ModernBertSpec:
             every = int(c["global_attn_every_n_layers"])
             global_layers = tuple(i % every == 0 for i in range(layers))
         rope = c.get("rope_parameters") or {}
-        global_theta = float(
-            (rope.get("full_attention") or {}).get("rope_theta") or c["global_rope_theta"]
-        )
-        local_theta = float(
-            (rope.get("sliding_attention") or {}).get("rope_theta") or c["local_rope_theta"]
-        )
-        for kind in ("full_attention", "sliding_attention"):
-            rope_type = (rope.get(kind) or {}).get("rope_type", "default")
+        theta = {}  # transformers 5 writes rope_parameters per layer type, 4 the two keys
+        for kind, key in (("full_attention", "global"), ("sliding_attention", "local")):
+            params = rope.get(kind) or {}
+            rope_type = params.get("rope_type", "default")
             if rope_type != "default":
                 raise ValueError(f"modernbert: RoPE type {rope_type!r} is not supported natively")
+            theta[key] = float(params.get("rope_theta") or c[f"{key}_rope_theta"])
         if not is_known(c["hidden_activation"]):
             raise ValueError(
                 f"modernbert: unsupported hidden_activation {c['hidden_activation']!r}"
@@ -99,8 +96,8 @@ class ModernBertSpec:
             mlp_bias=bool(c["mlp_bias"]),
             global_layers=global_layers,
             half_window=int(c["local_attention"]) // 2,
-            global_theta=global_theta,
-            local_theta=local_theta,
+            global_theta=theta["global"],
+            local_theta=theta["local"],
         )
 
 

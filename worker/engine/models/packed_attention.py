@@ -72,6 +72,24 @@ def _to(t_cpu: Tensor, device: torch.device) -> Tensor:
     return t_cpu.to(device, non_blocking=True)
 
 
+def check_packed(input_ids: Tensor, seq_lens: list[int], key_mask_cpu: Tensor | None = None) -> int:
+    """``T``, once ``input_ids`` is checked flat ``[sum(seq_lens)]`` and ``key_mask_cpu`` (if
+    given) a host bool ``[T]``."""
+    t = int(input_ids.shape[0])
+    if input_ids.dim() != 1 or t != sum(seq_lens):
+        raise ValueError(
+            f"input_ids must be flat [sum(seq_lens)={sum(seq_lens)}], got {tuple(input_ids.shape)}"
+        )
+    if key_mask_cpu is not None and (
+        key_mask_cpu.shape != (t,) or key_mask_cpu.dtype != torch.bool
+    ):
+        raise ValueError(
+            f"key_mask_cpu must be a host bool [{t}], got {key_mask_cpu.dtype} "
+            f"{tuple(key_mask_cpu.shape)}"
+        )
+    return t
+
+
 def bucket_lengths(seq_lens: list[int], waste: float = PAD_WASTE) -> list[list[int]]:
     """Sequence indices per bucket: longest first, a bucket grows while its padding stays
     within ``waste`` of its padded tokens."""

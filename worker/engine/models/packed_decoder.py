@@ -17,6 +17,7 @@ from poolq.worker.engine.execution.compute_thread import yield_to_urgent
 from poolq.worker.engine.models.causal_attention import KVCache, causal_attention, plan_causal
 from poolq.worker.engine.models.hidden_act import hidden_activation
 from poolq.worker.engine.models.llama import DecoderSpec
+from poolq.worker.engine.models.packed_attention import check_packed
 from poolq.worker.engine.models.state_reader import StateReader
 from poolq.worker.engine.models.uninit import EmptyEmbedding, EmptyLinear
 
@@ -35,7 +36,7 @@ class RMSNorm(nn.Module):
         return self.weight * xf.to(x.dtype)
 
 
-def _rotate_half(x: Tensor) -> Tensor:
+def rotate_half(x: Tensor) -> Tensor:
     a, b = x.chunk(2, dim=-1)
     return torch.cat((-b, a), dim=-1)
 
@@ -66,8 +67,8 @@ class _Layer(nn.Module):
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         cos_h, sin_h = cos[:, None, :], sin[:, None, :]  # [T, 1, d]: broadcast over heads
-        q = q * cos_h + _rotate_half(q) * sin_h
-        k = k * cos_h + _rotate_half(k) * sin_h
+        q = q * cos_h + rotate_half(q) * sin_h
+        k = k * cos_h + rotate_half(k) * sin_h
         attn = causal_attention(q, k, v, plan, index, self.window)  # type: ignore[arg-type]
         x = x + self.o_proj(attn)
         gate, up = self.gate_up(self.post_norm(x)).chunk(2, dim=-1)
@@ -93,17 +94,13 @@ class PackedDecoder(nn.Module):
 
     @classmethod
     def from_state_dict(cls, spec: DecoderSpec, state: dict[str, Tensor]) -> PackedDecoder:
-        dec = cls(spec)
-        dec.load_hf_state_dict(state)
-        return dec
-
-    def load_hf_state_dict(self, state: dict[str, Tensor]) -> None:
         """From a transformers ``*Model`` / ``*ForCausalLM`` state dict; the key prefix
         (``model.``, ``0.auto_model.``, none) is found from the embedding key."""
+        dec = cls(spec)
         r = StateReader(state, "embed_tokens.weight")
-        r.read(self.embed.weight, "embed_tokens.weight")
-        r.read(self.norm.weight, "norm.weight")
-        for i, layer in enumerate(self.layers):
+        r.read(dec.embed.weight, "embed_tokens.weight")
+        r.read(dec.norm.weight, "norm.weight")
+        for i, layer in enumerate(dec.layers):
             assert isinstance(layer, _Layer)
             p = f"layers.{i}."
             r.read(layer.in_norm.weight, f"{p}input_layernorm.weight")
@@ -123,6 +120,7 @@ class PackedDecoder(nn.Module):
                 r.read(layer.q_norm.weight, f"{p}self_attn.q_norm.weight")
                 r.read(layer.k_norm.weight, f"{p}self_attn.k_norm.weight")
         r.load()
+        return dec
 
     def forward(
         self,
@@ -135,12 +133,7 @@ class PackedDecoder(nn.Module):
         """``input_ids [T]`` flat -> ``[T, H]``. ``caches``: per sequence, ``None`` or the
         :class:`KVCache` of its earlier chunks; this chunk's keys and values are appended to it
         and its positions continue after the cached rows."""
-        t = int(input_ids.shape[0])
-        if input_ids.dim() != 1 or t != sum(seq_lens):
-            raise ValueError(
-                f"input_ids must be flat [sum(seq_lens)={sum(seq_lens)}], "
-                f"got {tuple(input_ids.shape)}"
-            )
+        t = check_packed(input_ids, seq_lens)
         if key_mask_cpu is not None and not bool(key_mask_cpu.all()):
             raise ValueError("a causal decoder takes no key mask (ColBERT query forms)")
         device = input_ids.device

@@ -2,18 +2,9 @@
 
 All sequences of a batch are concatenated into one flat token stream ``[T]`` (no padding).
 Embeddings, projections, LayerNorms and FFNs run on the flat ``[T, H]`` tensor; only the
-attention is computed per sequence (``packed_attention.py``):
-
-* CPU (and CUDA without ``flash_attn``): one ``scaled_dot_product_attention`` call per run of
-  consecutive equal-length sequences.
-* CUDA in fp16/bf16 with ``flash_attn`` installed: a single ``flash_attn_varlen_func`` call.
-
-Key masks: ``forward(..., key_mask_cpu=)`` marks tokens that no token attends to (ColBERT query
-expansion ``[MASK]`` tokens); their own rows are still computed. Their run's SDPA call gets a key
-mask; with flash-attn, runs holding such tokens are recomputed with masked SDPA after the varlen
-call (flash varlen takes no key mask).
-
-The output rows equal HF ``last_hidden_state`` rows of the non-padding tokens, in flat order.
+attention is computed per sequence (``packed_attention.py``: SDPA per run of equal-length
+sequences, or one varlen kernel call on CUDA in fp16/bf16). The output rows equal HF
+``last_hidden_state`` rows of the non-padding tokens, in flat order.
 """
 
 from __future__ import annotations
@@ -29,6 +20,7 @@ from poolq.worker.engine.models.encoder_spec import EncoderSpec
 from poolq.worker.engine.models.hidden_act import hidden_activation
 from poolq.worker.engine.models.packed_attention import (
     AttnPlan,
+    check_packed,
     packed_attention,
     plan_attention,
 )
@@ -89,42 +81,36 @@ class PackedEncoder(nn.Module):
         enc.load_hf_state_dict(state_dict)
         return enc
 
-    # ------------------------------------------------------------------ weights
-
     def load_hf_state_dict(self, state_dict: dict[str, Tensor]) -> None:
         """Copy weights from a HF ``BertModel``/``RobertaModel``/``XLMRobertaModel`` state dict.
 
         Any key prefix (``bert.``, ``roberta.``, ``0.auto_model.``, ...) is detected from the word
         embedding key (``state_reader.py``). Pooler / MLM-head / classifier keys are ignored.
         """
-        r = StateReader(state_dict, "embeddings.word_embeddings.weight", _aliases)
+        r = StateReader(state_dict, "embeddings.word_embeddings.weight")
 
-        def ln(dst: nn.LayerNorm, name: str) -> None:
-            r.read(dst.weight, f"{name}.LayerNorm.weight")
-            r.read(dst.bias, f"{name}.LayerNorm.bias")
+        def read(module: nn.Linear | nn.LayerNorm, name: str) -> None:
+            r.read(module.weight, f"{name}.weight")
+            r.read(module.bias, f"{name}.bias")
 
         r.read(self.word_emb.weight, "embeddings.word_embeddings.weight")
         r.read(self.pos_emb.weight, "embeddings.position_embeddings.weight")
         r.read(self.type_emb.weight, "embeddings.token_type_embeddings.weight")
-        ln(self.emb_norm, "embeddings")
+        read(self.emb_norm, "embeddings.LayerNorm")
         h = self.spec.hidden_size
         for i, layer in enumerate(self.layers):
             assert isinstance(layer, _Layer)
             p = f"encoder.layer.{i}."
             for w, fused in (("weight", layer.qkv.weight), ("bias", layer.qkv.bias)):
-                for j, n in enumerate(_QKV):  # fused rows [query; key; value]: a slice each
+                # fused rows [query; key; value]: a slice each
+                for j, n in enumerate(("query", "key", "value")):
                     r.read(fused[j * h : (j + 1) * h], f"{p}attention.self.{n}.{w}")
-            r.read(layer.attn_out.weight, f"{p}attention.output.dense.weight")
-            r.read(layer.attn_out.bias, f"{p}attention.output.dense.bias")
-            ln(layer.attn_norm, f"{p}attention.output")
-            r.read(layer.ffn_in.weight, f"{p}intermediate.dense.weight")
-            r.read(layer.ffn_in.bias, f"{p}intermediate.dense.bias")
-            r.read(layer.ffn_out.weight, f"{p}output.dense.weight")
-            r.read(layer.ffn_out.bias, f"{p}output.dense.bias")
-            ln(layer.ffn_norm, f"{p}output")
+            read(layer.attn_out, f"{p}attention.output.dense")
+            read(layer.attn_norm, f"{p}attention.output.LayerNorm")
+            read(layer.ffn_in, f"{p}intermediate.dense")
+            read(layer.ffn_out, f"{p}output.dense")
+            read(layer.ffn_norm, f"{p}output.LayerNorm")
         r.load()
-
-    # ------------------------------------------------------------------ forward
 
     def forward(
         self,
@@ -133,34 +119,14 @@ class PackedEncoder(nn.Module):
         token_type_ids: Tensor | None = None,
         key_mask_cpu: Tensor | None = None,
     ) -> Tensor:
-        """Encode a flat token stream.
-
-        Args:
-            input_ids: ``[T]`` int64, all sequences concatenated without padding.
-            seq_lens: host-side per-sequence lengths, ``sum(seq_lens) == T``.
-            token_type_ids: optional ``[T]`` segment ids (default: all zeros).
-            key_mask_cpu: optional host bool ``[T]``: False for tokens that no token of their
-                sequence attends to (their own rows are still computed).
-
-        Returns:
-            ``[T, H]`` last-layer hidden states, rows in the same order as ``input_ids``.
-        """
-        t = int(input_ids.shape[0])
-        if input_ids.dim() != 1 or t != sum(seq_lens):
-            raise ValueError(
-                f"input_ids must be flat [sum(seq_lens)={sum(seq_lens)}], "
-                f"got {tuple(input_ids.shape)}"
-            )
+        """``input_ids [T]`` int64 (the sequences concatenated, host ``seq_lens`` summing to
+        ``T``) -> last-layer hidden states ``[T, H]`` in the same order. ``token_type_ids [T]``:
+        segment ids (default zeros); ``key_mask_cpu`` host bool ``[T]``: False for tokens no token
+        of their sequence attends to (ColBERT query expansion; their own rows are computed)."""
+        t = check_packed(input_ids, seq_lens, key_mask_cpu)
         if seq_lens and (min(seq_lens) < 0 or max(seq_lens) > self.spec.max_seq_len):
             raise ValueError(f"sequence lengths must be in [0, {self.spec.max_seq_len}]")
         device = input_ids.device
-        if key_mask_cpu is not None and (
-            key_mask_cpu.shape != (t,) or key_mask_cpu.dtype != torch.bool
-        ):
-            raise ValueError(
-                f"key_mask_cpu must be a host bool [{t}], got {key_mask_cpu.dtype} "
-                f"{tuple(key_mask_cpu.shape)}"
-            )
         low_precision = input_ids.is_cuda and (
             self.word_emb.weight.dtype in (torch.float16, torch.bfloat16)
             or torch.is_autocast_enabled("cuda")  # autocast: fp32 residual, bf16 q/k/v
@@ -181,23 +147,9 @@ class PackedEncoder(nn.Module):
             x = x + self.type_emb(token_type_ids)
         x = self.emb_norm(x)
 
-        cu_seqlens: Tensor | None = None
-        if varlen:
-            cu_seqlens = plan.cu_seqlens_cpu.to(device, non_blocking=True)  # [B + 1] int32
-
+        # [B + 1] int32
+        cu_seqlens = plan.cu_seqlens_cpu.to(device, non_blocking=True) if varlen else None
         for layer in self.layers:
             x = layer(x, plan, cu_seqlens)
             yield_to_urgent()  # a queued query-lane forward may run here (compute_thread.py)
         return x
-
-
-_QKV = ("query", "key", "value")
-
-
-def _aliases(key: str) -> tuple[str, ...]:
-    """Old TF-converted checkpoints name LayerNorm parameters gamma / beta."""
-    if key.endswith("LayerNorm.weight"):
-        return key, key[: -len("weight")] + "gamma"
-    if key.endswith("LayerNorm.bias"):
-        return key, key[: -len("bias")] + "beta"
-    return (key,)

@@ -18,16 +18,13 @@ from poolq.worker.engine.models.attention_varlen import (
     varlen_args,
     varlen_attention,
 )
-from poolq.worker.engine.models.causal_attention import CausalPlan, plan_causal
+from poolq.worker.engine.models.causal_attention import CausalPlan, attend_buckets, plan_causal
 from poolq.worker.engine.models.hidden_act import hidden_activation
 from poolq.worker.engine.models.modernbert import ModernBertSpec
+from poolq.worker.engine.models.packed_attention import check_packed
+from poolq.worker.engine.models.packed_decoder import rotate_half
 from poolq.worker.engine.models.state_reader import StateReader
 from poolq.worker.engine.models.uninit import EmptyEmbedding, EmptyLinear
-
-
-def _rotate_half(x: Tensor) -> Tensor:
-    a, b = x.chunk(2, dim=-1)
-    return torch.cat((-b, a), dim=-1)
 
 
 def _rope(positions: Tensor, theta: float, d: int) -> tuple[Tensor, Tensor]:
@@ -99,32 +96,16 @@ class _Layer(nn.Module):
     ) -> Tensor:
         t, heads, d = x.shape[0], self.heads, self.head_dim
         q, k, v = self.wqkv(x).view(t, 3, heads, d).unbind(1)
-        q = q * cos + _rotate_half(q) * sin
-        k = k * cos + _rotate_half(k) * sin
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
         if varlen is not None:  # CUDA, no key mask: one kernel call, the band as its window
             window = FULL if self.half_window is None else local_window(self.half_window)
             return varlen_attention(q, k, v, varlen, window).reshape(t, heads * d)
-        out = q.new_empty(t, heads * d)
-        for members, gather, rows, slots, mask in zip(
-            plan.buckets, plan.gathers_dev, plan.rows_dev, plan.slots_dev, valid, strict=True
-        ):
-            if gather is None:
-                s, n = plan.starts[members[0]], plan.seq_lens[members[0]]
-                o = _attend(
-                    q[None, s : s + n],
-                    k[None, s : s + n],
-                    v[None, s : s + n],
-                    mask,  # None, or the key mask [1, n] of a ColBERT query
-                    self.half_window,
-                )
-                out[s : s + n] = o[0].reshape(n, heads * d)
-                continue
-            assert rows is not None and slots is not None
-            nb, length = len(members), plan.seq_lens[members[0]]
-            qb, kb, vb = (z.index_select(0, gather).view(nb, length, heads, d) for z in (q, k, v))
-            o = _attend(qb, kb, vb, mask, self.half_window).reshape(nb * length, heads * d)
-            out.index_copy_(0, rows, o.index_select(0, slots))
-        return out
+
+        def attend(b: int, qb: Tensor, kb: Tensor, vb: Tensor) -> Tensor:
+            return _attend(qb, kb, vb, valid[b], self.half_window)
+
+        return attend_buckets(q, k, v, plan, q.new_empty(t, heads * d), attend)
 
     def forward(
         self,
@@ -154,13 +135,9 @@ class PackedModernBert(nn.Module):
 
     @classmethod
     def from_state_dict(cls, spec: ModernBertSpec, state: dict[str, Tensor]) -> PackedModernBert:
-        m = cls(spec)
-        m.load_hf_state_dict(state)
-        return m
-
-    def load_hf_state_dict(self, state: dict[str, Tensor]) -> None:
         """From a transformers ``ModernBertModel`` (or ``*For...``) state dict; the key prefix
         is found from the token embedding key (``state_reader.py``)."""
+        m = cls(spec)
         r = StateReader(state, "embeddings.tok_embeddings.weight")
 
         def read(module: nn.Module, name: str) -> None:  # a LayerNorm or a Linear
@@ -169,10 +146,10 @@ class PackedModernBert(nn.Module):
             if module.bias is not None:
                 r.read(module.bias, name + ".bias")
 
-        r.read(self.embed.weight, "embeddings.tok_embeddings.weight")
-        read(self.emb_norm, "embeddings.norm")
-        read(self.final_norm, "final_norm")
-        for i, layer in enumerate(self.layers):
+        r.read(m.embed.weight, "embeddings.tok_embeddings.weight")
+        read(m.emb_norm, "embeddings.norm")
+        read(m.final_norm, "final_norm")
+        for i, layer in enumerate(m.layers):
             assert isinstance(layer, _Layer)
             p = f"layers.{i}."
             if i > 0:
@@ -183,24 +160,14 @@ class PackedModernBert(nn.Module):
             read(layer.wi, p + "mlp.Wi")
             read(layer.mlp_out, p + "mlp.Wo")
         r.load()
+        return m
 
     def forward(
         self, input_ids: Tensor, seq_lens: list[int], key_mask_cpu: Tensor | None = None
     ) -> Tensor:
-        t = int(input_ids.shape[0])
-        if input_ids.dim() != 1 or t != sum(seq_lens):
-            raise ValueError(
-                f"input_ids must be flat [sum(seq_lens)={sum(seq_lens)}], got {tuple(input_ids.shape)}"
-            )
+        t = check_packed(input_ids, seq_lens, key_mask_cpu)
         if seq_lens and max(seq_lens) > self.spec.max_positions:
             raise ValueError(f"sequence lengths must be at most {self.spec.max_positions}")
-        if key_mask_cpu is not None and (
-            key_mask_cpu.shape != (t,) or key_mask_cpu.dtype != torch.bool
-        ):
-            raise ValueError(
-                f"key_mask_cpu must be a host bool [{t}], got {key_mask_cpu.dtype} "
-                f"{tuple(key_mask_cpu.shape)}"
-            )
         if key_mask_cpu is not None and bool(key_mask_cpu.all()):
             key_mask_cpu = None
         device = input_ids.device

@@ -5,10 +5,7 @@ no host-side planning: the packed encoder plans its attention per batch on the h
 be traced. :class:`PaddedEncoderForm` runs the *same* modules (no weight is copied: it holds the
 packed encoder) over a right-padded ``[B, L]`` batch, with one ``scaled_dot_product_attention``
 per layer under a key mask. Rows of real tokens equal the packed encoder's rows; padding rows are
-garbage that callers drop.
-
-The family registry supplies it (``Architecture.padded_form``): a family without one has no
-compiled backend and stays on torch.
+garbage that callers drop. A family supplies it as ``Architecture.padded_form``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""What the engine knows of one architecture family, as one frozen entry (vLLM's model registry).
-
-An entry says which ``model_type`` values it covers, how its tokens attend to each other, which
-pooling an embedding checkpoint of it defaults to, which checkpoint kinds it runs natively
-(``ModelKind``), and how to build its packed module and its checkpoint heads from a state dict.
-Adding an architecture = one module under ``worker/engine/models/`` that defines an entry + one
-line in ``models/__init__.py`` (see ``worker/engine/README.md``).
+"""What the engine knows of one architecture family, as one frozen entry (vLLM's model registry):
+the ``model_type`` values it covers, its attention, its default pooling, the checkpoint kinds it
+runs natively, and how to build its packed module and heads. Adding an architecture: see
+``worker/engine/README.md``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ then shapes are checked against the module's own, and only then is anything copi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -23,33 +23,22 @@ def key_prefix(state: Mapping[str, Tensor], anchor: str) -> str:
     return min(anchors, key=len)[: -len(anchor)]
 
 
-def _exact(key: str) -> tuple[str, ...]:
-    return (key,)
-
-
 class StateReader:
-    """``read(dst, name)`` pairs a module tensor with the checkpoint tensor ``prefix + name``
-    (``aliases(key)``: the names a key may also have, tried in order); :meth:`load` checks every
-    pair and copies them."""
+    """``read(dst, name)`` pairs a module tensor with the checkpoint tensor ``prefix + name``;
+    :meth:`load` checks every pair and copies them."""
 
-    def __init__(
-        self,
-        state: Mapping[str, Tensor],
-        anchor: str,
-        aliases: Callable[[str], tuple[str, ...]] = _exact,
-    ) -> None:
+    def __init__(self, state: Mapping[str, Tensor], anchor: str) -> None:
         self.state = state
         self.prefix = key_prefix(state, anchor)
-        self.aliases = aliases
         self.missing: list[str] = []
         self.pairs: list[tuple[Tensor, Tensor]] = []  # (module tensor, checkpoint tensor)
 
     def get(self, name: str) -> Tensor | None:
         """The checkpoint tensor ``prefix + name`` (None, recorded as missing, when absent)."""
-        for key in self.aliases(self.prefix + name):
-            if key in self.state:
-                return self.state[key]
-        self.missing.append(self.prefix + name)
+        key = self.prefix + name
+        if key in self.state:
+            return self.state[key]
+        self.missing.append(key)
         return None
 
     def read(self, dst: Tensor, name: str) -> None:

@@ -5,8 +5,8 @@ precedence order.
 predicate holds. BGE-M3's head files beat everything (its backbone may say ``ForMaskedLM``),
 ColBERT's projection beats the backbone's ``architectures``, the ``*ForMaskedLM`` /
 ``*ForSequenceClassification`` heads come next, then LLM rerankers (a causal LM whose files name
-its yes/no tokens), then causal models, and ``encoder`` takes the rest. ``kind_named(desc.kind)`` is how the loader and the pooler builder find what a described
-model's kind does; neither names a kind.
+its yes/no tokens), then causal models, and ``encoder`` takes the rest. ``kind_named(desc.kind)``
+is how the loader finds what a described model's kind does; it names no kind.
 """
 
 from __future__ import annotations

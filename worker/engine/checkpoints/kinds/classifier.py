@@ -14,12 +14,10 @@ from __future__ import annotations
 
 from torch import nn
 
-from poolq.worker.engine.checkpoints.checkpoint_heads import classifier_from_state
-from poolq.worker.engine.checkpoints.description import ModelConfig
+from poolq.worker.engine.checkpoints.checkpoint_heads import family_head
 from poolq.worker.engine.checkpoints.kinds.inputs import Checkpoint, PoolerInputs
 from poolq.worker.engine.checkpoints.kinds.registry import CheckpointKind
 from poolq.worker.engine.checkpoints.pair_forms import SegmentPairs, tokenizer_passes_type_ids
-from poolq.worker.engine.execution.tokenizer import TextTokenizer
 from poolq.worker.engine.models import architecture_for
 from poolq.worker.pooling import (
     ClassifierHead,
@@ -49,11 +47,6 @@ def _tasks(ck: Checkpoint) -> dict[PoolingTask, int]:
     return {"score": 1, "classify": 1} if n == 1 else {"classify": n}
 
 
-def pooled_method(config: dict) -> str:
-    """The row the head reads: CLS, or the mean where ``classifier_pooling`` says so."""
-    return "MEAN" if config.get("classifier_pooling") == "mean" else "CLS"
-
-
 def _st_activation(p: PoolerInputs) -> nn.Module | None:
     name = (p.st.activation_fn if p.st else None) or (
         p.config.get("sentence_transformers") or {}
@@ -63,10 +56,11 @@ def _st_activation(p: PoolerInputs) -> nn.Module | None:
 
 def _poolers(p: PoolerInputs) -> DispatchPooler:
     labels = p.desc.output_dim("classify")
-    classifier = classifier_from_state(p.state, p.config)
+    classifier = family_head(p.state, p.config, "classifier")
     st_act = _st_activation(p)
     act = st_act or classification_activation(p.config.get("problem_type"), labels)
-    method = sequence_method(pooled_method(p.config))
+    # the row the head reads: CLS, or the mean where classifier_pooling says so (ModernBERT)
+    method = sequence_method("MEAN" if p.config.get("classifier_pooling") == "mean" else "CLS")
     poolers: dict[str, Pooler] = {
         "classify": SequencePooler(method, ClassifierHead(classifier, act, num_labels=labels))
     }
@@ -83,17 +77,11 @@ def reads_type_ids(ck: Checkpoint) -> bool:
     return int(config.get("type_vocab_size") or 0) >= 2 and tokenizer_passes_type_ids(ck.path)
 
 
-def _pair_form(
-    ck: Checkpoint, tok: TextTokenizer, max_length: int, cfg: ModelConfig
-) -> SegmentPairs:
-    return SegmentPairs(type_ids=reads_type_ids(ck))
-
-
 CLASSIFIER = CheckpointKind(
     name="classifier",
     recognize=lambda ck: ck.architecture.endswith("ForSequenceClassification"),
     tasks=_tasks,
     build_poolers=_poolers,
     head_weights=True,
-    pair_form=_pair_form,
+    pair_form=lambda ck, tok, max_length, cfg: SegmentPairs(type_ids=reads_type_ids(ck)),
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from torch import nn
 
 from poolq.worker.engine.checkpoints.checkpoint_heads import linear_from
-from poolq.worker.engine.checkpoints.colbert_forms import read_colbert_forms
+from poolq.worker.engine.checkpoints.colbert_forms import colbert_ir_forms, pylate_forms
 from poolq.worker.engine.checkpoints.input_forms import InputForms
 from poolq.worker.engine.checkpoints.kinds.embedding import dense_chain
 from poolq.worker.engine.checkpoints.kinds.inputs import Checkpoint, PoolerInputs
@@ -42,7 +42,8 @@ def _poolers(p: PoolerInputs) -> DispatchPooler:
 
 
 def _forms(ck: Checkpoint, tok: TextTokenizer, max_length: int) -> InputForms:
-    return read_colbert_forms(ck.path, tok, max_length, colbert_ir=PROJECTION in ck.shapes)
+    read = colbert_ir_forms if PROJECTION in ck.shapes else pylate_forms  # HF_ColBERT, PyLate
+    return read(ck.path, tok, max_length)
 
 
 COLBERT = CheckpointKind(

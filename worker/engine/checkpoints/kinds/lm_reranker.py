@@ -18,12 +18,11 @@ from typing import Any
 
 from torch import nn
 
-from poolq.worker.engine.checkpoints.description import ModelConfig, token_pair
+from poolq.worker.engine.checkpoints.description import token_pair
 from poolq.worker.engine.checkpoints.kinds.decoder import is_causal
 from poolq.worker.engine.checkpoints.kinds.inputs import Checkpoint, PoolerInputs
 from poolq.worker.engine.checkpoints.kinds.registry import CheckpointKind
 from poolq.worker.engine.checkpoints.pair_forms import PromptPairs
-from poolq.worker.engine.execution.tokenizer import TextTokenizer
 from poolq.worker.engine.models.state_reader import key_prefix
 from poolq.worker.pooling import (
     DispatchPooler,
@@ -32,7 +31,6 @@ from poolq.worker.pooling import (
     TokenOdds,
     sequence_method,
 )
-from poolq.worker.pooling.tasks import PoolingTask
 
 DEFAULT_TOKENS = ("no", "yes")  # Qwen3-Reranker's [false, true]
 RANKING_TAG = "text-ranking"
@@ -52,10 +50,6 @@ def _recognize(ck: Checkpoint) -> bool:
     if ck.architecture.endswith("ForSequenceClassification") or not is_causal(ck.config):
         return False
     return score_tokens(ck.config, ck.pipeline_tag) is not None
-
-
-def _tasks(ck: Checkpoint) -> dict[PoolingTask, int]:
-    return {"score": 1}
 
 
 def token_rows(p: PoolerInputs) -> nn.Module:
@@ -85,17 +79,13 @@ def _poolers(p: PoolerInputs) -> DispatchPooler:
     return DispatchPooler({"score": SequencePooler(sequence_method("LAST"), head)})
 
 
-def _pair_form(
-    ck: Checkpoint, tok: TextTokenizer, max_length: int, cfg: ModelConfig
-) -> PromptPairs:
-    return PromptPairs.qwen3_reranker(tok, max_length, cfg.score_instruction)
-
-
 LM_RERANKER = CheckpointKind(
     name="lm_reranker",
     recognize=_recognize,
-    tasks=_tasks,
+    tasks=lambda ck: {"score": 1},
     build_poolers=_poolers,
     head_weights=True,
-    pair_form=_pair_form,
+    pair_form=lambda ck, tok, length, cfg: PromptPairs.qwen3_reranker(
+        tok, length, cfg.score_instruction
+    ),
 )

@@ -4,22 +4,17 @@ tokenizer's own CLS / SEP / BOS / EOS rows left out when ``splade_remove_special
 
 from __future__ import annotations
 
-from poolq.worker.engine.checkpoints.checkpoint_heads import mlm_head_from_state
-from poolq.worker.engine.checkpoints.kinds.inputs import Checkpoint, PoolerInputs
+from poolq.worker.engine.checkpoints.checkpoint_heads import family_head
+from poolq.worker.engine.checkpoints.kinds.inputs import PoolerInputs
 from poolq.worker.engine.checkpoints.kinds.registry import CheckpointKind
 from poolq.worker.engine.checkpoints.kinds.special_tokens import boundary_token_ids
 from poolq.worker.pooling import DispatchPooler, SpladePooler
-from poolq.worker.pooling.tasks import PoolingTask
-
-
-def _tasks(ck: Checkpoint) -> dict[PoolingTask, int]:
-    return {"sparse": ck.vocab_size}
 
 
 def _poolers(p: PoolerInputs) -> DispatchPooler:
     remove = boundary_token_ids(p.path, p.tok) if p.cfg.splade_remove_special else []
     sparse = SpladePooler(
-        mlm_head_from_state(p.state, p.config),
+        family_head(p.state, p.config, "mlm_head"),
         p.desc.vocab_size,
         mode=p.cfg.splade_mode,
         remove_token_ids=remove,
@@ -30,7 +25,7 @@ def _poolers(p: PoolerInputs) -> DispatchPooler:
 MASKED_LM = CheckpointKind(
     name="masked_lm",
     recognize=lambda ck: ck.architecture.endswith("ForMaskedLM"),
-    tasks=_tasks,
+    tasks=lambda ck: {"sparse": ck.vocab_size},
     build_poolers=_poolers,
     head_weights=True,
 )

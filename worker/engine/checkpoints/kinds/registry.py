@@ -1,14 +1,7 @@
-"""What the engine knows of one checkpoint kind, as one frozen entry (vLLM's model registry), and
-the ordered lookup over the entries.
-
-A kind (``ModelKind``: ``encoder``, ``decoder``, ``colbert``, ``masked_lm``, ``classifier``,
-``bge_m3``) is a way a checkpoint turns hidden states into outputs, whatever its architecture
-family (``models/``). An entry says how to recognise it from the checkpoint's files, which tasks
-it serves at which sizes, and which poolers it builds; a few flags say which
-sentence-transformers metadata it honours. Recognition asks the entries in precedence order and
-takes the first that claims the checkpoint, so the catch-all (``encoder``) comes last.
-Adding a kind = one module under ``worker/engine/checkpoints/kinds/`` that defines an entry + one line in
-``kinds/__init__.py`` (see ``worker/engine/README.md``).
+"""What the engine knows of one checkpoint kind (``encoder``, ``colbert``, ``masked_lm``, ...), as
+one frozen entry (vLLM's model registry), and the ordered lookup over the entries: the first that
+claims a checkpoint names it, so the catch-all (``encoder``) comes last. Adding a kind: see
+``worker/engine/README.md``.
 """
 
 from __future__ import annotations
@@ -56,7 +49,9 @@ class KindRegistry:
     def __init__(self, kinds: Iterable[CheckpointKind]) -> None:
         self._kinds: tuple[CheckpointKind, ...] = ()
         for kind in kinds:
-            self._add(kind, len(self._kinds))
+            if kind.name in self.names:
+                raise ValueError(f"checkpoint kind {kind.name!r} is already registered")
+            self._kinds = (*self._kinds, kind)
 
     @property
     def kinds(self) -> tuple[CheckpointKind, ...]:
@@ -79,8 +74,3 @@ class KindRegistry:
             if kind.name == name:
                 return kind
         raise ValueError(f"no checkpoint kind {name!r}; kinds: {list(self.names)}")
-
-    def _add(self, kind: CheckpointKind, at: int) -> None:
-        if kind.name in self.names:
-            raise ValueError(f"checkpoint kind {kind.name!r} is already registered")
-        self._kinds = (*self._kinds[:at], kind, *self._kinds[at:])

@@ -7,40 +7,26 @@ vLLM's SPLADE pooler leaves out CLS and SEP."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
+from poolq.worker.engine.checkpoints.checkpoint import read_json_object
 from poolq.worker.engine.execution.tokenizer import TextTokenizer
 
 ROLES = ("cls_token", "sep_token", "bos_token", "eos_token")
 DECLARING_FILES = ("tokenizer_config.json", "special_tokens_map.json")
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) else {}
-
-
-def declared_tokens(path: Path) -> list[str]:
-    """The CLS / SEP / BOS / EOS token strings the folder's tokenizer files declare."""
-    names: list[str] = []
-    for file in DECLARING_FILES:
-        data = _read_json(path / file)
-        for role in ROLES:
-            entry = data.get(role)
-            content = entry.get("content") if isinstance(entry, dict) else entry
-            if isinstance(content, str) and content not in names:
-                names.append(content)
-    return names
-
-
 def boundary_token_ids(path: Path, tok: TextTokenizer) -> list[int]:
     """The ids of the declared CLS / SEP / BOS / EOS tokens that the vocabulary has, sorted;
     without declarations, the ids the tokenizer's post-processor wraps a text in."""
-    names = declared_tokens(path)
+    names: list[str] = []
+    for file in DECLARING_FILES:
+        data = read_json_object(path / file)
+        for role in ROLES:
+            entry = data.get(role)
+            content = entry.get("content") if isinstance(entry, dict) else entry
+            if isinstance(content, str):
+                names.append(content)
     if not names:
         return sorted(set(tok.encode_batch([""])[0].ids))
     return sorted({tid for name in names if (tid := tok.token_id(name)) is not None})
