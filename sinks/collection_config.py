@@ -17,7 +17,7 @@ from typing import Any
 
 from qdrant_client import models
 
-from poolq.sinks.collection_settings import CollectionSettings
+from poolq.sinks.collection_settings import SERVER_INTS, CollectionSettings
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 from poolq.wire import payload as fields
 
@@ -79,24 +79,15 @@ def multi_distance(datatype: models.Datatype | None) -> models.Distance:
     return UINT8_MULTI_DISTANCE if datatype == models.Datatype.UINT8 else DISTANCE
 
 
-def sparse_params(spec: VectorSpec) -> models.SparseVectorParams:
-    assert spec.kind == "sparse"
-    return models.SparseVectorParams(modifier=None)
-
-
 def vectors_config(schema: CollectionSchema) -> dict[str, models.VectorParams]:
     return {v.name: vector_params(v, schema.settings) for v in schema.vectors if v.kind != "sparse"}
 
 
 def sparse_vectors_config(schema: CollectionSchema) -> dict[str, models.SparseVectorParams]:
-    return {v.name: sparse_params(v) for v in schema.vectors if v.kind == "sparse"}
+    names = [v.name for v in schema.vectors if v.kind == "sparse"]
+    return {name: models.SparseVectorParams(modifier=None) for name in names}
 
 
 def server_options(settings: CollectionSettings) -> dict[str, Any]:
     """``create_collection`` keyword arguments that only a server has (the ones set)."""
-    options = {
-        "shard_number": settings.shard_number,
-        "replication_factor": settings.replication_factor,
-        "write_consistency_factor": settings.write_consistency_factor,
-    }
-    return {k: v for k, v in options.items() if v is not None}
+    return {k: v for k in SERVER_INTS if (v := getattr(settings, k)) is not None}

@@ -28,7 +28,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "dense_quantization": ("none", "int8"),
 }
 _BOOLS = ("multivector_on_disk", "multivector_hnsw", "dense_on_disk")
-_SERVER_INTS = ("shard_number", "replication_factor", "write_consistency_factor")
+SERVER_INTS = ("shard_number", "replication_factor", "write_consistency_factor")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class CollectionSettings:
             if value not in choices:
                 allowed = ", ".join(repr(c) for c in choices)
                 raise ValueError(f"[collection] {name}: expected one of {allowed}, got {value!r}")
-        for name in _SERVER_INTS:
+        for name in SERVER_INTS:
             value = getattr(self, name)
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1

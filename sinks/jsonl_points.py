@@ -38,28 +38,19 @@ def to_json_line(record: models.Record) -> str:
     return json.dumps(line, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def kind_of(value: Any) -> VectorKind | None:
-    if isinstance(value, dict):
-        return "sparse"
-    if isinstance(value, list) and value and isinstance(value[0], list):
-        return "multi"
-    if isinstance(value, list) and value:
-        return "dense"
-    return None
+def _kind_and_size(value: Any) -> tuple[VectorKind, int | None]:
+    """A parsed vector's kind and size (a sparse vector has none)."""
+    if isinstance(value, models.SparseVector):
+        return "sparse", None
+    if value and isinstance(value[0], list):
+        return "multi", len(value[0])
+    return "dense", len(value)
 
 
 def schema_of(line_no: int, point: models.PointStruct, name: str) -> CollectionSchema:
     """The collection a point's vectors need (names, kinds, sizes): import creates it."""
     assert isinstance(point.vector, dict)
-    specs = []
-    value: Any
-    for vname, value in point.vector.items():
-        if isinstance(value, models.SparseVector):
-            specs.append(VectorSpec(vname, "sparse", None, "imported"))
-        elif value and isinstance(value[0], list):
-            specs.append(VectorSpec(vname, "multi", len(value[0]), "imported"))
-        else:
-            specs.append(VectorSpec(vname, "dense", len(value), "imported"))
+    specs = [VectorSpec(n, *_kind_and_size(v), "imported") for n, v in point.vector.items()]
     if not specs:
         raise PointLineError(f"line {line_no}: point {point.id!r} has no vector to learn from")
     return CollectionSchema(name, tuple(specs))
@@ -102,8 +93,7 @@ def check_point(line_no: int, point: models.PointStruct, schema: CollectionSchem
                 f"line {line_no}: point {point.id!r}: vector {name!r} is not in the collection "
                 f"(it has {have})"
             ) from None
-        kind = "sparse" if isinstance(value, models.SparseVector) else kind_of(value)
-        size = None if kind == "sparse" else len(value[0] if kind == "multi" else value)
+        kind, size = _kind_and_size(value)
         if (kind, size) != (spec.kind, spec.size):
             want = spec.kind if spec.size is None else f"{spec.kind} of size {spec.size}"
             got = kind if size is None else f"{kind} of size {size}"

@@ -28,28 +28,20 @@ from poolq.sinks.store import uint8_codec
 class NpyWriter:
     """Writes records shard by shard into ``folder`` (which must not exist or be empty)."""
 
-    def __init__(
-        self,
-        folder: Path,
-        collection: str,
-        vectors: list[VectorEntry],
-        *,
-        shard_points: int = SHARD_POINTS,
-    ) -> None:
+    def __init__(self, folder: Path, collection: str, vectors: list[VectorEntry]) -> None:
         if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
             raise NpyExportError(f"{str(folder)!r} exists and is not an empty folder")
         folder.mkdir(parents=True, exist_ok=True)
         self.folder, self.collection, self.vectors = folder, collection, vectors
-        self.shard_points = shard_points
         self.shards: list[dict[str, Any]] = []
         self.points = 0
         self._pending: list[models.Record] = []
 
     def add(self, records: Sequence[models.Record]) -> None:
         self._pending.extend(records)
-        while len(self._pending) >= self.shard_points:
-            self._write(self._pending[: self.shard_points])
-            del self._pending[: self.shard_points]
+        while len(self._pending) >= SHARD_POINTS:
+            self._write(self._pending[:SHARD_POINTS])
+            del self._pending[:SHARD_POINTS]
 
     def close(self) -> int:
         """Writes what is left and then the manifest; returns the number of points."""

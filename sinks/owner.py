@@ -12,22 +12,30 @@ runs to completion before the next starts, in order. The store is opened and clo
 Reads (searches, the inventory) skip the queue: :meth:`StoreOwner.read` runs them in a read
 thread of their own when the store serves reads concurrently (Qdrant Edge), else straight in
 the store thread, where they wait for one write batch at most, never for the queued writes.
-Transient failures are retried (``sinks/retry.py``).
+Transient failures are retried (:class:`~poolq.wire.backoff.Backoff`: exponential backoff with
+full jitter, at least what a server's 429 asks for), with a clear error once the retries run out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
-from poolq.sinks.retry import retrying
 from poolq.sinks.store import Store
-from poolq.wire.backoff import Backoff
+from poolq.sinks.store.errors import (
+    SinkUnavailableError,
+    describe_error,
+    is_transient,
+    retry_after_s,
+)
+from poolq.wire.backoff import Backoff, RetriesSpent
 
+log = logging.getLogger("poolq.sinks.writer")
 T = TypeVar("T")
 
 
@@ -150,11 +158,8 @@ class StoreOwner:
 
     # -- running functions of the store ------------------------------------------------------
 
-    async def call(self, fn: Callable[[Store], T], *, retry: bool = False) -> T:
-        """Run ``fn(store)`` in the store thread, after the queued writes; ``retry=True``
-        retries transient errors (only for idempotent functions)."""
-        if retry:
-            return await self._submit(partial(self._retrying, getattr(fn, "__name__", "call"), fn))
+    async def call(self, fn: Callable[[Store], T]) -> T:
+        """Run ``fn(store)`` in the store thread, after the queued writes (no retries)."""
         return await self._submit(partial(self._run, fn))
 
     async def read(self, fn: Callable[[Store], T], *, what: str = "read") -> T:
@@ -223,10 +228,26 @@ class StoreOwner:
         return await asyncio.get_running_loop().run_in_executor(executor, fn, self._store)
 
     async def _retrying(self, what: str, fn: Callable[[Store], T], reader: bool = False) -> T:
-        def counted() -> None:
-            self.retries += 1
+        """:meth:`_run`, retrying transient errors up to ``policy.max_retries`` times."""
+        policy = self.policy
 
-        return await retrying(what, lambda: self._run(fn, reader), self.policy, counted)
+        def retried(e: Exception, attempt: int, wait_s: float) -> None:
+            self.retries += 1
+            tries = "?" if policy.max_retries is None else policy.max_retries + 1
+            log.warning(
+                "qdrant %s failed (attempt %d of %s), retrying in %.2fs: %s",
+                what, attempt, tries, wait_s, describe_error(e),
+            )  # fmt: skip
+
+        try:
+            return await policy.run(
+                lambda: self._run(fn, reader),
+                retryable=is_transient,
+                at_least_s=retry_after_s,
+                on_retry=retried,
+            )
+        except RetriesSpent as spent:
+            raise SinkUnavailableError(what, spent.tries, spent.last) from spent.last
 
 
 async def _serve(job: _Job) -> None:

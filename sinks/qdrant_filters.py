@@ -17,17 +17,12 @@ def parse_filters(exprs: Sequence[str]) -> models.Filter | None:
     must: list[models.Condition] = []
     must_not: list[models.Condition] = []  # a label's pair of forms: must_not [should [a, b]]
     for c in parse_conditions(exprs):
-        (must_not if c.negate else must).append(_field_condition(c))
+        label = label_name(c.path)
+        condition = _on_key(c, c.path) if label is None else _label_condition(c, label)
+        (must_not if c.negate else must).append(condition)
     if not must and not must_not:
         return None
     return models.Filter(must=must or None, must_not=must_not or None)
-
-
-def _field_condition(c: Condition) -> models.Condition:
-    label = label_name(c.path)
-    if label is not None:
-        return _label_condition(c, label)
-    return _on_key(c, c.path)
 
 
 def _on_key(c: Condition, key: str) -> models.FieldCondition:

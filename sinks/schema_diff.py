@@ -11,6 +11,7 @@ from typing import Any
 from qdrant_client import models
 
 from poolq.sinks.collection_config import DISTANCE, multi_distance, vector_params
+from poolq.sinks.collection_settings import SERVER_INTS
 from poolq.sinks.schema import CollectionSchema, VectorSpec
 
 Dense = dict[str, models.VectorParams]
@@ -104,7 +105,7 @@ def _server_differences(schema: CollectionSchema, params: models.CollectionParam
     """Sharding and replication, where the settings name them and the collection has them
     (Qdrant Edge has neither: one shard, no replicas)."""
     problems = []
-    for key in ("shard_number", "replication_factor", "write_consistency_factor"):
+    for key in SERVER_INTS:
         want, have = getattr(schema.settings, key), getattr(params, key, None)
         if want is not None and have is not None and want != have:
             problems.append(f"{key} {want} expected ([collection] {key}), collection has {have}")

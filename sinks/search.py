@@ -18,45 +18,11 @@ from dataclasses import replace
 from qdrant_client import models
 
 from poolq.sinks.points import VectorValue
-from poolq.sinks.qdrant_filters import parse_filters
-from poolq.sinks.query import build_group_query, build_query, resolve_mode, vectors_needed
+from poolq.sinks.query import build_group_query, build_query
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.store.interface import Store
 from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
-from poolq.wire.search_results import (
-    FUSIONS,
-    MAX_LIMIT,
-    SEARCH_MODES,
-    ChunkMatch,
-    Citation,
-    Fusion,
-    Hit,
-    SearchError,
-    SearchMode,
-    SearchRequest,
-    SearchResult,
-)
-
-__all__ = [
-    "FUSIONS",
-    "MAX_LIMIT",
-    "SEARCH_MODES",
-    "ChunkMatch",
-    "Fusion",
-    "Hit",
-    "SearchError",
-    "SearchMode",
-    "SearchRequest",
-    "SearchResult",
-    "build_group_query",
-    "build_query",
-    "hit_from_group",
-    "hit_from_point",
-    "parse_filters",
-    "resolve_mode",
-    "search_points",
-    "vectors_needed",
-]
+from poolq.wire.search_results import ChunkMatch, Citation, Hit, SearchRequest
 
 
 def hit_from_point(point: models.ScoredPoint) -> Hit:

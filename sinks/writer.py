@@ -1,7 +1,7 @@
 """The writer: what jobs, reindexing and search ask of the store, through its owner
 (``sinks/owner.py``: one task, one store thread, a read thread, retries). Points are written in
 batches, durable when a call returns; stale chunks of shrunk documents are deleted after
-(``sinks/stale.py``); full rebuilds create collections with indexing deferred and build the
+(:meth:`QdrantWriter._delete_stale`); full rebuilds create collections with indexing deferred and build the
 indexes before the switch.
 
 The backend is whatever ``sinks/store`` opens for the URL or folder: nothing here knows which.
@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
+from operator import methodcaller
 from typing import Any, TypeVar
 
 from qdrant_client import models
@@ -21,13 +22,14 @@ from qdrant_client import models
 from poolq.sinks.aliases import ensure_served_collection, physical_collections, point_alias
 from poolq.sinks.collections import check_collection, ensure_collection
 from poolq.sinks.owner import StoreOwner
-from poolq.sinks.points import PointRecord, VectorValue
+from poolq.sinks.points import PointRecord, VectorValue, point_id
 from poolq.sinks.qdrant_filters import documents_filter, stale_chunks_filter
 from poolq.sinks.schema import CollectionSchema
 from poolq.sinks.search import search_points
-from poolq.sinks.stale import stale_ids, stale_probes
-from poolq.sinks.store import Store, store_factory
+from poolq.sinks.store import Store
+from poolq.sinks.store import store_factory as open_factory
 from poolq.wire.backoff import Backoff
+from poolq.wire.payload import CHUNK_COUNT
 from poolq.wire.search_results import Hit, SearchRequest
 
 log = logging.getLogger(__name__)
@@ -64,15 +66,18 @@ class QdrantWriter(StoreOwner):
                 )
             factory, target = store_factory, "store_factory"
         else:
-            factory, target = _factory(
-                url,
-                path,
-                api_key,
-                process=store_process,
-                transport=transport,
-                grpc_port=grpc_port,
-                writes_in_flight=writes_in_flight,
-            )
+            try:
+                factory, target = open_factory(
+                    url,
+                    path,
+                    api_key,
+                    process=store_process,
+                    transport=transport,
+                    grpc_port=grpc_port,
+                    writes_in_flight=writes_in_flight,
+                )
+            except ValueError as e:
+                raise ValueError(f"QdrantWriter: {e}") from None
         policy = Backoff(backoff_s, max_backoff_s, max_retries=max_retries)
         super().__init__(
             factory, target, queue_size=queue_size, policy=policy, thread_start=thread_start
@@ -161,8 +166,7 @@ class QdrantWriter(StoreOwner):
         """Delete points by id (no payload scan; ids that do not exist are ignored)."""
         if not ids:
             return
-        selector = models.PointIdsList(points=list(ids))
-        fn = partial(_delete, collection=collection, selector=selector)
+        fn = methodcaller("delete", collection, models.PointIdsList(points=list(ids)))
         await self._submit(partial(self._mutating, f"delete of {len(ids)} points", fn))
 
     async def set_payload(
@@ -171,7 +175,7 @@ class QdrantWriter(StoreOwner):
         """Overwrite the top-level ``payload`` keys of the points ``ids`` (vectors untouched)."""
         if not ids:
             return
-        fn = partial(_set_payload, collection=collection, ids=list(ids), payload=payload)
+        fn = methodcaller("set_payload", collection, list(ids), payload)
         await self._submit(partial(self._mutating, f"payload update of {len(ids)} points", fn))
 
     async def count(self, collection: str, doc_id: str | None = None) -> int:
@@ -213,7 +217,8 @@ class QdrantWriter(StoreOwner):
         # in order, each acknowledged before the next: a document's chunks land in order, so
         # one whose last chunk is stored is whole (sinks/inventory.py). Writes of other
         # documents run beside this one on a store that takes several (sinks/owner.py).
-        probes = stale_probes(replace) if replace else None
+        # the id of each document's first chunk past its new count -> the document id
+        probes = {point_id(d, n): d for d, n in replace.items()} if replace else None
         probed: list[models.Record] | Exception | None = None
         last = max(0, len(points) - 1) // self.batch_points * self.batch_points
         for start in range(0, len(points), self.batch_points):
@@ -238,36 +243,33 @@ class QdrantWriter(StoreOwner):
         probes: dict[str, str],
         found: list[models.Record] | Exception | None = None,
     ) -> None:
-        """Delete chunks past each document's new count (see ``sinks/stale.py``); ``found``:
-        the probes' lookup, when the last upsert made it."""
+        """Delete chunks past each document's new count; ``found``: the probes' lookup, when the
+        last upsert made it. Chunk ids are deterministic and contiguous, so one lookup by id of
+        every document's first stale chunk finds the documents that shrank: its ``chunk_count``
+        says which ids to delete. A probe without a usable count falls back to a filter on
+        ``doc_id`` and ``chunk_index``."""
         if not isinstance(found, list):
             found = await self._retrying(
                 f"lookup of stale chunks in {collection!r}",
                 lambda s: s.retrieve(collection, list(probes), with_payload=True),
             )
-        ids, by_filter = stale_ids(found, probes, replace)
+        ids: list[str] = []
+        by_filter: list[str] = []
+        for rec in found:
+            doc_id = probes[str(rec.id)]
+            old_count = (rec.payload or {}).get(CHUNK_COUNT)
+            if isinstance(old_count, int) and old_count > replace[doc_id]:
+                ids += [point_id(doc_id, i) for i in range(replace[doc_id], old_count)]
+            else:
+                by_filter.append(doc_id)
         for doc_id in by_filter:
             selector = models.FilterSelector(filter=stale_chunks_filter(doc_id, replace[doc_id]))
             what = f"delete of stale chunks of {doc_id!r} from {collection!r}"
-            await self._mutating(what, partial(_delete, collection=collection, selector=selector))
+            await self._mutating(what, methodcaller("delete", collection, selector))
         if ids:
-            selector_ids = models.PointIdsList(points=list(ids))
             what = f"delete of {len(ids)} stale chunks from {collection!r}"
-            await self._mutating(
-                what, partial(_delete, collection=collection, selector=selector_ids)
-            )
-
-
-# store calls, as functions of the store (partials of these run in the store thread)
-
-
-def _factory(
-    url: str | None, path: str | None, api_key: str | None, **options: Any
-) -> tuple[Callable[[], Store], str]:
-    try:
-        return store_factory(url, path, api_key, **options)
-    except ValueError as e:
-        raise ValueError(f"QdrantWriter: {e}") from None
+            fn = methodcaller("delete", collection, models.PointIdsList(points=list(ids)))
+            await self._mutating(what, fn)
 
 
 def _upsert(store: Store, *, collection: str, points: list[PointRecord]) -> None:
@@ -278,20 +280,10 @@ def _upsert(store: Store, *, collection: str, points: list[PointRecord]) -> None
 def _upsert_then_probe(
     store: Store, *, collection: str, points: list[PointRecord], ids: Mapping[str, str]
 ) -> list[models.Record] | Exception:
-    """:func:`_upsert`, then the stale-chunk probes' lookup (``sinks/stale.py``), or the error
-    that lookup raised (the upsert stands; the caller asks again, with retries)."""
+    """:func:`_upsert`, then the stale-chunk probes' lookup, or the error that lookup raised
+    (the upsert stands; the caller asks again, with retries)."""
     _upsert(store, collection=collection, points=points)
     try:
         return store.retrieve(collection, list(ids), with_payload=True)
     except Exception as e:  # handed back: retried where retries are decided
         return e
-
-
-def _delete(
-    store: Store, *, collection: str, selector: models.FilterSelector | models.PointIdsList
-) -> None:
-    store.delete(collection, selector)
-
-
-def _set_payload(store: Store, *, collection: str, ids: list[str], payload: dict[str, Any]) -> None:
-    store.set_payload(collection, ids, payload)

@@ -1,5 +1,5 @@
 """Retries with exponential backoff and full jitter: the one helper for every retry loop (the
-store's writer, ``sinks/retry.py``; object stores and web URLs, ``worker/fetch/``).
+store's writer, ``sinks/owner.py``; object stores and web URLs, ``worker/fetch/``).
 
 A failure that ``retryable`` accepts is tried again after a random wait between 0 and
 ``min(cap_s, base_s * 2**attempt)`` seconds (full jitter: many workers retrying a throttled

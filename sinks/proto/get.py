@@ -1,9 +1,8 @@
 """``Get`` (points by id, payload only) as protobuf, for the server store's lookups.
 
 The worker looks points up by id at every job (the unchanged-document check reads chunk 0 of
-each document, then probes the last chunk; the stale-chunk probe after a write): through
-qdrant-client, each call builds pydantic models for the request and for every point found
-(about 0.4 ms of CPU for 32 points, as much again as the call). Here the request is the
+each document, then probes the last chunk; the stale-chunk probe after a write). Instead of
+qdrant-client's pydantic models for the request and every point found, the request is the
 generated ``GetPoints`` message and each point found becomes a ``models.Record`` built without
 validation, its payload converted straight from the protobuf ``Value``s. Vectors are not asked
 for: a lookup with vectors goes through qdrant-client (``ClientStore.retrieve``), which decodes

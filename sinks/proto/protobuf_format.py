@@ -11,20 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-VARINT, FIXED64, LEN = 0, 1, 2
 _MASK64 = (1 << 64) - 1
 _LE_F32 = np.dtype("<f4")
-
-
-def _varint(n: int) -> bytes:
-    if n < 0:
-        raise ValueError(f"varint: expected an integer >= 0, got {n}")
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 # the one- and two-byte varints (keys, string and row lengths) looked up, not built
@@ -39,7 +27,14 @@ def varint(n: int) -> bytes:
         return _TABLE[n]
     if 0x4000 <= n < 0x200000:  # a vector's or a point's length
         return bytes((n & 0x7F | 0x80, (n >> 7) & 0x7F | 0x80, n >> 14))
-    return _varint(n)
+    if n < 0:
+        raise ValueError(f"varint: expected an integer >= 0, got {n}")
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def int64(n: int) -> bytes:
@@ -49,12 +44,8 @@ def int64(n: int) -> bytes:
     return varint(n & _MASK64)
 
 
-def key(field: int, wire_type: int) -> bytes:
-    return varint(field << 3 | wire_type)
-
-
 def delimited(field_key: bytes, body: bytes) -> bytes:
-    """A length-delimited field: its key (from :func:`key`), the body's length, the body."""
+    """A length-delimited field: its key, the body's length, the body."""
     return field_key + varint(len(body)) + body
 
 

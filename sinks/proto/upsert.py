@@ -62,10 +62,7 @@ def upsert_request(
 
 
 def point_struct(
-    plan: Plan,
-    p: PointRecord,
-    uint8_names: Collection[str] = (),
-    memo: dict[Any, bytes] | None = None,
+    plan: Plan, p: PointRecord, uint8_names: Collection[str], memo: dict[Any, bytes]
 ) -> int:
     """Append one ``PointStruct`` field (key, length, body) to ``plan``; its size in bytes
     (``memo``: see :func:`~poolq.sinks.proto.payload.map_entries`)."""
@@ -107,7 +104,8 @@ def vector(plan: Plan, value: Any, *, uint8: bool = False, name: str = "") -> in
     """Append one ``Vector`` body (sparse, dense ``[d]`` or multi-vector ``[n, d]``) to
     ``plan``; its size in bytes."""
     if isinstance(value, SparseValues):
-        body = sparse(value.indices, value.values)
+        values = delimited(_VALUES, float32_le(value.values).tobytes())
+        body = values + delimited(_INDICES, varints(np.asarray(value.indices)))
         head = _SPARSE + varint(len(body))
         plan.append(head + body)
         return len(head) + len(body)
@@ -129,12 +127,6 @@ def vector(plan: Plan, value: Any, *, uint8: bool = False, name: str = "") -> in
         return len(head) + table.nbytes
     raise ValueError(
         f"vector {name!r}: expected [dim] or [rows, dim] with rows >= 1, got shape {value.shape}"
-    )
-
-
-def sparse(indices: Any, values: Any) -> bytes:
-    return delimited(_VALUES, float32_le(values).tobytes()) + delimited(
-        _INDICES, varints(np.asarray(indices))
     )
 
 

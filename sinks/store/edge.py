@@ -6,7 +6,6 @@ Requests arrive as qdrant-client models and are translated (``edge_convert.py``)
 
 Durability: the WAL is on, and ``update`` returns once the operation is in it, so an acknowledged
 write survives a crash of the process (``flush()`` only makes reopening faster).
-
 """
 
 from __future__ import annotations

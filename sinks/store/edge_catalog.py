@@ -16,6 +16,7 @@ catalog does not name (a creation or a drop cut short by a crash) is removed on 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -26,11 +27,6 @@ from typing import Any
 
 from poolq.sinks.folder_lock import LOCK_NAME as FOLDER_LOCK
 from poolq.sinks.store.errors import NotAStoreError, StoreLockedError
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: no lock (one process per folder by rule)
-    fcntl = None  # type: ignore[assignment]
 
 FORMAT = "poolq-edge-store"
 VERSION = 1
@@ -95,17 +91,16 @@ class Catalog:
 
     def _lock(self) -> None:
         fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        if fcntl is not None:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
-                os.close(fd)
-                raise StoreLockedError(
-                    f"the Qdrant Edge folder {str(self.path)!r} is held by another process "
-                    f"(pid {holder}: a running worker?); stop it first, or search and reindex "
-                    "through it"
-                ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StoreLockedError(
+                f"the Qdrant Edge folder {str(self.path)!r} is held by another process "
+                f"(pid {holder}: a running worker?); stop it first, or search and reindex "
+                "through it"
+            ) from None
         os.ftruncate(fd, 0)
         os.write(fd, str(os.getpid()).encode())
         self._lock_fd = fd

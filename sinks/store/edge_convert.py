@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import gc
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from datetime import date
 from typing import Any, cast
 
@@ -42,16 +41,10 @@ def points(parts: Sequence[PointParts]) -> list[qe.Point]:
     paused: a multi-vector becomes one Python list per row (container objects), and the
     collections they trigger, scanning every live object of the process, cost as much as the
     conversion itself (nothing converted here forms a cycle)."""
-    with gc_paused():
-        return [_point(i, v, payload) for i, v, payload in parts]
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
     was = gc.isenabled()
     gc.disable()
     try:
-        yield
+        return [_point(i, v, payload) for i, v, payload in parts]
     finally:
         if was:
             gc.enable()

@@ -4,6 +4,7 @@ in-process engine has no network to wait for), and the errors the stores raise t
 
 from __future__ import annotations
 
+import grpc
 import httpx
 from pydantic import ValidationError
 from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
@@ -11,17 +12,12 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from poolq.wire.records.codes import ErrorCode
 
-try:  # grpcio comes with qdrant-client; guarded all the same
-    import grpc
-
-    _GRPC_TRANSIENT = {
-        grpc.StatusCode.UNAVAILABLE,
-        grpc.StatusCode.DEADLINE_EXCEEDED,
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        grpc.StatusCode.ABORTED,
-    }
-except ImportError:  # pragma: no cover
-    grpc = None
+_GRPC_TRANSIENT = {
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.ABORTED,
+}
 
 
 class SinkUnavailableError(RuntimeError):
@@ -31,7 +27,6 @@ class SinkUnavailableError(RuntimeError):
 
     def __init__(self, what: str, attempts: int, last: BaseException) -> None:
         self.attempts = attempts
-        self.last_error = last
         super().__init__(
             f"Qdrant unavailable: {what} failed {attempts} times "
             f"(1 attempt + {attempts - 1} retries); last error: {describe_error(last)}"
@@ -74,7 +69,7 @@ def is_transient(e: BaseException) -> bool:
         return True
     if isinstance(e, httpx.TransportError):
         return True
-    if grpc is not None and isinstance(e, grpc.RpcError):
+    if isinstance(e, grpc.RpcError):
         code = getattr(e, "code", None)
         return callable(code) and code() in _GRPC_TRANSIENT
     return False

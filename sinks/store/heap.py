@@ -5,11 +5,9 @@ size).
 
 By default glibc serves a large block with ``mmap`` and returns the top of the heap to the
 kernel once more than a threshold is free, so every request of that size faults its pages in
-again: measured on this project's 2-core VM, 3,000 minor page faults a request of 128 points,
-about half the CPU of encoding it (150-190 us a point against 76-85 with the pages kept). The
-thresholds set here keep up to ``keep_mb`` of freed memory for the next request instead; the
-process's resident size then stays at its peak rather than falling back between requests.
-Elsewhere than glibc this does nothing.
+again (about half the CPU of encoding it). The thresholds set here keep up to ``keep_mb`` of
+freed memory for the next request instead; the process's resident size then stays at its peak
+rather than falling back between requests. Elsewhere than glibc this does nothing.
 """
 
 from __future__ import annotations

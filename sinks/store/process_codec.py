@@ -53,32 +53,28 @@ def unpack(data: bytes) -> Any:
 def _default(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         a = np.ascontiguousarray(obj)
-        return msgpack.ExtType(_ARRAY, _pk([a.dtype.str, list(a.shape), a.data]))
+        return msgpack.ExtType(_ARRAY, pack([a.dtype.str, list(a.shape), a.data]))
     if isinstance(obj, np.generic):
         return obj.item()
     if isinstance(obj, SparseValues):  # the writer's: its two arrays as they are
-        return msgpack.ExtType(_SPARSE_VALUES, _pk([obj.indices, obj.values]))
+        return msgpack.ExtType(_SPARSE_VALUES, pack([obj.indices, obj.values]))
     if isinstance(obj, models.SparseVector):
         idx = np.asarray(obj.indices, dtype=np.int64)
         val = np.asarray(obj.values, dtype=np.float64)
-        return msgpack.ExtType(_SPARSE, _pk([idx, val]))
+        return msgpack.ExtType(_SPARSE, pack([idx, val]))
     if isinstance(obj, BaseModel) and getattr(models, type(obj).__name__, None) is type(obj):
         fields = {k: getattr(obj, k) for k in obj.model_fields_set or type(obj).model_fields}
-        return msgpack.ExtType(_MODEL, _pk([type(obj).__name__, fields]))
+        return msgpack.ExtType(_MODEL, pack([type(obj).__name__, fields]))
     if dataclasses.is_dataclass(obj) and DATACLASSES.get(type(obj).__name__) is type(obj):
         fields = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-        return msgpack.ExtType(_DATACLASS, _pk([type(obj).__name__, fields]))
+        return msgpack.ExtType(_DATACLASS, pack([type(obj).__name__, fields]))
     if isinstance(obj, BaseException):
-        return msgpack.ExtType(_ERROR, _pk(_error_parts(obj)))
+        return msgpack.ExtType(_ERROR, pack(_error_parts(obj)))
     if isinstance(obj, set | frozenset):
         return list(obj)
     if isinstance(obj, uuid.UUID):
         return str(obj)
     raise TypeError(f"the store process cannot send a {type(obj).__module__}.{type(obj).__name__}")
-
-
-def _pk(obj: Any) -> bytes:
-    return pack(obj)
 
 
 def _error_parts(e: BaseException) -> list[Any]:

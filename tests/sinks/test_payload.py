@@ -6,8 +6,9 @@ import pytest
 from poolq.sinks.collections import ensure_collection
 from poolq.sinks.inventory import INVENTORY_FIELDS, document_inventory
 from poolq.sinks.points import PointRecord, point_id, to_point_struct
+from poolq.sinks.qdrant_filters import parse_filters
 from poolq.sinks.schema import CollectionSchema, VectorSpec
-from poolq.sinks.search import SearchRequest, parse_filters, search_points
+from poolq.sinks.search import SearchRequest, search_points
 from poolq.wire import payload as schema
 from poolq.wire.documents import Document
 from poolq.wire.filters import payload_path

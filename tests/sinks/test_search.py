@@ -10,18 +10,13 @@ from qdrant_client import models
 
 from poolq.sinks.collections import ensure_collection
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
+from poolq.sinks.qdrant_filters import parse_filters
+from poolq.sinks.query import build_query, resolve_mode
 from poolq.sinks.schema import CollectionSchema, VectorSpec
-from poolq.sinks.search import (
-    Hit,
-    SearchError,
-    SearchRequest,
-    build_query,
-    parse_filters,
-    resolve_mode,
-    search_points,
-)
+from poolq.sinks.search import search_points
 from poolq.sinks.store.edge import EdgeStore
 from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
+from poolq.wire.search_results import Hit, SearchError, SearchRequest
 from tests.sinks.conftest import local_oracle
 from tests.support.maxsim import maxsim, maxsim_many
 

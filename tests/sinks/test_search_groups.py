@@ -14,10 +14,11 @@ from poolq.sinks.collections import ensure_collection
 from poolq.sinks.points import PointRecord, SparseValues, point_id, to_point_struct
 from poolq.sinks.query import build_group_query, build_query
 from poolq.sinks.schema import CollectionSchema, VectorSpec
-from poolq.sinks.search import SearchError, SearchRequest, search_points
+from poolq.sinks.search import SearchRequest, search_points
 from poolq.sinks.store import edge_groups
 from poolq.sinks.store.edge import EdgeStore
 from poolq.wire.payload import CHUNK_INDEX, DOC_ID, METADATA, TEXT
+from poolq.wire.search_results import SearchError
 from tests.sinks.conftest import local_oracle
 from tests.support.maxsim import maxsim
 

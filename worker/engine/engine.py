@@ -51,7 +51,7 @@ from poolq.worker.engine.engine_inputs import (
 from poolq.worker.engine.execution.model_thread import BatchSlot, model_loop
 from poolq.worker.engine.execution.runner import ModelRunner
 from poolq.worker.engine.execution.thread_names import thread_initializer
-from poolq.worker.pooling import PoolingParams, PoolingTask
+from poolq.worker.pooling import PoolingParams
 
 log = logging.getLogger(__name__)
 
@@ -347,10 +347,6 @@ class AsyncEngine:
     ) -> list[FormedInput]:
         """Runs in the tokenizer pool (``engine_inputs.tokenize``)."""
         return tokenize(self.model.tokenizer, texts, form, pretokenized, observer)
-
-    @property
-    def supported_tasks(self) -> tuple[PoolingTask, ...]:
-        return self.description.supported_tasks
 
     def progress_of(self, group: str) -> float | None:
         """When ``group`` last moved here (``GroupProgress.of``)."""

@@ -18,9 +18,6 @@ so its first chunks join the next batch, and from then on every job with queued 
 equal share of tokens per round, however much it queued. A call that names no group is a
 group of its own.
 
-On the CPU compute thread, a batch runs in the most urgent lane of its requests, and a forward
-offers the thread at safe points to queued work of a more urgent lane (``compute_thread.py``).
-
 The same order decides who waits, and the rules are here, next to it; the other modules hold
 only the mechanism (a heap, a condition, a priority queue) and call them:
 

@@ -85,7 +85,7 @@ class CallResults:
     """The results of one ``encode`` call, and one asyncio future for all of them: the caller is
     woken once, when its last request is done, not once per request (a future, a done callback
     and a loop wake-up per chunk cost the event loop more than the rest of a chunk's hand-off).
-    A failure of any request fails the call, as ``asyncio.gather`` did."""
+    A failure of any request fails the call."""
 
     __slots__ = ("future", "left", "results")
 

@@ -25,10 +25,7 @@ MIN_CHUNK_TOKENS = 64  # a prompt chunk smaller than this waits for the next bat
 
 def task_sort_key(req: EncodeRequest) -> tuple[int, ...]:
     """Sorts a batch so each task's requests are adjacent (one slice per task in the pooler)."""
-    return tuple(
-        POOLING_TASKS.index(p.task)
-        for p in sorted(req.params, key=lambda p: POOLING_TASKS.index(p.task))
-    )
+    return tuple(sorted(POOLING_TASKS.index(p.task) for p in req.params))
 
 
 class Scheduler:

@@ -15,8 +15,7 @@ thread count is that budget rounded, at least 1. An explicit count (the setting 
 ``--threads``, ``POOLQ_THREADS`` or the config; else ``OMP_NUM_THREADS``) always wins and is
 never changed.
 
-:mod:`cpu_threads` applies the choice, and re-measures while the engine runs (from counters:
-nothing sleeps) so that a long-lived worker follows neighbours that come and go.
+:mod:`cpu_threads` applies the choice, and re-measures while the engine runs.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 # CPUs left to the process's other threads (estimates, not measured: they only tip a budget
 # that is nearly a whole CPU short of the next thread, see choose_threads)
@@ -220,7 +220,7 @@ class StartProbe:
         self.first = first
 
     @classmethod
-    def start(cls) -> StartProbe:
+    def start(cls) -> Self:
         cpus = affinity_cpus()
         return cls(cpus, CpuSample.now(cpus))
 

@@ -32,6 +32,5 @@ def native_bf16(flags: frozenset[str] | None = None) -> bool:
     return any(f in flags for f in NATIVE_BF16_FLAGS)
 
 
-def has_vnni(flags: frozenset[str] | None = None) -> bool:
-    flags = cpu_flags() if flags is None else flags
-    return any(f in flags for f in VNNI_FLAGS)
+def has_vnni() -> bool:
+    return any(f in cpu_flags() for f in VNNI_FLAGS)

@@ -19,7 +19,6 @@ from poolq.worker.engine.cpu.cpu_budget import (
     CpuBudget,
     CpuSample,
     StartProbe,
-    affinity_cpus,
     busy_elsewhere,
     choose_threads,
     explicit_threads,
@@ -80,11 +79,6 @@ _GOVERNOR: ThreadGovernor | None = None
 
 class CpuProbe(StartProbe):
     """:class:`StartProbe` whose choice is applied to torch."""
-
-    @classmethod
-    def start(cls) -> CpuProbe:
-        cpus = affinity_cpus()
-        return cls(cpus, CpuSample.now(cpus))
 
     @contextlib.contextmanager
     def applied(

@@ -15,8 +15,7 @@ Activation outliers (a few channels of BERT's LayerNorm and GELU outputs run 10-
 median) would set that one scale; SmoothQuant moves them into the weight: per input channel
 ``s_j = max|X_j|^alpha / max|W_j|^(1 - alpha)``, ``W' = W diag(s)``, ``X' = X / s`` (one
 elementwise multiply of the input), with ``max|X_j|`` measured on a calibration sample
-(:func:`input_absmax`). On MiniLM, alpha 0.65-0.8 gave the same figures (0.7 is used); 0.5
-was worse than no smoothing (per-output-channel weight scales cannot absorb column scaling).
+(:func:`input_absmax`), alpha ``SMOOTH_ALPHA``.
 
 Without VNNI (AVX2's ``vpmaddubsw`` saturates int16 pair sums) activations use 7 bits
 (``reduce_range``), as PyTorch's own x86 dynamic quantization does.
@@ -108,8 +107,6 @@ class Int8Linear(nn.Module):
             self.engine = quantized_engine()
             with _engine(self.engine):
                 self._packed = torch.ops.quantized.linear_prepack(qweight, bias)
-        # the dequantized weight the kernel multiplies by, for tests and error estimates
-        self.weight_scale = scales.float()  # [out]
 
     def forward(self, x: Tensor) -> Tensor:
         # x: [..., in] fp32 -> [..., out] fp32; the kernel takes 2-D input

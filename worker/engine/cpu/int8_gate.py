@@ -9,8 +9,6 @@
    LayerNorm, embeddings, pooling and the other heads stay fp32;
 3. encodes the sample again in int8 and compares (``int8_quality.py``), logs the figures, and
    raises :class:`Int8QualityError`, figures and floors in the message, if one misses its floor.
-
-It costs two passes over ~5k tokens at load (about a second for MiniLM on two cores).
 """
 
 from __future__ import annotations
@@ -18,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
-
-from torch import Tensor
 
 from poolq.worker.engine.batching.lanes import Lane
 from poolq.worker.engine.batching.requests import EncodeRequest, Unanswered
@@ -29,6 +25,7 @@ from poolq.worker.engine.cpu.calibration_texts import CALIBRATION_TEXTS
 from poolq.worker.engine.cpu.int8 import input_absmax, quantize_linears
 from poolq.worker.engine.cpu.int8_quality import GATED_TASKS, QualityMeter, QualityReport
 from poolq.worker.engine.engine import MAX_BATCH_REQUESTS, default_batch_tokens
+from poolq.worker.engine.engine_inputs import checked_form, tokenize
 from poolq.worker.engine.execution.runner import ModelRunner
 from poolq.worker.pooling import PoolingParams, SpladePooler
 from poolq.worker.pooling.outputs import PoolerOutput
@@ -61,18 +58,8 @@ def encode_texts(
     """Synchronous encode through the model's runner, batched as the engine batches (arrival
     order, at most ``max_batch_tokens`` tokens each), documents in their input form."""
     budget = max_batch_tokens or default_batch_tokens(model.device)
-    forms = model.description.input_forms
-    form = forms.form("document") if forms is not None else None
-    formed: list[tuple[list[int], bool, Tensor | None, Tensor | None]]
-    if form is None:
-        formed = [
-            (t.ids, t.truncated, None, None) for t in model.tokenizer.encode_batch(list(texts))
-        ]
-    else:
-        toks = model.tokenizer.encode_batch([form.text(t) for t in texts])
-        formed = [
-            (f.ids, f.truncated, f.key_mask_cpu, f.keep_rows_cpu) for f in map(form.apply, toks)
-        ]
+    form = checked_form(model.description, "document")
+    formed = tokenize(model.tokenizer, list(texts), form, None, None)
     params = tuple(PoolingParams(task=t) for t in tasks)
     # batches cut by the engine's own scheduler, as the engine cuts them (one group, one lane:
     # arrival order within the token budget); the runner's outputs are read here directly
@@ -82,16 +69,16 @@ def encode_texts(
         [
             EncodeRequest(
                 f"calibration #{i}",
-                ids,
-                truncated,
+                f.ids,
+                f.truncated,
                 params,
                 Lane.BULK,
                 unanswered,
                 "int8-gate",
-                key_mask_cpu=key_mask,
-                keep_rows_cpu=keep_rows,
+                key_mask_cpu=f.key_mask_cpu,
+                keep_rows_cpu=f.keep_rows_cpu,
             )
-            for i, (ids, truncated, key_mask, keep_rows) in enumerate(formed)
+            for i, f in enumerate(formed)
         ]
     )
     runner = ModelRunner(model)
@@ -101,9 +88,7 @@ def encode_texts(
     return out
 
 
-def quantize_with_gate(
-    model: PoolingModel, texts: Sequence[str] = CALIBRATION_TEXTS
-) -> QualityReport:
+def quantize_with_gate(model: PoolingModel) -> QualityReport:
     """Quantize ``model`` (fp32, CPU) in place to int8 and gate it; returns the report or raises
     :class:`Int8QualityError` (the model is then left half-converted: do not use it)."""
     if model.device.type != "cpu":
@@ -114,21 +99,32 @@ def quantize_with_gate(
     with contextlib.ExitStack() as stack:
         enc_absmax = stack.enter_context(input_absmax(model.encoder))
         mlm_absmax = stack.enter_context(input_absmax(mlm)) if mlm is not None else {}
-        ref = encode_texts(model, texts, tasks)  # fp32
+        ref = encode_texts(model, CALIBRATION_TEXTS, tasks)  # fp32
     quantize_linears(model.encoder, enc_absmax)
     if mlm is not None:
         quantize_linears(mlm, mlm_absmax)
-    got = encode_texts(model, texts, tasks)  # int8
+    return judged(model, ref, encode_texts(model, CALIBRATION_TEXTS, tasks))  # int8
+
+
+def judged(
+    model: PoolingModel,
+    ref: Sequence[dict[PoolingTask, PoolerOutput]],
+    got: Sequence[dict[PoolingTask, PoolerOutput]],
+    how: str = "",
+) -> QualityReport:
+    """The gate's report on int8 outputs ``got`` against fp32 ``ref`` (logged), or
+    :class:`Int8QualityError` where a figure misses its floor. ``how``: the backend and mode
+    (OpenVINO), named in the log line and the error."""
     meter = QualityMeter(model.config.int8_floors, model.description.vocab_size)
     for r, g in zip(ref, got, strict=True):
         meter.add(r, g)  # type: ignore[arg-type]
     report = meter.report()
     name = model.description.model_id
-    log.info("model %s: %s", name, report.summary())
+    log.info("model %s%s: %s", name, how, report.summary())
     if not report.passed:
         missed = "; ".join(f"{c.task} {c}" for c in report.failures())
         raise Int8QualityError(
-            f"model {name!r}: dtype 'int8' refused by the quality gate: {missed} "
+            f"model {name!r}: dtype 'int8'{how} refused by the quality gate: {missed} "
             f"({report.summary()}). Serve it in float32, or set lower floors in the model's "
             f"int8_floors if these figures are acceptable"
         )

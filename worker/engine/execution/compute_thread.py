@@ -3,20 +3,15 @@ callers), so that OpenMP keeps one team of threads.
 
 Why: torch's CPU kernels run on OpenMP (libgomp in the Linux wheels), which keeps a separate
 team of worker threads for every thread that starts parallel regions. Once libgomp manages more
-threads than there are CPUs, its workers stop spinning between regions (100 spins instead of
-~300,000), so every operator ends in a futex sleep and a wake-up. Measured on a 2-core Xeon, one
-team against two (the model loaded and gated on the main thread, then run on an engine thread):
-SPLADE-tiny int8 over 1,080 passages 4.7 s against 7.2 s, and 80-90k page faults instead of 2-20k.
-A worker with two models and a query lane per model had four such teams.
+threads than there are CPUs, its workers stop spinning between regions, so every operator ends
+in a futex sleep and a wake-up.
 
 :data:`CPU_COMPUTE` is that thread. Work is taken by lane (``lanes.Lane``: lower first, the
 same order as the engines' queues), then in arrival order: query batches pass ahead of queued
 ingestion batches, interactive ones ahead of bulk ones. A forward already running is not
 interrupted, but it offers the thread at safe points (:func:`yield_to_urgent`, between encoder
 layers and SPLADE logit blocks): queued work of a more urgent lane runs there, nested, and the
-forward resumes. A query then waits for one layer of an ingestion batch, not for the batch:
-under a 3,000-document backlog, hybrid query encode p50 was 304 ms without safe points, 32 ms
-with them (43 ms before the compute thread, when each engine had its own thread).
+forward resumes. A query then waits for one layer of an ingestion batch, not for the batch.
 
 A call made on the compute thread itself runs inline. The caller's intra-op thread count
 (``torch.set_num_threads``, per thread once a thread has run an operator) is applied on the
@@ -111,8 +106,4 @@ class ComputeThread:
 
 
 CPU_COMPUTE = ComputeThread()
-
-
-def yield_to_urgent() -> None:
-    """A safe point for :data:`CPU_COMPUTE` (see the module docstring)."""
-    CPU_COMPUTE.yield_to_urgent()
+yield_to_urgent = CPU_COMPUTE.yield_to_urgent  # a safe point (see the module docstring)

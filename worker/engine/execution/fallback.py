@@ -35,12 +35,8 @@ class PaddedAutoModelRunner(nn.Module):
         """
         n, max_len = len(seq_lens), max(seq_lens, default=0)
         device = input_ids.device
-        padded = torch.full(
-            (n, max_len), self.pad_token_id, dtype=torch.long, device=device
-        )  # [B, L]
-        mask_cpu = torch.arange(max_len).unsqueeze(0) < torch.tensor(seq_lens).unsqueeze(
-            1
-        )  # [B, L]
+        padded = torch.full((n, max_len), self.pad_token_id, dtype=torch.long, device=device)
+        mask_cpu = torch.arange(max_len)[None, :] < torch.tensor(seq_lens)[:, None]  # [B, L]
         mask = mask_cpu.to(device, non_blocking=True)
         padded[mask] = input_ids
         attention = mask
@@ -57,7 +53,5 @@ class PaddedAutoModelRunner(nn.Module):
             types = torch.zeros((n, max_len), dtype=torch.long, device=device)  # [B, L]
             types[mask] = token_type_ids
             kw["token_type_ids"] = types
-        out = self.model(
-            input_ids=padded, attention_mask=attention.long(), **kw
-        ).last_hidden_state  # [B, L, H]
-        return out[mask]  # [T, H], row-major: sequence by sequence
+        out = self.model(input_ids=padded, attention_mask=attention.long(), **kw)  # [B, L, H]
+        return out.last_hidden_state[mask]  # [T, H], row-major: sequence by sequence

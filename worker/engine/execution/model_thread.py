@@ -68,8 +68,7 @@ def model_loop(engine: AsyncEngine, slot: BatchSlot) -> None:
             if in_flight is not None:
                 _finish(engine, slot, *in_flight)
                 in_flight = None
-                continue
-            if engine.scheduler.closed:
+            elif engine.scheduler.closed:
                 return
             continue
         engine.notify_space()

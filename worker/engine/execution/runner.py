@@ -7,6 +7,7 @@ scheduler sorted texts by task set), so each task's rows are one slice when poss
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -93,11 +94,7 @@ class ModelRunner:
         chunked = [r.is_chunked for r in batch]
         if any(chunked) and not self._causal:
             raise ValueError("only a causal model's prompts can be prefilled in chunks")
-        starts: list[int] = []
-        pos = 0
-        for n in seq_lens:
-            starts.append(pos)
-            pos += n
+        starts = [0, *itertools.accumulate(seq_lens)][:-1]
         ids_cpu = torch.tensor(
             [t for r, (a, b) in zip(batch, spans, strict=True) for t in r.token_ids[a:b]],
             dtype=torch.int64,
@@ -200,10 +197,8 @@ class ModelRunner:
         ]
         for (j, task), out in zip(owners, outputs, strict=True):
             results[j][task] = _to_host(out, self._pin)  # type: ignore[index]
-        event = None
-        if self._pin:
+        if self._pin:  # kernels are asynchronous: host times would be launch times
             event = torch.cuda.Event()
             event.record()
-        if self._pin:  # kernels are asynchronous: host times would be launch times
             return BatchOutputs(results, event, timing_events=events)  # type: ignore[arg-type]
-        return BatchOutputs(results, event, t1 - t0, t2 - t1)
+        return BatchOutputs(results, None, t1 - t0, t2 - t1)

@@ -29,6 +29,9 @@ class TextTokenizer:
         self._tok = tokenizer
         self._tok.no_padding()
         self._tok.enable_truncation(max_length=max_length)
+        # ids and truncation only: no character offsets to track (``encode_batch_fast``: less
+        # CPU, the same ids and overflow)
+        self._encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
         self._around = specials_around(tokenizer)  # for a chunk's ids alone (post_process)
         added = tokenizer.get_added_tokens_decoder()
         self.special_token_ids = frozenset(i for i, t in added.items() if t.special)
@@ -56,18 +59,14 @@ class TextTokenizer:
         return self._tok.token_to_id(token)
 
     def encode_batch(self, texts: list[str]) -> list[TokenizedText]:
-        # ids and truncation only: no character offsets to track (``encode_batch_fast``: less
-        # CPU, the same ids and overflow)
-        encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
-        encodings = encode(texts, add_special_tokens=True)
+        encodings = self._encode(texts, add_special_tokens=True)
         return [TokenizedText(e.ids, bool(e.overflowing)) for e in encodings]
 
     def encode_pairs(self, pairs: list[tuple[str, str]]) -> list[TokenizedText]:
         """Each pair as this tokenizer forms two sequences (``[CLS] a [SEP] b [SEP]``, with the
         segment of each token), cut to the max length by its own rule (``longest_first``: the
         longer sequence loses tokens first; both over half the window keep half each)."""
-        encode = getattr(self._tok, "encode_batch_fast", self._tok.encode_batch)
-        encodings = encode(pairs, add_special_tokens=True)
+        encodings = self._encode(pairs, add_special_tokens=True)
         return [TokenizedText(e.ids, bool(e.overflowing), e.type_ids) for e in encodings]
 
     def with_max_length(self, max_length: int) -> TextTokenizer:

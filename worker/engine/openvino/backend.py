@@ -126,9 +126,8 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
     lengths = bucket_lengths(model.description.max_length)
     budget = default_batch_tokens(model.device)  # calibration: the engine's default batches
     # one call's cap: a forward holds the scheduler's batch (2048 tokens by default on CPU);
-    # with larger batches (--max-batch-tokens) larger calls run faster (int8 MiniLM, worker
-    # path: 285 -> 324 chunks/s at 8192), but a SPLADE head's [rows, L, vocabulary] logits live
-    # inside the graph: it keeps the default
+    # with larger batches (--max-batch-tokens) larger calls run faster, but a SPLADE head's
+    # [rows, L, vocabulary] logits live inside the graph: it keeps the default
     calls = budget if head else max(budget, CALL_TOKENS)
     remove = sparse.remove_token_ids if isinstance(sparse, SpladePooler) else ()
     encoder = OpenVinoEncoder(
@@ -163,8 +162,7 @@ def _to_openvino(model: PoolingModel, check_fp32: bool) -> str:
     del torch_encoder  # the torch weights go with it (the poolers keep their own heads)
     if not head and (plan := direct_plan.plan_for(model)) is not None:
         direct_plan.write(key, plan)  # a later dense encode runs without torch
-    how.append(f"{encoder.streams} streams")
-    how.append(f"ready in {time.perf_counter() - t0:.2f} s")
+    how += [f"{encoder.streams} streams", f"ready in {time.perf_counter() - t0:.2f} s"]
     return ", ".join(how)
 
 

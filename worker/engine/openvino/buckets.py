@@ -2,8 +2,7 @@
 
 OpenVINO's CPU plugin runs a BERT far faster on shapes it has seen than on a new length each
 call (openvino #15831): every sequence is right-padded to the smallest bucket length that holds
-it, and the sequences of one bucket run as one ``[rows, length]`` call. The scheduler already sorts a batch's texts by length, so most of a batch lands in one or
-two buckets.
+it, and the sequences of one bucket run as one ``[rows, length]`` call.
 
 ``BUCKET_LENGTHS``: multiples of 16 up to 128, then steps of a quarter of a power of two;
 padding stays under ~20% of a bucket's tokens and a 512-position model has 15 shapes.

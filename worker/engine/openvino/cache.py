@@ -4,13 +4,13 @@ Under ``<cache folder>/openvino/<key>/model.xml`` (the cache folder: setting ``c
 ``$XDG_CACHE_HOME/poolq``, else ``~/.cache/poolq``). The key hashes what decides the graph: the
 checkpoint's fingerprint (its files' contents, ``worker/config/versions.py``), the form version
 (``FORM_VERSION``: what ``graph.py`` converts), whether the SPLADE head is in the graph, the
-precision, and the OpenVINO (and, for int8, NNCF) versions. A model is written to a temporary folder and renamed
-into place: a reader never sees half a model. Beside an int8 model, the int8 gate's verdict
-under the model's floors (``passed-*.json`` with its figures, ``refused-*``): the gate ran on
-this very model, sample and floors, so a later start does not run the fp32 pass again. Weights
-are saved as they are (no fp16 compression: fp32 must match torch). Beside each model, under
-``compiled/``, OpenVINO's own cache of the model compiled for this CPU and these settings
-(``CACHE_DIR``): a later start imports it instead of compiling.
+precision, and the OpenVINO (and, for int8, NNCF) versions. A model is written to a temporary
+folder and renamed into place: a reader never sees half a model. Beside an int8 model, the int8
+gate's verdict under the model's floors (``passed-*.json`` with its figures, ``refused-*``): the
+gate ran on this very model, sample and floors, so a later start does not run the fp32 pass
+again. Weights are saved as they are (no fp16 compression: fp32 must match torch). Beside each
+model, under ``compiled/``, OpenVINO's own cache of the model compiled for this CPU and these
+settings (``CACHE_DIR``): a later start imports it instead of compiling.
 """
 
 from __future__ import annotations
@@ -121,27 +121,23 @@ def store(key: str, model: Any) -> None:
         log.warning("openvino cache %s not written: %s", final, exc)
 
 
-def _refusal(key: str, floors: object) -> Path:
+def _marker(key: str, floors: object, name: str) -> Path:
+    """The file ``name`` beside the model, its ``{}`` a tag of the floors."""
     tag = hashlib.sha256(repr(floors).encode()).hexdigest()[:12]
-    return cache_root() / key / f"refused-{tag}"
+    return cache_root() / key / name.format(tag)
 
 
 def refused(key: str, floors: object) -> str | None:
     """The int8 gate's refusal of this cached model under these floors, if it refused it."""
     try:
-        return _refusal(key, floors).read_text()
+        return _marker(key, floors, "refused-{}").read_text()
     except OSError:
         return None
 
 
 def mark_refused(key: str, floors: object, message: str) -> None:
     with contextlib.suppress(OSError):  # else the gate runs again next start
-        _refusal(key, floors).write_text(message)
-
-
-def _verdict(key: str, floors: object) -> Path:
-    tag = hashlib.sha256(repr(floors).encode()).hexdigest()[:12]
-    return cache_root() / key / f"passed-{tag}.json"
+        _marker(key, floors, "refused-{}").write_text(message)
 
 
 def passed(key: str, floors: object) -> QualityReport | None:
@@ -149,7 +145,7 @@ def passed(key: str, floors: object) -> QualityReport | None:
     from poolq.worker.engine.cpu.int8_report import Check, QualityReport
 
     try:
-        data = json.loads(_verdict(key, floors).read_text())
+        data = json.loads(_marker(key, floors, "passed-{}.json").read_text())
         report = QualityReport(int(data["texts"]), [Check(**c) for c in data["checks"]])
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -161,4 +157,4 @@ def mark_passed(key: str, floors: object, report: QualityReport | None) -> None:
         return
     data = {"texts": report.texts, "checks": [dataclasses.asdict(c) for c in report.checks]}
     with contextlib.suppress(OSError):
-        _verdict(key, floors).write_text(json.dumps(data))
+        _marker(key, floors, "passed-{}.json").write_text(json.dumps(data))

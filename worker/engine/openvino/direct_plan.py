@@ -1,7 +1,7 @@
 """What an encode that imports no torch needs to know of a model, saved beside its cached graph.
 
-``poolq encode --backend openvino`` spends about 1 s of a second start importing torch, for
-an engine and poolers that, for dense ``embed`` on a converted model, reduce to: tokenize, run
+``poolq encode --backend openvino`` spends much of a second start importing torch, for an
+engine and poolers that, for dense ``embed`` on a converted model, reduce to: tokenize, run
 the cached graph, take one row or the mean of each text's rows, normalise. When a start that
 did load the model (torch, the full pooler) finds its ``embed`` pooler is exactly that, it
 writes :class:`DirectPlan` (the pooling method, the normalisation, the widths, the prompts and
@@ -31,10 +31,6 @@ if TYPE_CHECKING:
 PLAN_FILE = "direct-embed.json"
 PLAN_VERSION = 1
 METHODS = ("CLS", "MEAN", "LAST")
-
-
-def poolq_version() -> str:
-    return __version__
 
 
 @dataclass(frozen=True)
@@ -71,7 +67,7 @@ class DirectPlan:
             plan = cls(**data)
         except (ValueError, TypeError):
             return None
-        if plan.version != PLAN_VERSION or plan.poolq != poolq_version():
+        if plan.version != PLAN_VERSION or plan.poolq != __version__:
             return None
         if plan.pooling not in METHODS or plan.hidden_size < 1 or plan.max_length < 1:
             return None
@@ -110,7 +106,7 @@ def plan_for(model: PoolingModel) -> DirectPlan | None:
         max_length=desc.max_length,
         prompts=desc.prompts,
         default_prompt_name=desc.default_prompt_name,
-        poolq=poolq_version(),
+        poolq=__version__,
     )
 
 

@@ -7,10 +7,8 @@ matmul against the mask here, ``index_add_`` there): the same vectors to float32
 checked against the torch backend (``tests/engine/test_openvino_direct.py``).
 
 Why a second definition rather than the torch poolers on host tensors: this path exists so that
-``poolq encode --backend openvino`` starts without torch. On the 2-core CI VM, ``import torch``
-takes 2.2 s and 225 MB of peak RSS against numpy's 0.15 s and 26 MB
-(``/usr/bin/time -f "%e s %M KB" python -c "import torch"``), more than the whole encode of a
-small folder. Only the three ``embed`` methods are repeated here (about 20 lines); every other
+``poolq encode --backend openvino`` starts without torch (``import torch`` costs more than the
+whole encode of a small folder). Only the three ``embed`` methods are repeated here; every other
 task (``sparse``, ``token_embed``, classifier heads) has the one torch definition in
 ``pooling/``.
 """

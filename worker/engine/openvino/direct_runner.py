@@ -28,8 +28,7 @@ from poolq.worker.engine.openvino.direct_plan import DirectPlan
 from poolq.worker.engine.openvino.direct_pool import normalized, pool_rows
 
 # most padded tokens a call: the engine's CPU batch. Offline, over a whole block, calls of 2048
-# run faster than backend.py's 8192 (the operands stay in cache), and 1024 is slower for int8
-# (benchmarks/bench_cpu_peers.py measures the direct path)
+# run faster than backend.py's 8192 (the operands stay in cache)
 CALL_TOKENS = 2048
 
 
@@ -45,7 +44,6 @@ class DirectRunner:
         self.threads = threads
         self.streams = max(1, int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
         self._queue = ov.AsyncInferQueue(compiled, self.streams)
-        self.calls = 0  # model calls so far (tests)
         self.ready_s = 0.0
 
     @classmethod
@@ -102,7 +100,6 @@ class DirectRunner:
             pad_ids, mask, _ = padded_inputs(ids, starts, seq_lens, call)
             self._queue.start_async({"input_ids": pad_ids, "attention_mask": mask}, call)
         self._queue.wait_all()
-        self.calls += len(calls)
         if errors:
             raise errors[0]
         return normalized(out) if normalize else out

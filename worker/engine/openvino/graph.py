@@ -75,9 +75,8 @@ def split_qkv(model: Any) -> int:
     bias, a ``[B, L, 3, heads, d]`` Reshape and a Split) rewritten as three ``[H, H]`` MatMuls,
     each reshaped to ``[B, L, heads, d]`` where the Split's part went: the same arithmetic, in
     the form OpenVINO's int8 path fuses. With the fused form, NNCF's quantizers on the
-    attention's inputs sit after the Split and run as separate f32 FakeQuantize ops (int8
-    MiniLM: 12 of them, about 13% of its time on a VNNI / AMX Xeon); here each folds into its
-    projection. Returns how many were rewritten."""
+    attention's inputs sit after the Split and run as separate f32 FakeQuantize ops; here each
+    folds into its projection. Returns how many were rewritten."""
     import numpy as np
     import openvino.opset13 as ops
 

@@ -1,14 +1,14 @@
 """The cached OpenVINO model compiled while torch is imported.
 
-``poolq encode --backend openvino`` spends about 1 s importing torch (the engine and the poolers
-take torch tensors), on one core, holding the GIL, before the loader asks for the compiled
-model. :func:`start`, called before that import, runs in a thread what a cached start would do
-first: import ``openvino``, work out the cache key of the model the loader will compile
-(``cache.py``: the checkpoint's fingerprint, the precision, and for int8 the first mode the gate
-has not refused), and compile it from OpenVINO's compiled-model cache (OpenVINO releases the GIL
-while it compiles). :func:`take`, from ``cache.compile_cached``, returns that compiled model
-only when the loader asks for the very same key and settings; otherwise it is dropped and the
-loader compiles as it did before. Nothing here imports torch.
+``poolq encode --backend openvino`` imports torch (the engine and the poolers take torch
+tensors), on one core, holding the GIL, before the loader asks for the compiled model.
+:func:`start`, called before that import, runs in a thread what a cached start would do first:
+import ``openvino``, work out the cache key of the model the loader will compile (``cache.py``:
+the checkpoint's fingerprint, the precision, and for int8 the first mode the gate has not
+refused), and compile it from OpenVINO's compiled-model cache (OpenVINO releases the GIL while
+it compiles). :func:`take`, from ``cache.compile_cached``, returns that compiled model only when
+the loader asks for the very same key and settings; otherwise it is dropped and the loader
+compiles itself. Nothing here imports torch.
 """
 
 from __future__ import annotations

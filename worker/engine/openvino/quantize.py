@@ -5,14 +5,14 @@ tokenizes and padded into the same length buckets the encoder runs (``buckets.py
 linear layer (the SPLADE vocabulary projection included) gets int8 weights and activations,
 with NNCF's transformer preset (SmoothQuant on, fast bias correction); the same sample in the
 same order gives the same model. Where that static int8 misses a floor, int8 weights with
-dynamic activations are tried (``MODES``); the cache remembers a refused mode. The gate then encodes the sample with the fp32 compiled model
+dynamic activations are tried (``MODES``); the cache remembers a refused mode. The gate then
+encodes the sample with the fp32 compiled model
 and with the int8 one, through the runner and the poolers, and refuses int8 exactly as the torch
 gate does (``int8_gate.py``: the model's ``int8_floors``).
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +23,8 @@ from poolq.worker.engine.openvino.buckets import padded_inputs, plan_calls
 
 if TYPE_CHECKING:
     from poolq.worker.engine.checkpoints.loader import PoolingModel
-    from poolq.worker.engine.cpu.int8_quality import QualityReport
+    from poolq.worker.engine.cpu.int8_report import QualityReport
     from poolq.worker.engine.openvino.encoder import OpenVinoEncoder
-
-log = logging.getLogger("poolq.openvino")
 
 
 def calibration_inputs(
@@ -50,8 +48,7 @@ def calibration_inputs(
 # tried in this order, each behind the gate: static int8 (NNCF PTQ, int8 activations with
 # calibrated scales: the fast one on VNNI CPUs), then int8 weights with the activations left to
 # the plugin (dynamic quantization where the CPU has it, else fp32): static scales shared by
-# every batch lose more on small models (SPLADE-tiny: max weight error 0.39 against a 0.15
-# floor) than torch's per-batch dynamic scales do
+# every batch lose more on small models than torch's per-batch dynamic scales do
 MODES = ("static", "weights")
 
 
@@ -74,26 +71,20 @@ def gate(
 ) -> QualityReport:
     """Encode the sample with ``fp32`` then ``int8`` compiled models; the report, or
     :class:`Int8QualityError` (the encoder is then left on fp32)."""
-    from poolq.worker.engine.cpu.int8_gate import Int8QualityError, encode_texts, gated_tasks
-    from poolq.worker.engine.cpu.int8_quality import QualityMeter
+    from poolq.worker.engine.cpu.int8_gate import (
+        Int8QualityError,
+        encode_texts,
+        gated_tasks,
+        judged,
+    )
 
     tasks = gated_tasks(model)
     encoder.use(fp32, "float32")
     ref = encode_texts(model, CALIBRATION_TEXTS, tasks)
     encoder.use(int8, "int8")
     got = encode_texts(model, CALIBRATION_TEXTS, tasks)
-    meter = QualityMeter(model.config.int8_floors, model.description.vocab_size)
-    for r, g in zip(ref, got, strict=True):
-        meter.add(r, g)  # type: ignore[arg-type]
-    report = meter.report()
-    name = model.description.model_id
-    log.info("model %s (openvino int8, %s): %s", name, mode, report.summary())
-    if not report.passed:
+    try:
+        return judged(model, ref, got, f" (openvino, {mode})")
+    except Int8QualityError:
         encoder.use(fp32, "float32")
-        missed = "; ".join(f"{c.task} {c}" for c in report.failures())
-        raise Int8QualityError(
-            f"model {name!r}: dtype 'int8' (openvino, {mode}) refused by the quality gate: {missed} "
-            f"({report.summary()}). Serve it in float32, or set lower floors in the model's "
-            f"int8_floors if these figures are acceptable"
-        )
-    return report
+        raise

@@ -5,10 +5,8 @@ this process (less the CPUs held for the tokenizer, the event loop and the store
 they run is OpenVINO's throughput recommendation for that many threads (``PERFORMANCE_HINT`` =
 ``THROUGHPUT``): on 2 threads, 2 streams of 1 thread. The encoder keeps that many requests in
 flight (``OPTIMAL_NUMBER_OF_INFER_REQUESTS``) and spreads each forward's bucket calls over them
-(``encoder.py``): int8 MiniLM on a 2-core VNNI / AMX Xeon ran 2.44 s for 1,080 passages that
-took 2.66-2.79 s on one stream of 2 threads. ``INFERENCE_PRECISION_HINT`` is f32: on CPUs with
-bf16 the plugin would otherwise run an fp32 model in bf16, and fp32 must match torch (int8 with
-bf16 around its int8 layers was no faster there either).
+(``encoder.py``). ``INFERENCE_PRECISION_HINT`` is f32: on CPUs with bf16 the plugin would
+otherwise run an fp32 model in bf16, and fp32 must match torch.
 """
 
 from __future__ import annotations
