@@ -9,10 +9,9 @@
 Importing the client loads only redis, arq and msgpack: never torch, transformers, tokenizers,
 the engine or qdrant_client (the worker is ``pip install 'poolq[worker]'``). The names below are
 loaded when first used, so a process that runs only the worker or ``poolq encode`` (whose
-modules all sit beneath this package) does not import the client, redis and arq for nothing
-(about 0.13 s of every start). The repository's folders install beneath this package:
-``poolq.worker``, ``poolq.ingest``, ``poolq.sinks``, ``poolq.wire``. This file is
-``poolq/__init__.py`` in the source tree too: the package's top, in no role's folder.
+modules all sit beneath this package) does not import the client, redis and arq for nothing.
+The repository's folders install beneath this package: ``poolq.worker``, ``poolq.ingest``,
+``poolq.sinks``, ``poolq.wire``; this file is the package's top, in no role's folder.
 """
 
 from __future__ import annotations
@@ -34,23 +33,22 @@ if TYPE_CHECKING:
 # what the client returns: JobOutcome (its result an IngestResult, ReindexSummary or
 # ReindexSkipped; its code an ErrorCode), Heartbeat, JobProgressRecord, ReindexProgress,
 # SearchResult
-_WHERE = {
-    "ChunkMatch": "poolq.wire.search_results",
-    "ErrorCode": "poolq.wire.records.codes",
-    "Heartbeat": "poolq.wire.records.heartbeat",
-    "Hit": "poolq.wire.search_results",
-    "IngestResult": "poolq.wire.records.results",
-    "JobOutcome": "poolq.ingest.client",
-    "JobProgressRecord": "poolq.wire.records.progress",
-    "PoolqClient": "poolq.ingest.client",
-    "ReindexProgress": "poolq.wire.records.reindex",
-    "ReindexSkipped": "poolq.wire.records.reindex",
-    "ReindexSummary": "poolq.wire.records.reindex",
-    "SearchError": "poolq.wire.search_results",
-    "SearchRequest": "poolq.wire.search_results",
-    "SearchResult": "poolq.wire.search_results",
-    "SyncPoolqClient": "poolq.ingest.client",
+_MODULES = {
+    "poolq.ingest.client": ("JobOutcome", "PoolqClient", "SyncPoolqClient"),
+    "poolq.wire.records.codes": ("ErrorCode",),
+    "poolq.wire.records.heartbeat": ("Heartbeat",),
+    "poolq.wire.records.progress": ("JobProgressRecord",),
+    "poolq.wire.records.reindex": ("ReindexProgress", "ReindexSkipped", "ReindexSummary"),
+    "poolq.wire.records.results": ("IngestResult",),
+    "poolq.wire.search_results": (
+        "ChunkMatch",
+        "Hit",
+        "SearchError",
+        "SearchRequest",
+        "SearchResult",
+    ),
 }
+_WHERE = {name: module for module, names in _MODULES.items() for name in names}
 __all__ = [
     "ChunkMatch",
     "ErrorCode",

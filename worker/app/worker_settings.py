@@ -21,16 +21,15 @@ from poolq.sinks.folder_lock import hold_folder
 from poolq.sinks.store.errors import is_transient
 from poolq.sinks.store.heap import keep_freed_memory
 from poolq.wire import constants
-from poolq.wire.connection import redis_settings
-from poolq.wire.serialization import (
-    REJECTED_JOB,
-    job_deserializer,
-    rejected_payload,
-    serialize,
-)
 from poolq.worker.app.jobs.ingest import ingest
 from poolq.worker.app.jobs.reindex import reindex
-from poolq.worker.app.shutdown_steps import cancel_tasks, close_board, final_heartbeat
+from poolq.worker.app.shutdown_steps import (
+    REINDEX_MAX_TRIES,
+    arq_kwargs,
+    final_heartbeat,
+    start_bookkeeping,
+    stop_tasks,
+)
 from poolq.worker.config.event_loop import event_loop_policy
 from poolq.worker.config.schedule import cron_jobs
 from poolq.worker.config.settings import Settings, load_settings
@@ -44,21 +43,11 @@ from poolq.worker.reliability.arq_overrides import (
     PoolqWorker,
     poolq_worker,
 )
-from poolq.worker.reliability.heartbeat import HeartbeatThread
 from poolq.worker.reliability.job_guard import guarded_function
-from poolq.worker.reliability.job_index_hooks import install_job_index
-from poolq.worker.reliability.reaper import reaper_loop
-from poolq.worker.reliability.run_lock import RunLocks
-from poolq.worker.runtime.job_progress import ProgressBoard
 from poolq.worker.runtime.search_service import SearchService
 from poolq.worker.runtime.worker_runtime import Runtime
 
 log = logging.getLogger("poolq.worker")
-REINDEX_MAX_TRIES = 3
-
-
-# arq's own job timeout, past our ceiling (deadlines.py): ours fires first, with a message
-ARQ_TIMEOUT_MARGIN_S = 60
 
 
 async def _metrics_loop(ctx: dict[str, Any]) -> None:
@@ -86,19 +75,9 @@ async def startup(ctx: dict[str, Any]) -> None:
         # already, before connecting to Redis: this returns its lock)
         hold_folder(settings.qdrant_path)
     rt = await Runtime.open(settings, writer=ctx.pop("writer", None))
-    rt.redis = ctx.get("redis")
-    # running jobs' progress between milestones, all in one pipeline a tick (job_progress.py)
-    ctx["progress_board"] = ProgressBoard(rt.redis)
-    ctx["runtime"] = rt
-    await install_job_index(ctx)  # jobs arq fails unrun count as failed; the worker is listed
-    rt.run_locks = RunLocks(rt.worker_id)  # one run at a time per job (run_lock.py)
-    # liveness from a thread of its own (heartbeat.py): a busy loop or core cannot starve it
-    ctx["heartbeat"] = HeartbeatThread(
-        settings.redis_url, rt.worker_id, rt.heartbeat, rt.run_locks, series=SeriesWriter()
-    ).start()
+    await start_bookkeeping(ctx, rt, SeriesWriter())
     arq_worker.admission = rt.admission  # jobs are taken by capacity (admission.py)
     ctx["metrics_task"] = asyncio.create_task(_metrics_loop(ctx))
-    ctx["reaper_task"] = asyncio.create_task(reaper_loop(ctx))
     rt.search_service = SearchService(settings.redis_url, rt.queries)
     rt.search_service.start()
     ctx["metrics"] = metrics.start(ctx)  # None unless settings.metrics_port is set
@@ -112,8 +91,7 @@ async def startup(ctx: dict[str, Any]) -> None:
 
 async def shutdown(ctx: dict[str, Any]) -> None:
     metrics.stop(ctx)
-    await cancel_tasks(ctx, "metrics_task", "reaper_task")
-    await close_board(ctx)
+    await stop_tasks(ctx, "metrics_task")
     rt: Runtime | None = ctx.get("runtime")
     if rt is None:
         return
@@ -124,58 +102,28 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 
 
 def worker_kwargs(settings: Settings) -> dict[str, Any]:
-    return {
-        "functions": [
-            guarded_function(
-                ingest,
-                name=constants.INGEST_JOB,
-                max_tries=settings.max_tries,
-                transient=is_transient,
-            ),
-            guarded_function(
-                reindex,
-                name=constants.REINDEX_JOB,
-                max_tries=REINDEX_MAX_TRIES,
-                transient=is_transient,
-                timeout=settings.reindex_timeout_s,
-            ),
-            guarded_function(rejected_payload, name=REJECTED_JOB, max_tries=1),
-        ],
-        # (guarded functions carry their name for metrics already: job_guard.py)
-        "cron_jobs": cron_jobs(
-            settings.reindex,
-            labelled(reindex, constants.REINDEX_JOB),
-            settings.reindex_timeout_s,
-            settings.keep_result_s,
-        ),
-        "queue_name": constants.INGEST_QUEUE,
-        "redis_settings": redis_settings(settings.redis_url),
-        "on_startup": startup,
-        "on_shutdown": shutdown,
-        "job_serializer": serialize,
-        "job_deserializer": job_deserializer(settings.max_job_bytes),
-        "max_jobs": settings.max_jobs,
-        # the ceiling is ours (deadlines.py, with the job's progress in its message); arq's
-        # own timeout stays past it
-        "job_timeout": settings.job_timeout_s + ARQ_TIMEOUT_MARGIN_S,
-        "keep_result": settings.keep_result_s,
-        "max_tries": settings.max_tries,
-        "poll_delay": 0.05,
-        "health_check_interval": 10,
-        # SIGTERM/SIGINT: stop taking jobs, let running ones finish for the grace period, then
-        # cancel the rest, which arq puts back in the queue for another worker
-        "job_completion_wait": settings.shutdown_grace_s,
-        "log_results": False,  # results and arguments hold document text
-        "ctx": {
-            "settings": settings,
-            "max_tries": {
-                constants.INGEST_JOB: settings.max_tries,
-                constants.REINDEX_JOB: REINDEX_MAX_TRIES,
-                # (the reaper also hands back a dead parse worker's jobs: parse settings' tries)
-                constants.PARSE_JOB: settings.max_tries,
-            },
-        },
-    }
+    ingest_job = guarded_function(
+        ingest, name=constants.INGEST_JOB, max_tries=settings.max_tries, transient=is_transient
+    )
+    reindex_job = guarded_function(
+        reindex,
+        name=constants.REINDEX_JOB,
+        max_tries=REINDEX_MAX_TRIES,
+        transient=is_transient,
+        timeout=settings.reindex_timeout_s,
+    )
+    jobs = [ingest_job, reindex_job]
+    kwargs = arq_kwargs(
+        settings, constants.INGEST_QUEUE, jobs, settings.max_jobs, startup, shutdown
+    )
+    # (guarded functions carry their name for metrics already: job_guard.py)
+    kwargs["cron_jobs"] = cron_jobs(
+        settings.reindex,
+        labelled(reindex, constants.REINDEX_JOB),
+        settings.reindex_timeout_s,
+        settings.keep_result_s,
+    )
+    return kwargs
 
 
 def run_worker(settings: Settings, *, burst: bool = False) -> None:

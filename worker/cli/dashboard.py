@@ -9,9 +9,7 @@ import typer
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
     FLAG_NAMES,
-    config_option,
     fail,
-    redis_url_option,
     setting_option,
 )
 
@@ -22,14 +20,14 @@ def dashboard(
         "127.0.0.1", "--host", help="Address to serve on (default: this machine only)."
     ),
     port: int = typer.Option(8765, "--port", help="Port to serve on."),
-    redis_url: str | None = redis_url_option(),
+    redis_url: str | None = setting_option("redis_url"),
     token: str | None = setting_option("dashboard_token"),
     direct: bool = typer.Option(
         False,
         "--direct",
         help="The search page encodes here and queries Qdrant directly, as `poolq search --direct` (loads the models and the Qdrant client on the first search).",
     ),
-    config: Path | None = config_option(),
+    config: Path | None = setting_option("config"),
     qdrant_url: str | None = setting_option("qdrant_url", help_="With --direct: Qdrant server."),
     qdrant_path: Path | None = setting_option(
         "qdrant_path", help_="With --direct: the embedded folder."

@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from poolq.worker.cli.app import app
+from poolq.worker.dev.ending import end_process
 from poolq.worker.dev.local_redis import LocalRedis
 from poolq.worker.dev.local_worker import WorkerProcess
 
@@ -170,12 +172,7 @@ def dashboard(redis_url: str, log: Path) -> Iterator[None]:
         try:
             yield
         finally:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            end_process(proc, signal.SIGTERM, 10)
 
 
 def run_demo(workdir: Path | None = None) -> None:

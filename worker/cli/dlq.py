@@ -7,7 +7,7 @@ import typer
 
 from poolq.ingest.cli.dlq import DLQ_JSON, run_dlq
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import json_option, redis_url_option
+from poolq.worker.cli.options import json_option, setting_option
 
 
 @app.command()
@@ -15,7 +15,7 @@ def dlq(
     action: str = typer.Argument(..., metavar="list|retry|drop"),
     job_ids: list[str] = typer.Argument(None, metavar="[JOB_ID...]"),
     all_: bool = typer.Option(False, "--all", help="retry/drop: every dead-lettered job."),
-    redis_url: str | None = redis_url_option(),
+    redis_url: str | None = setting_option("redis_url"),
     as_json: bool = json_option(DLQ_JSON),
 ) -> None:
     """The dead-letter list: jobs that failed for good, with their errors. `retry` enqueues

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import fail, setting_option
+from poolq.worker.cli.options import fail, model_path, setting_option
 
 # engine/checkpoints/description.py PRECISIONS, spelled out here: this module must not import the engine
 DTYPES = ("auto", "float32", "bfloat16", "float16", "int8")
@@ -98,8 +98,6 @@ def encode(
 
     options = {"auto_bf16": chosen.get("auto_bf16"), "cache_dir": chosen.get("cache_dir")}
     with process_options_set(backend=backend, **options):
-        from poolq.worker.cli.options import model_path
-
         model = model_path("encode", model)
         from poolq.worker.runtime.encode_lines import EncodeOptions
 

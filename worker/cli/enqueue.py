@@ -10,12 +10,7 @@ import typer
 from poolq.ingest.cli.enqueue import EPILOG, JSON_SHAPES, Args, run_enqueue
 from poolq.wire.uris import is_uri
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import (
-    json_option,
-    outage_limit_option,
-    redis_url_option,
-    timeout_option,
-)
+from poolq.worker.cli.options import json_option, setting_option, timeout_option
 
 
 @app.command(epilog=EPILOG)
@@ -68,7 +63,7 @@ def enqueue(
         False, "--hidden", help="In a folder, read hidden files and folders too."
     ),
     as_json: bool = json_option(JSON_SHAPES),
-    redis_url: str | None = redis_url_option(),
+    redis_url: str | None = setting_option("redis_url"),
     timeout_s: float | None = timeout_option(
         "With --wait: give up after this many seconds (exit 3; the jobs stay queued)."
     ),
@@ -79,7 +74,7 @@ def enqueue(
         help="Interactive jobs start ahead of every bulk job; auto: interactive when the input "
         "makes one job, else bulk.",
     ),
-    redis_outage_limit_s: float | None = outage_limit_option(),
+    redis_outage_limit_s: float | None = setting_option("redis_outage_limit_s", metavar="SECONDS"),
     max_file_bytes: int | None = typer.Option(
         None,
         "--max-file-bytes",

@@ -16,7 +16,7 @@ import typer
 
 from poolq.ingest.cli.command_env import error
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import config_option, fail
+from poolq.worker.cli.options import fail, setting_option
 from poolq.worker.cli.store_target import (
     open_target,
     qdrant_api_key_option,
@@ -137,7 +137,7 @@ def import_command(
     qdrant_path: Path | None = qdrant_path_option(),
     qdrant_url: str | None = qdrant_url_option(),
     qdrant_api_key: str | None = qdrant_api_key_option(),
-    config: Path | None = config_option(),
+    config: Path | None = setting_option("config"),
     batch: int = typer.Option(128, "--batch", help="Points per write."),
     fmt: str | None = typer.Option(
         None, "--format", help="npy or jsonl; default: npy for a folder, else jsonl."

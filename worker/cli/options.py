@@ -46,24 +46,12 @@ def setting_option(name: str, help_: str | None = None, **kw: Any) -> Any:
     return typer.Option(None, flag_of(name), help=setting_help(name, help_), **kw)
 
 
-def redis_url_option() -> Any:
-    return setting_option("redis_url")
-
-
-def config_option() -> Any:
-    return setting_option("config")
-
-
 def json_option(shape: str) -> Any:
     return typer.Option(False, "--json", help=f"Print JSON: {shape}")
 
 
 def timeout_option(help_: str = "Give up waiting after this many seconds.") -> Any:
     return typer.Option(None, "--timeout", help=help_)
-
-
-def outage_limit_option() -> Any:
-    return setting_option("redis_outage_limit_s", metavar="SECONDS")
 
 
 def model_path(command: str, model: str) -> str:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from poolq.worker.cli.options import fail
+from poolq.worker.dev.ending import end_process
 
 
 def run_parse_role(config: Path | None, flags: dict[str, Any], *, burst: bool) -> None:
@@ -83,10 +84,4 @@ def parse_process(
     try:
         yield
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=(flags.get("shutdown_grace_s") or 30) + 10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        end_process(proc, signal.SIGTERM, (flags.get("shutdown_grace_s") or 30) + 10)

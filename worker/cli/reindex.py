@@ -7,7 +7,7 @@ import typer
 
 from poolq.ingest.cli.reindex import run_reindex
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import redis_url_option, timeout_option
+from poolq.worker.cli.options import setting_option, timeout_option
 
 
 @app.command()
@@ -30,7 +30,7 @@ def reindex(
         False, "--keep-old", help="With --full: keep the previous collection after the switch."
     ),
     wait: bool = typer.Option(False, "--wait", help="Wait, with progress, and print a summary."),
-    redis_url: str | None = redis_url_option(),
+    redis_url: str | None = setting_option("redis_url"),
     timeout_s: float | None = timeout_option(),
 ) -> None:
     """Reindex a collection from its source now: incremental by content hash (unchanged

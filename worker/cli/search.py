@@ -21,9 +21,7 @@ from poolq.wire.search_results import (
 )
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
-    config_option,
     json_option,
-    redis_url_option,
     setting_option,
 )
 
@@ -146,8 +144,8 @@ def search(
         help="Encode here and query Qdrant directly (a Qdrant server, or an embedded folder "
         "no worker holds) instead of asking a worker.",
     ),
-    config: Path | None = config_option(),
-    redis_url: str | None = redis_url_option(),
+    config: Path | None = setting_option("config"),
+    redis_url: str | None = setting_option("redis_url"),
     qdrant_url: str | None = setting_option("qdrant_url", help_="With --direct: Qdrant server."),
     qdrant_path: Path | None = setting_option(
         "qdrant_path", help_="With --direct: the embedded folder."

@@ -6,7 +6,7 @@ import typer
 
 from poolq.ingest.cli.status import STATUS_JSON, run_status
 from poolq.worker.cli.app import app
-from poolq.worker.cli.options import json_option, outage_limit_option, redis_url_option
+from poolq.worker.cli.options import json_option, setting_option
 
 
 @app.command()
@@ -14,9 +14,9 @@ def status(
     job_ids: list[str] = typer.Argument(
         None, metavar="[JOB_ID...]", help="Jobs to report (default: all known)."
     ),
-    redis_url: str | None = redis_url_option(),
+    redis_url: str | None = setting_option("redis_url"),
     as_json: bool = json_option(STATUS_JSON),
-    redis_outage_limit_s: float | None = outage_limit_option(),
+    redis_outage_limit_s: float | None = setting_option("redis_outage_limit_s", metavar="SECONDS"),
 ) -> None:
     """Queued, running, done and failed job counts (done and failed: within the last day, as
     the workers recorded them; failed: dead-lettered jobs until dropped or retried, and jobs

@@ -20,9 +20,7 @@ import typer
 from poolq.worker.cli.app import app
 from poolq.worker.cli.options import (
     FLAG_NAMES,
-    config_option,
     fail,
-    redis_url_option,
     setting_option,
 )
 from poolq.worker.config.variables import VARIABLES
@@ -41,9 +39,8 @@ def probe_qdrant(
     ``timeout_s``, else ``ConnectionError`` naming host and port (``grpc_port``: the port
     the store talks gRPC on; else the URL's, defaulting to 6333, as in qdrant-client)."""
     parts = urlsplit(url)
-    host, port = parts.hostname or "localhost", parts.port or 6333
-    if grpc_port is not None:
-        port = grpc_port
+    host = parts.hostname or "localhost"
+    port = grpc_port if grpc_port is not None else parts.port or 6333
     try:
         with socket.create_connection((host, port), timeout=timeout_s):
             pass
@@ -56,8 +53,8 @@ def probe_qdrant(
 
 @app.command()
 def worker(
-    config: Path | None = config_option(),
-    redis_url: str | None = redis_url_option(),
+    config: Path | None = setting_option("config"),
+    redis_url: str | None = setting_option("redis_url"),
     qdrant_url: str | None = setting_option("qdrant_url"),
     qdrant_path: Path | None = setting_option("qdrant_path"),
     qdrant_api_key: str | None = setting_option("qdrant_api_key"),

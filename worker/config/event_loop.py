@@ -3,10 +3,9 @@
 Setting ``event_loop`` (``[worker]``, ``POOLQ_EVENT_LOOP``): ``auto`` (default: uvloop when
 importable), ``uvloop`` (refused at start when it is not installed) or ``asyncio``.
 
-Why: at ``bench_host_path.py --server``'s shapes the event loop spends its CPU on Redis round
-trips (arq's and the job's bookkeeping) and on scheduling; uvloop runs both in C. Measured on
-the 2-core CI machine, interleaved A/B of the same worker (``/proc`` CPU of its main thread):
-0.26-0.27 ms a chunk on uvloop against 0.32-0.34 on asyncio (docs/performance.md).
+Why: the event loop spends its CPU on Redis round trips (arq's and the job's bookkeeping) and
+on scheduling; uvloop runs both in C (about a fifth less main-thread CPU a chunk at
+``bench_host_path.py --server``'s shapes).
 
 Only ``poolq worker`` applies it (``run_worker``), for the process it runs in: arq's
 ``Worker`` builds its loop with ``asyncio.get_event_loop()`` / ``new_event_loop()``, which

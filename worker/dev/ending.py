@@ -1,5 +1,5 @@
-"""Ending a child process the way the dev helpers do: a signal, a wait, then SIGKILL if it
-outlived the wait."""
+"""Ending a child process (the dev helpers', the parse process of ``poolq worker --role all``):
+a signal, a wait, then SIGKILL if it outlived the wait."""
 
 from __future__ import annotations
 

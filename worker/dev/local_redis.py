@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+import signal
 import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from poolq.worker.dev.ending import end_process
 
 
 def find_redis_server() -> str:
@@ -69,18 +72,9 @@ class LocalRedis:
         raise TimeoutError(f"redis-server did not answer on port {self.port} within {timeout_s}s")
 
     def stop(self, kill: bool = False) -> None:
-        if self.proc is None:
-            return
-        if kill:
-            self.proc.kill()
-        else:
-            self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
-        self.proc = None
+        if self.proc is not None:
+            end_process(self.proc, signal.SIGKILL if kill else signal.SIGTERM, 10)
+            self.proc = None
 
     def restart(self) -> None:
         self.stop()

@@ -128,8 +128,6 @@ def _wait_gone(pids: list[int], timeout_s: float = 10) -> None:
         while time.monotonic() < deadline:
             try:
                 os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            except PermissionError:  # pragma: no cover - a reused pid of another user
+            except (ProcessLookupError, PermissionError):  # gone, or a pid another user reuses
                 break
             time.sleep(0.02)

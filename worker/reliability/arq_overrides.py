@@ -165,18 +165,14 @@ class PoolqWorker(Worker):
                 # order, interactive first: every id after this one is bulk too
                 return
             if (due := due_ms(score, now)) > now:
-                self.remember(self.resting, job_id, due)
+                if len(self.resting) >= REMEMBERED:
+                    self.resting.clear()
+                self.resting[job_id] = due
                 continue
             await super().start_jobs([job_id.encode()])  # arq's claim (WATCH/MULTI) and task
             started = self.tasks.get(job_id) not in (None, before)
             if self.admission is not None and started:
                 self.admission.taken(job_id, int(size))
-
-    @staticmethod
-    def remember(into: dict[str, Any], job_id: str, value: Any) -> None:
-        if len(into) >= REMEMBERED:
-            into.clear()
-        into[job_id] = value
 
     async def keep_mark(self, job_id: str) -> None:
         # seen again by every poll (20 a second) while it runs: one SET a second per job is

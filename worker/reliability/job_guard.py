@@ -118,13 +118,9 @@ def guarded(fn: JobFn, *, name: str, max_tries: int, transient: Transient | None
         fields = {"job_id": job_id, "function": name, "job_try": job_try}
         log.info("job %s %s try %d started", job_id, name, job_try, extra=fields)
         clock = ctx["job_clock"] = JobClock()
-        settings = ctx.get("settings")
-        stall_s = (
-            getattr(settings, "job_stall_timeout_s", None) if name == constants.INGEST_JOB else None
-        )
-        ceiling_s = (
-            getattr(settings, "job_timeout_s", None) if name == constants.INGEST_JOB else None
-        )
+        settings = ctx.get("settings") if name == constants.INGEST_JOB else None
+        stall_s = getattr(settings, "job_stall_timeout_s", None)
+        ceiling_s = getattr(settings, "job_timeout_s", None)
         vectorizer = getattr(rt, "vectorizer", None)
         unlisted = False  # the job's last writes left the running list already
         try:
@@ -147,7 +143,7 @@ def guarded(fn: JobFn, *, name: str, max_tries: int, transient: Transient | None
                     job_records.add_outcome, job_id=job_id, success=True, result=result,
                     ttl_s=ttl_s,
                 )  # fmt: skip
-                unlisted = await _record_end(redis, job_id, done, ttl_s, running_key, locks)
+                unlisted = await _record_end(redis, job_id, done, running_key, locks)
                 ctx[job_records.OUTCOME_RECORDED] = unlisted
         except JobCancelledError as e:  # not a failure: no retry, no dead letter
             result = None
@@ -156,7 +152,7 @@ def guarded(fn: JobFn, *, name: str, max_tries: int, transient: Transient | None
                 cancelled = functools.partial(
                     add_cancelled, job_id=job_id, now=time.time(), note=str(e), ttl_s=ttl_s
                 )
-                unlisted = await _record_end(redis, job_id, cancelled, ttl_s, running_key, locks)
+                unlisted = await _record_end(redis, job_id, cancelled, running_key, locks)
                 ctx[job_records.OUTCOME_RECORDED] = unlisted
         except Exception as e:
             seconds = time.perf_counter() - t0
@@ -256,7 +252,6 @@ async def _record_end(
     redis: Any,
     job_id: str,
     add_outcome: Callable[[Any], None],
-    ttl_s: float,
     running_key: str | None,
     locks: RunLocks | None,
 ) -> bool:

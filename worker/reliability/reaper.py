@@ -88,7 +88,7 @@ async def _worker_lists(redis: Any) -> list[WorkerJobs]:
 
 async def _marks(redis: Any, queue: str) -> list[Mark]:
     """Every in-progress mark: whether its job is queued and its time to live, for all of
-    them in one pipelined round trip (a pass ran two round trips per running job)."""
+    them in one pipelined round trip."""
     keys = await _keys(redis, in_progress_key_prefix + "*")
     if not keys:
         return []

@@ -38,10 +38,6 @@ from poolq.worker.runtime.pipeline import ingest_documents, inline_ok
 from poolq.worker.runtime.worker_runtime import Runtime
 
 
-def _runtime(ctx: dict[str, Any]) -> Runtime:
-    return ctx["runtime"]
-
-
 async def ingest(
     ctx: dict[str, Any],
     collection: str,
@@ -49,7 +45,7 @@ async def ingest(
     force: bool = False,
     priority: str = "bulk",
 ) -> dict[str, Any]:
-    rt = _runtime(ctx)
+    rt: Runtime = ctx["runtime"]
     job_id = str(ctx.get("job_id", "local"))
     t0 = time.perf_counter()
     args = IngestArgs.checked(collection, documents, force, priority)

@@ -22,20 +22,17 @@ from poolq.sinks.inventory import StoredDocument, document_inventory
 from poolq.sinks.points import point_id
 from poolq.wire import constants
 from poolq.wire import payload as fields
-from poolq.wire.documents import Document, DocumentError
+from poolq.wire.documents import DocumentError
 from poolq.wire.records.codes import ErrorCode
 from poolq.wire.records.errors import ErrorRecord
 from poolq.wire.records.reindex import ReindexProgress, ReindexSkipped, ReindexSummary
 from poolq.wire.records.results import DocumentErrorRecord
-from poolq.wire.sources import FolderFile
 from poolq.wire.uris import is_uri
-from poolq.worker.app.jobs.alias_switch import switch_alias
-from poolq.worker.app.jobs.reindex_objects import sync_objects
+from poolq.worker.app.jobs.alias_switch import start_rebuild, switch_alias
+from poolq.worker.app.jobs.reindex_objects import encode_batches, sync_objects
 from poolq.worker.parse.file_reader import FileReader, allowed
-from poolq.worker.reindex.files import FolderRead, read_folder_files
+from poolq.worker.reindex.files import read_folder_files
 from poolq.worker.reindex.plan import (
-    BATCH_DOCUMENTS,
-    BATCHES_IN_FLIGHT,
     PROGRESS_EVERY_S,
     ReindexOptions,
     ReindexPlan,
@@ -44,7 +41,6 @@ from poolq.worker.reindex.plan import (
     plan_reindex,
     read_source,
 )
-from poolq.worker.runtime.pipeline import ingest_documents
 from poolq.worker.runtime.worker_runtime import Runtime
 
 if TYPE_CHECKING:
@@ -128,23 +124,19 @@ async def run_reindex(
         if options.full:
             target = new_physical_name(alias)
             plan = ReindexPlan(new=list(docs))
-            # loaded with indexing deferred: the indexes are built once, at the end
-            await rt.writer.create_for_rebuild(rt.schema(target))
-            # a crashed rebuild may have left an unfinished collection: drop it (the lock says
-            # no other rebuild of this alias is running)
-            current = await rt.writer.resolve(alias)
-            orphans = [
-                c for c in await rt.writer.physical_collections(alias) if c not in (current, target)
-            ]
-            for name in orphans:
-                await rt.writer.drop_collection(name)
+            await start_rebuild(rt, alias, target)
         else:
             await rt.ensure_collection(alias)
             target = alias
             stored = await rt.writer.read(lambda s: document_inventory(s, alias))
         if files:
             await progress.publish(force=True, state="parsing files")
-            read = await _parse_files(rt, files, stored)
+            # through a file reader of this reindex's own (its parse children)
+            reader = FileReader.open(rt.settings, scheduled=[s.source for s in rt.settings.reindex])
+            try:
+                read = await read_folder_files(files, stored, rt.vectorizer.version, reader)
+            finally:
+                await reader.close()
             docs, present = docs + read.docs, read.unchanged
             errors += read.errors
             await progress.publish(force=True, parsed=read.parsed, pages=read.pages)
@@ -160,28 +152,8 @@ async def run_reindex(
             force=True, state="encoding", to_encode=len(to_encode), **plan.counts()
         )
 
-        # new, changed and stale documents: through the pipeline, a few batches at a time
-        slots = asyncio.Semaphore(BATCHES_IN_FLIGHT)
-        done = 0
-        points = 0
-        chunks = 0
-
-        async def one_batch(batch: list[Document], n: int) -> None:
-            nonlocal done, points, chunks
-            async with slots:
-                outcome = await ingest_documents(
-                    rt, target, batch, group=job_id
-                )  # the reindex is one caller: it shares the engines with jobs by tokens
-            errors.extend(outcome.errors)
-            done += len(batch)
-            points += outcome.points
-            chunks += outcome.chunks
-            await progress.publish(done=done)
-
-        batches = [
-            to_encode[i : i + BATCH_DOCUMENTS] for i in range(0, len(to_encode), BATCH_DOCUMENTS)
-        ]
-        await asyncio.gather(*(one_batch(b, n) for n, b in enumerate(batches)))
+        # new, changed and stale documents: through the pipeline
+        chunks, points = await encode_batches(rt, target, to_encode, job_id, errors, progress)
 
         # metadata-only changes: payloads in place; removed documents: their points by id
         for doc in plan.metadata_only:
@@ -227,7 +199,7 @@ async def run_reindex(
             points_written=rt.writer.points_written - points_0,
             seconds=round(time.perf_counter() - t0, 3),
         )
-        await progress.publish(force=True, state="done", done=done, result=summary)
+        await progress.publish(force=True, state="done", done=len(to_encode), result=summary)
         log.info("reindex of %r done: %s", alias, summary.counts())
         return summary
     except BaseException as e:
@@ -239,18 +211,6 @@ async def run_reindex(
             with contextlib.suppress(Exception):
                 if (await redis.get(lock_key)) == job_id.encode():
                     await redis.delete(lock_key)
-
-
-async def _parse_files(
-    rt: Runtime, files: list[FolderFile], stored: dict[str, StoredDocument]
-) -> FolderRead:
-    """The folder's files through a file reader of this reindex's own (its parse children, as
-    the parse settings say; closed after)."""
-    reader = FileReader.open(rt.settings, scheduled=[s.source for s in rt.settings.reindex])
-    try:
-        return await read_folder_files(files, stored, rt.vectorizer.version, reader)
-    finally:
-        await reader.close()
 
 
 def _engine_texts(rt: Runtime) -> int:

@@ -30,7 +30,7 @@ from poolq.wire.records.job_args import ReindexArgs
 from poolq.wire.records.reindex import ReindexSkipped, ReindexSummary
 from poolq.wire.records.sync import SyncCheckpoint
 from poolq.wire.uris import parse_uri
-from poolq.worker.app.jobs.alias_switch import switch_alias
+from poolq.worker.app.jobs.alias_switch import start_rebuild, switch_alias
 from poolq.worker.app.jobs.sync_page import PageRead, fetch_and_parse
 from poolq.worker.fetch.errors import SourceUnavailable
 from poolq.worker.parse.file_reader import FileReader
@@ -84,11 +84,7 @@ async def sync_objects(
     if options.full:
         target = ck.target if ck is not None else new_physical_name(alias)
         if ck is None:
-            await rt.writer.create_for_rebuild(rt.schema(target))
-            current = await rt.writer.resolve(alias)
-            for name in await rt.writer.physical_collections(alias):
-                if name not in (current, target):
-                    await rt.writer.drop_collection(name)
+            await start_rebuild(rt, alias, target)
     else:
         await rt.ensure_collection(alias)
         target = alias
@@ -119,7 +115,7 @@ async def sync_objects(
 
             page = await fetch_and_parse(reader, plan.to_fetch, stored, prefix, version,
                                           options.full, tick)  # fmt: skip
-            chunks, points = await _encode(rt, target, page.docs, job_id, errors)
+            chunks, points = await encode_batches(rt, target, page.docs, job_id, errors)
             relabeled = plan.relabeled + page.tags
             for have, meta in relabeled:  # same object or same bytes: the metadata in place
                 await rt.writer.set_payload(
@@ -186,20 +182,30 @@ def _progress(ck: SyncCheckpoint) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def _encode(
-    rt: Runtime, target: str, docs: list[Document], job_id: str, errors: list[DocumentError]
+async def encode_batches(
+    rt: Runtime,
+    target: str,
+    docs: list[Document],
+    job_id: str,
+    errors: list[DocumentError],
+    progress: Any = None,
 ) -> tuple[int, int]:
-    """Chunks encoded and points written for ``docs``, a few batches at a time."""
+    """Chunks encoded and points written for ``docs``, a few batches at a time (the reindex is
+    one caller: it shares the engines with jobs by tokens); ``progress``, when given, publishes
+    the documents done after each batch."""
     slots = asyncio.Semaphore(BATCHES_IN_FLIGHT)
-    chunks = points = 0
+    chunks = points = done = 0
 
     async def one(batch: list[Document]) -> None:
-        nonlocal chunks, points
+        nonlocal chunks, points, done
         async with slots:
             outcome = await ingest_documents(rt, target, batch, group=job_id)
         errors.extend(outcome.errors)
         chunks += outcome.chunks
         points += outcome.points
+        done += len(batch)
+        if progress is not None:
+            await progress.publish(done=done)
 
     await asyncio.gather(
         *(one(docs[i : i + BATCH_DOCUMENTS]) for i in range(0, len(docs), BATCH_DOCUMENTS))
