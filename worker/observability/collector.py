@@ -1,10 +1,7 @@
 """:class:`WorkerMetrics`: every series of one worker as a Prometheus ``Collector`` on a private
-registry, served by ``prometheus_client``'s HTTP server thread (series listed in
-``metrics.py``). Observers are attached to every engine of the runtime, one for its ingestion
-batches (``lane="ingest"``) and one for its query slot (``lane="query"``), and to the Qdrant
-writer; the
-counters of the writer and the query service and the engines' backlogs are read at scrape time.
-``collect`` runs in the scrape thread and only reads: it never touches Redis."""
+registry (series listed in ``metrics.py``). Observers are attached to every engine of the
+runtime, one per lane, and to the Qdrant writer; ``collect`` runs in the scrape thread and only
+reads: it never touches Redis."""
 
 from __future__ import annotations
 
@@ -70,11 +67,9 @@ class WorkerMetrics(Collector):
         self._server: Any = None
         self._thread: threading.Thread | None = None
         if runtime is not None:
-            vectorizer = runtime.vectorizer
-            self.observe_engines(vectorizer.engines)
+            self.observe_engines(runtime.vectorizer.engines)
             runtime.writer.observer = self.write_observed
 
-    # Observations ----------------------------------------------------------------------------
     def observe_engines(self, engines: Mapping[str, ObservedEngine]) -> None:
         """Observe each ``model -> engine``: its ingestion batches in the ``ingest`` lane, its
         query slot's in the ``query`` lane."""
@@ -105,7 +100,6 @@ class WorkerMetrics(Collector):
         if self.runtime is not None:
             self.runtime.writer.observer = None
 
-    # Scrape ----------------------------------------------------------------------------------
     def collect(self) -> Iterator[Metric]:
         jobs = CounterMetricFamily(
             "poolq_jobs", "Jobs ended, by function and outcome.", labels=["function", "outcome"]
@@ -205,7 +199,6 @@ class WorkerMetrics(Collector):
         yield backlog_tokens
         yield backlog_requests
 
-    # Serving ---------------------------------------------------------------------------------
     def serve(self, port: int, host: str = constants.DEFAULT_METRICS_HOST) -> None:
         """Serve /metrics on ``host:port`` (loopback by default: widen it on purpose)."""
         self._server, self._thread = start_http_server(port, host, registry=self.registry)

@@ -46,10 +46,7 @@ class Histogram:
         self._lock = threading.Lock()
 
     def observe(self, value: float) -> None:
-        i = bisect.bisect_left(self.bounds, value)
-        with self._lock:
-            self._counts[i] += 1
-            self._sum += value
+        self.observe_many((value,))
 
     def observe_many(self, values: Iterable[float]) -> None:
         values = list(values)
@@ -103,7 +100,5 @@ class EngineMetrics:
 
     def stages(self) -> Iterator[tuple[str, Histogram]]:
         """``(stage, histogram)`` in :data:`ENGINE_STAGES` order."""
-        yield "tokenize", self.tokenize
-        yield "queue_wait", self.queue_wait
-        yield "forward", self.forward
-        yield "pool", self.pool
+        histograms = (self.tokenize, self.queue_wait, self.forward, self.pool)
+        yield from zip(ENGINE_STAGES, histograms, strict=True)

@@ -1,6 +1,6 @@
 """Prometheus metrics of one worker, on ``Settings.metrics_port`` (``--metrics-port``), listening
-on ``Settings.metrics_host`` (``--metrics-host``; 127.0.0.1 unless widened): the
-worker's hooks :func:`start`, :func:`refresh` and :func:`stop` (``worker/app/worker_settings.py``).
+on ``Settings.metrics_host`` (``--metrics-host``; 127.0.0.1 unless widened): the worker's hooks
+:func:`start`, :func:`refresh` and :func:`stop` (``worker/app/worker_settings.py``).
 
 The engine, the runner and the Qdrant writer know nothing of Prometheus: they call an observer
 (``AsyncEngine.set_observer``, ``QdrantWriter.observer``) with plain numbers where the work
@@ -25,13 +25,8 @@ Series (all prefixed ``poolq_``)::
 
 ``lane`` is ``ingest`` for a model's ingestion batches (interactive and bulk lanes) and
 ``query`` for its query lane (search queries, cut by the engine's query slot from the same
-scheduler, in batches of their own budget); the
-``write`` stage is the Qdrant writer's, with ``model`` and ``lane`` empty.
-
-Job outcomes are arq's own classification (``job_outcomes.py``): its ``jobs_complete/retried``
-counters read in the public ``on_job_end`` hook, the function name recorded by a thin wrapper
-around each job coroutine; jobs that fail before they run (expired, max tries exceeded, unknown
-function) arrive through ``PoolqWorker.failed_unrun``.
+scheduler, in batches of their own budget); the ``write`` stage is the Qdrant writer's, with
+``model`` and ``lane`` empty. Job outcomes are arq's own classification (``job_outcomes.py``).
 """
 
 from __future__ import annotations

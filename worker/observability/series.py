@@ -17,16 +17,6 @@ from poolq.wire.series import WRITE_SCRIPT, script_args
 QUEUES = (constants.INGEST_QUEUE, constants.PARSE_QUEUE)
 
 
-def totals(beat: Heartbeat) -> dict[str, int]:
-    """The counters a heartbeat carries, by metric."""
-    return {
-        "documents": beat.documents_done,
-        "chunks": beat.chunks_done,
-        "done": beat.jobs_done,
-        "failed": beat.jobs_failed,
-    }
-
-
 class SeriesWriter:
     def __init__(
         self, *, step_s: float = constants.SERIES_STEP_S, clock: Callable[[], float] = time.time
@@ -44,7 +34,12 @@ class SeriesWriter:
         if now - self._written_at < self.step_s:
             return
         self._written_at = now
-        counts = totals(beat)
+        counts = {
+            "documents": beat.documents_done,
+            "chunks": beat.chunks_done,
+            "done": beat.jobs_done,
+            "failed": beat.jobs_failed,
+        }
         last = self._last if self._last is not None else dict.fromkeys(counts, 0)
         values: dict[str, int] = {k: max(0, v - last.get(k, 0)) for k, v in counts.items()}
         try:

@@ -30,11 +30,7 @@ _PREFIXES = ("torch.nn.modules.activation.", "torch.nn.modules.linear.", "torch.
 
 def activation_from_name(name: str) -> nn.Module:
     """``"torch.nn.modules.activation.Sigmoid"``, ``"torch.nn.Sigmoid"`` or ``"Sigmoid"``."""
-    short = name
-    for prefix in _PREFIXES:
-        if name.startswith(prefix):
-            short = name[len(prefix) :]
-            break
+    short = next((name[len(p) :] for p in _PREFIXES if name.startswith(p)), name)
     cls = _ALLOWED.get(short)
     if cls is None or ("." in name and not name.startswith(_PREFIXES)):
         raise ValueError(

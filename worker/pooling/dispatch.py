@@ -14,6 +14,7 @@ each request is re-offset by its own amount.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import cast
 
 import torch
@@ -107,4 +108,4 @@ class DispatchPooler(Pooler):
             )
             group_hidden = hidden.index_select(0, cursor._to_dev(rows_cpu))
             shift = starts_cpu - (torch.cumsum(counts_cpu, 0) - counts_cpu)
-        return group_hidden, md.with_cursor(cursor.shifted(shift))
+        return group_hidden, replace(md, cursor=cursor.shifted(shift))

@@ -106,9 +106,6 @@ class ClassifierHead(nn.Module):
         self.logit_sigma = logit_sigma
         self.head_dtype = head_dtype
 
-    def check_params(self, params: PoolingParams) -> None:
-        pass
-
     def forward(self, pooled: torch.Tensor, params: Sequence[PoolingParams]) -> list[torch.Tensor]:
         logits = self.classifier(pooled.to(self.head_dtype))  # [n, num_labels]
         if self.logit_mean is not None:
@@ -134,9 +131,6 @@ class ScoreHead(nn.Module):
         self.classifier = classifier.to(head_dtype)
         self.activation = activation
         self.head_dtype = head_dtype
-
-    def check_params(self, params: PoolingParams) -> None:
-        pass
 
     def forward(self, pooled: torch.Tensor, params: Sequence[PoolingParams]) -> list[torch.Tensor]:
         logits = self.classifier(pooled.to(self.head_dtype))  # [n, 1]

@@ -1,11 +1,10 @@
 """Where each request sits in a flat batch of hidden states, and what it asked for.
 
 The hidden states of a step are flat, ``[total_tokens, hidden]``: no batch dimension and no
-padding. :class:`PoolingCursor` is the ledger of each request's rows. A request's rows are its
-whole prompt: the supported encoders attend bidirectionally, so a sequence is never split across
-batches. All counts live on the host (``_cpu``); the device copies of the row indices are made
-lazily, with a non-blocking host-to-device copy, so building or slicing a cursor never waits for
-the device.
+padding. :class:`PoolingCursor` is the ledger of each request's rows (a chunked prefill's:
+its final chunk, ``prefix.py``). All counts live on the host (``_cpu``); the device copies of
+the row indices are made lazily, with a non-blocking host-to-device copy, so building or slicing
+a cursor never waits for the device.
 
 Invariant kept by :class:`~worker.pooling.dispatch.DispatchPooler` for every pooler it calls: the
 requests of a metadata *tile* the hidden states they are given, in order (request ``i`` owns rows
@@ -15,7 +14,7 @@ requests of a metadata *tile* the hidden states they are given, in order (reques
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 import torch
@@ -72,7 +71,6 @@ class PoolingCursor:
     def __len__(self) -> int:
         return int(self.num_scheduled_tokens_cpu.numel())
 
-    # Host views -------------------------------------------------------------------------------
     @cached_property
     def last_token_indices_cpu(self) -> torch.Tensor:
         return self.token_starts_cpu + self.num_scheduled_tokens_cpu - 1
@@ -144,14 +142,7 @@ class PoolingMetadata:
 
     def __post_init__(self) -> None:
         n = len(self.cursor)
-        names = (
-            "pooling_params",
-            "prompt_token_ids_cpu",
-            "request_ids",
-            "keep_rows_cpu",
-            "prefixes",
-        )
-        for name in names:
+        for name in (f.name for f in fields(self) if f.name != "cursor"):  # one per request
             value = getattr(self, name)
             if value is not None and len(value) != n:
                 raise ValueError(
@@ -215,9 +206,6 @@ class PoolingMetadata:
         if self.prefixes is None:
             return []
         return [(i, p) for i, p in enumerate(self.prefixes) if p is not None]
-
-    def with_cursor(self, cursor: PoolingCursor) -> PoolingMetadata:
-        return replace(self, cursor=cursor)
 
     def token_ids_cpu(self) -> tuple[torch.Tensor, ...]:
         """Per request, the token ids of its rows (host int64 ``[n_i]``)."""

@@ -53,15 +53,12 @@ class TokenWeightSparsePooler(Pooler):
         cursor = metadata.cursor
         if len(cursor) == 0:
             return []
-        weights = torch.relu(self.weight_linear(hidden[: cursor.num_tokens].float())).squeeze(
-            1
-        )  # [T]
+        weights = torch.relu(self.weight_linear(hidden[: cursor.num_tokens].float()))[:, 0]  # [T]
         ids_cpu = metadata.token_ids_cpu()  # per request [n_i]
         out: list[PoolerOutput] = []
         special = torch.tensor(self.special_token_ids, dtype=torch.int64)
-        for w, ids in zip(
-            torch.split(weights, cursor.num_scheduled_tokens_cpu.tolist()), ids_cpu, strict=True
-        ):
+        per_request = torch.split(weights, cursor.num_scheduled_tokens_cpu.tolist())
+        for w, ids, p in zip(per_request, ids_cpu, metadata.pooling_params, strict=True):
             keep_cpu = ~torch.isin(ids, special)
             ids_dev = ids.to(w.device, non_blocking=True)
             keep_dev = keep_cpu.to(w.device, non_blocking=True)
@@ -69,19 +66,14 @@ class TokenWeightSparsePooler(Pooler):
             merged = torch.zeros(uniq.shape[0], dtype=torch.float32, device=w.device)
             merged.scatter_reduce_(0, inverse, w[keep_dev], reduce="amax", include_self=False)
             nz = merged > 0
-            floor = metadata.pooling_params[len(out)].min_weight
-            if floor:
-                nz &= merged >= floor
-            out.append(SparseEmbedding(uniq[nz].to(torch.int32), merged[nz]))
-        top_k = [p.top_k for p in metadata.pooling_params]
-        return [_top_k(o, k) for o, k in zip(out, top_k, strict=True)]
-
-
-def _top_k(emb: PoolerOutput, k: int | None) -> PoolerOutput:
-    if k is None or not isinstance(emb, SparseEmbedding) or len(emb) <= k:
-        return emb
-    keep = emb.values.topk(k).indices.sort().values
-    return SparseEmbedding(emb.indices[keep], emb.values[keep])
+            if p.min_weight:
+                nz &= merged >= p.min_weight
+            indices, values = uniq[nz].to(torch.int32), merged[nz]
+            if p.top_k is not None and len(values) > p.top_k:
+                keep = values.topk(p.top_k).indices.sort().values
+                indices, values = indices[keep], values[keep]
+            out.append(SparseEmbedding(indices, values))
+        return out
 
 
 def multi_output_pooler(

@@ -40,5 +40,4 @@ class SparseEmbedding:
         return {"indices": self.indices.tolist(), "values": self.values.tolist()}
 
 
-# One request's pooled result.
 PoolerOutput = torch.Tensor | SparseEmbedding

@@ -69,7 +69,8 @@ class SequencePooler(Pooler):
 
     def check_params(self, params: PoolingParams) -> None:
         super().check_params(params)
-        self.head.check_params(params)
+        if isinstance(self.head, EmbeddingHead):  # the one head with request options to check
+            self.head.check_params(params)
 
     def output_dim(self, task: PoolingTask) -> int | None:
         return (

@@ -131,10 +131,8 @@ class SpladePooler(Pooler):
         keep_dev = None
         if self.remove_token_ids:
             ids_cpu = torch.cat(metadata.token_ids_cpu())  # [T]
-            keep_cpu = ~torch.isin(
-                ids_cpu, torch.tensor(self.remove_token_ids, dtype=ids_cpu.dtype)
-            )
-            keep_dev = keep_cpu.to(hidden.device, non_blocking=True)
+            remove_cpu = torch.tensor(self.remove_token_ids, dtype=ids_cpu.dtype)
+            keep_dev = (~torch.isin(ids_cpu, remove_cpu)).to(hidden.device, non_blocking=True)
         starts = cursor.token_starts_cpu.tolist()
         ends = (cursor.last_token_indices_cpu + 1).tolist()
         rows_per_chunk = chunk_rows(hidden.device, vocab)
@@ -144,8 +142,7 @@ class SpladePooler(Pooler):
             self.between_blocks()
             logits = self._logits(hidden[lo:hi])  # [t, V]
             if keep_dev is not None:
-                masked = torch.full_like(logits, fill)
-                logits = torch.where(keep_dev[lo:hi].unsqueeze(1), logits, masked)
+                logits = torch.where(keep_dev[lo:hi].unsqueeze(1), logits, fill)
             if self.mode == "sum":
                 logits = torch.log1p(torch.relu(logits))
             while req < n and starts[req] < hi:  # requests overlapping [lo, hi)

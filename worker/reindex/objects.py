@@ -61,7 +61,6 @@ class StoredUnder:
         base = prefix.object_uri(prefix.key)
         self.stored = {k: v for k, v in stored.items() if k.startswith(base)}
         self.ids = sorted(self.stored)
-        self.base = base
 
     def removed_through(self, after: str | None, last: str | None, seen: set[str]) -> list[str]:
         """Stored URIs after ``after`` up to ``last`` (None: to the end) that ``seen`` lacks."""
@@ -78,15 +77,13 @@ def plan_page(
     *,
     after: str | None,
     full: bool = False,
-    include: Sequence[str] = (),
-    exclude: Sequence[str] = (),
 ) -> PagePlan:
     """One listing page against the stored documents (``after``: the URI the last page ended
     at). A full rebuild fetches every object it reads."""
     plan = PagePlan()
     seen: set[str] = set()
     for obj in page:
-        if why := chosen(prefix.relative(obj.key), include, exclude):
+        if why := chosen(prefix.relative(obj.key)):
             plan.left_out.append((obj, why))
             continue
         seen.add(obj.uri)

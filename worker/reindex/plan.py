@@ -15,7 +15,6 @@ Full rebuild (``full=True``, for a model or profile change): every document is w
 new physical collection, then the alias is switched to it in one atomic call, so searches see
 the old collection or the complete new one, never a half-built one. The previous collection is
 dropped after the switch unless ``keep_old``.
-
 """
 
 from __future__ import annotations

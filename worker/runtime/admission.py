@@ -1,15 +1,13 @@
 """Admission by capacity: a worker takes a new job only while its engines have room for it.
 
-Jobs share the worker's engines, so taking every queued job at once (up to ``max_jobs``) only
-made each job's wall time the whole backlog's. Instead the worker takes a bulk job only while
-the tokens queued in its ingest engines stay below ``bound_tokens`` (``max_queued_tokens``,
-default :func:`default_bound`), as TEI's queue and vLLM's scheduler bound their work by
-tokens; jobs beyond that wait in Redis, where no timeout runs, and any worker with room may take
-them. A job just taken counts with an estimate of its tokens (its payload's size in Redis over
-:data:`BYTES_PER_TOKEN`) until its chunks reach the engines (chunking and tokenizing take a
-moment), so one poll takes as many small jobs as fit, and never the whole queue blind.
-Interactive jobs (small by rule) are taken whenever a job slot is free; ``max_jobs`` remains
-the upper limit on running jobs.
+Jobs share the worker's engines, so it takes a bulk job only while the tokens queued in its
+ingest engines stay below ``bound_tokens`` (``max_queued_tokens``, default
+:func:`default_bound`), as TEI's queue and vLLM's scheduler bound their work by tokens; jobs
+beyond that wait in Redis, where no timeout runs, and any worker with room may take them. A job
+just taken counts with an estimate of its tokens (its payload's size in Redis over
+:data:`BYTES_PER_TOKEN`) until its chunks reach the engines, so one poll takes as many small
+jobs as fit, and never the whole queue blind. Interactive jobs (small by rule) are taken
+whenever a job slot is free; ``max_jobs`` remains the upper limit on running jobs.
 """
 
 from __future__ import annotations

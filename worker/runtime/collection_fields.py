@@ -19,7 +19,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from poolq.wire import constants
 from poolq.wire.filters import Condition
@@ -157,9 +157,10 @@ class FilterProblem:
 
     def message(self, collection: str, fields: Mapping[str, set[str]]) -> str:
         if self.kind == "unknown":
+            meta = ", ".join(sorted(fields)) or "(none recorded)"
             return (
                 f"filter {self.expr!r}: collection {collection!r} has no field {self.key!r}; "
-                f"known fields: {known_fields_text(fields)}"
+                f"known fields: metadata {meta}; payload {', '.join(sorted(TOP_LEVEL_FIELDS))}"
             )
         held = ", ".join(sorted(self.types)) or "no"
         hint = ""
@@ -169,11 +170,6 @@ class FilterProblem:
             f"filter {self.expr!r}: a range needs numbers, but field {self.key!r} of collection "
             f"{collection!r} holds {held} values{hint}"
         )
-
-
-def known_fields_text(fields: Mapping[str, set[str]]) -> str:
-    meta = ", ".join(sorted(fields)) or "(none recorded)"
-    return f"metadata {meta}; payload {', '.join(sorted(TOP_LEVEL_FIELDS))}"
 
 
 def filter_problem(
@@ -188,10 +184,8 @@ def filter_problem(
     if path in TOP_LEVEL_FIELDS or (head in OBJECT_FIELDS and head != METADATA):
         label_score = head == LABELS and path.endswith(".score")  # labels.<name>.score
         if condition.kind == "range" and path not in NUMERIC_TOP_LEVEL and not label_score:
-            types: frozenset[str] | set[str] | None = frozenset(
-                {"object" if head in OBJECT_FIELDS else "string"}
-            )
-            return FilterProblem(expr, key, path, "range", False, cast("frozenset[str]", types))
+            held = frozenset({"object" if head in OBJECT_FIELDS else "string"})
+            return FilterProblem(expr, key, path, "range", False, held)
         return None
     field = path.removeprefix(METADATA + ".")
     types = fields.get(field)

@@ -1,8 +1,7 @@
 """``poolq encode --backend openvino`` without torch: dense ``embed`` from a cached graph.
 
-A second start of ``poolq encode --backend openvino [--dtype int8]`` on a model folder spent
-about 1 s (of 5.2 s for 1,080 passages on 2 cores) importing torch for the engine and the
-poolers. When everything the run needs is already on disk, this module runs it without them:
+When everything the run needs is already on disk, this module runs it without importing torch
+(slow to import), the engine or the poolers:
 
 * the fp32 graph (and, for int8, the int8 graph with the gate's verdict, passed, under the
   default floors) in the OpenVINO cache, converted by an earlier start (``openvino/cache.py``);
@@ -23,14 +22,15 @@ the full path in ``tests/engine/test_openvino_direct.py``.
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 import sys
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
 from pathlib import Path
+from types import SimpleNamespace
 from typing import IO, TYPE_CHECKING, Any
 
 from poolq.worker.runtime.encode_lines import EncodeOptions, EncodeSummary, line_chunks
@@ -156,17 +156,6 @@ def run_direct(
     return summary
 
 
-def _blocks(src: IO[str], summary: EncodeSummary, err: IO[str]) -> Iterator[list[_Line]]:
-    block: list[_Line] = []
-    for chunk in line_chunks(iter(src), summary, err):
-        block += chunk
-        if len(block) >= BLOCK_LINES:
-            yield block
-            block = []
-    if block:
-        yield block
-
-
 def _encode(
     runner: DirectRunner,
     tok: TextTokenizer,
@@ -183,7 +172,7 @@ def _encode(
     pending: tuple[list[_Line], list[Any], Future[Any]] | None = None
     bar = _progress(err)
     with ThreadPoolExecutor(1, thread_name_prefix="poolq-ov-direct") as pool:
-        for block in _blocks(src, summary, err):
+        for block in line_chunks(iter(src), summary, err, size=BLOCK_LINES):
             toks = tok.encode_batch([prefix + text for _, _, text in block])
             rows = [t for t in toks if opts.truncate or not t.truncated]
             future = pool.submit(runner.run, [t.ids for t in rows], normalize)
@@ -198,18 +187,10 @@ def _encode(
     dst.flush()
 
 
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
 def _progress(err: IO[str]) -> Any:
     """tqdm's bar on a terminal (its import, 0.06 s, only there)."""
     if not err.isatty():
-        return _NoBar()
+        return SimpleNamespace(update=lambda n: None, close=lambda: None)
     from tqdm import tqdm
 
     return tqdm(unit="doc", file=err, mininterval=0.5)
@@ -225,8 +206,6 @@ def _write(
     summary: EncodeSummary,
     err: IO[str],
 ) -> None:
-    import json
-
     vectors = iter(future.result())  # [accepted, H] fp32, in block order
     for (lineno, doc_id, _), t in zip(block, toks, strict=True):
         if t.truncated and not opts.truncate:

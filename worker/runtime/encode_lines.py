@@ -70,7 +70,12 @@ def parse_line(lineno: int, line: str, *, pairs: bool = False) -> tuple[Any, Any
 
 
 def line_chunks(
-    lines: Iterator[str], summary: EncodeSummary, err: IO[str], *, pairs: bool = False
+    lines: Iterator[str],
+    summary: EncodeSummary,
+    err: IO[str],
+    *,
+    pairs: bool = False,
+    size: int = CHUNK_LINES,
 ) -> Iterator[list[tuple[int, Any, Any]]]:
     chunk: list[tuple[int, Any, Any]] = []
     for lineno, line in enumerate(lines, start=1):
@@ -84,7 +89,7 @@ def line_chunks(
             print(f"poolq encode: {exc}; skipped", file=err)
             continue
         chunk.append((lineno, doc_id, text))
-        if len(chunk) >= CHUNK_LINES:
+        if len(chunk) >= size:
             yield chunk
             chunk = []
     if chunk:

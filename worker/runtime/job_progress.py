@@ -1,18 +1,18 @@
 """The progress of one running job, published for clients under ``JOB_PROGRESS_KEY``.
 
 A Redis hash of the fields of :class:`~poolq.wire.records.progress.JobProgressRecord` (the one
-declaration of them), which :attr:`JobProgress.counts` holds; it expires
-``JOB_PROGRESS_TTL_S`` after the last update. The job
-publishes at its milestones (:meth:`JobProgress.publish`: after chunking when the job writes
-more than one part, after each part is encoded and written, at the end), and between them any
-change, its first state included, is published within ``JOB_PROGRESS_EVERY_S``: by the
-worker's :class:`ProgressBoard`, which writes every running job that changed in one pipeline
-(one round trip a tick however many jobs run; a job that ends within a tick is written once,
-at its end), or, for a job run without one, by a ticker task of its own (and at its start). Writes of one job never
-cross: a job's milestones and the board's batches take the board's lock, so the hash's last
-write is the job's last state. Best effort: Redis trouble never fails the job. Each write also
-sets ``updated_at`` (the dashboard's stall timer); :meth:`JobProgress.cancel_requested` reads
-the job's cancel flag (``wire/cancel.py``) at a batch boundary.
+declaration of them), which :attr:`JobProgress.counts` holds; it expires ``JOB_PROGRESS_TTL_S``
+after the last update. The job publishes at its milestones (:meth:`JobProgress.publish`: after
+chunking when the job writes more than one part, after each part is encoded and written, at the
+end), and between them any change, its first state included, is published within
+``JOB_PROGRESS_EVERY_S``: by the worker's :class:`ProgressBoard`, which writes every running job
+that changed in one pipeline (one round trip a tick however many jobs run; a job that ends
+within a tick is written once, at its end), or, for a job run without one, by a ticker task of
+its own (and at its start). Writes of one job never cross: a job's milestones and the board's
+batches take the board's lock, so the hash's last write is the job's last state. Best effort:
+Redis trouble never fails the job. Each write also sets ``updated_at`` (the dashboard's stall
+timer); :meth:`JobProgress.cancel_requested` reads the job's cancel flag (``wire/cancel.py``) at
+a batch boundary.
 """
 
 from __future__ import annotations
@@ -64,10 +64,7 @@ class JobProgress:
         """Write the current state now (when it changed since the last write)."""
         if self.redis is None:
             return
-        if self.board is None:
-            await _write(self.redis, [self])
-            return
-        async with self.board.lock:
+        async with self.board.lock if self.board is not None else contextlib.nullcontext():
             await _write(self.redis, [self])
 
     async def cancel_requested(self) -> bool:

@@ -44,15 +44,13 @@ class LabelReader:
 
     def read(self, scores: np.ndarray) -> dict[str, Any] | list[dict[str, Any]]:
         s = scores[self.offset : self.offset + len(self.classes)]
-        if not self.multi_label:
-            i = int(np.argmax(s))
+
+        def scored(i: int) -> dict[str, Any]:
             return {"label": self.classes[i], "score": round(float(s[i]), 4)}
-        order = np.argsort(-s, kind="stable")
-        return [
-            {"label": self.classes[i], "score": round(float(s[i]), 4)}
-            for i in order
-            if s[i] >= self.threshold
-        ]
+
+        if not self.multi_label:
+            return scored(int(np.argmax(s)))
+        return [scored(i) for i in np.argsort(-s, kind="stable") if s[i] >= self.threshold]
 
 
 def _classes(config: Mapping[str, Any], n: int) -> tuple[str, ...]:
@@ -137,15 +135,15 @@ def label_plan(profile: Profile, models: dict[str, PoolingModel]) -> dict[str, l
                 f"profile: model {model!r} makes vectors: a label needs a classifier "
                 "(*ForSequenceClassification)"
             )
-        for label in profile.labels_of(model):
-            label_reader(label, models[model])  # refused here when it is no classifier
+        # refused here when it is no classifier
+        own = [label_reader(x, models[model]) for x in profile.labels_of(model)]
         host = next(
             (v for v in dict.fromkeys(x.model for x in profile.vectors)
              if same_backbone(models[v], models[model])),
             None,
         )  # fmt: skip
         if host is None:
-            readers[model] = [label_reader(x, models[model]) for x in profile.labels_of(model)]
+            readers[model] = own
             continue
         heads.setdefault(host, []).append(model)
     for host, classifiers in heads.items():

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 from collections import deque
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
@@ -23,7 +23,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from poolq.worker.engine.checkpoints.description import ModelConfig
-from poolq.worker.engine.checkpoints.loader import PoolingModel, load_model
+from poolq.worker.engine.checkpoints.loader import load_model
 from poolq.worker.engine.cpu.cpu_budget import RESERVED_ENCODE_CPUS, explicit_threads
 from poolq.worker.engine.cpu.cpu_threads import CpuProbe
 from poolq.worker.engine.cpu.int8_quality import GATED_TASKS, QualityMeter
@@ -50,11 +50,9 @@ def _params(opts: EncodeOptions) -> list[PoolingParams]:
     return out
 
 
-def output_json(task: str, out: PoolerOutput) -> Any:
-    if isinstance(out, SparseEmbedding):
-        return out.as_dict()
-    assert out is not None
-    return out.tolist()  # score: a 0-dim tensor, so a float
+def output_json(out: PoolerOutput) -> Any:
+    # score: a 0-dim tensor, so a float
+    return out.as_dict() if isinstance(out, SparseEmbedding) else out.tolist()
 
 
 async def encode_file(
@@ -83,25 +81,15 @@ async def encode_file(
     compared = [t for t in opts.tasks if t in GATED_TASKS]
 
     def encode_in(eng: AsyncEngine, chunk: list[tuple[int, Any, Any]]) -> asyncio.Task[list[Any]]:
+        inputs = [x for _, _, x in chunk]  # texts, or (query, text) pairs
+        kw: dict[str, Any] = {
+            "request_ids": [f"line {n} (id {i!r})" for n, i, _ in chunk],
+            "truncate": opts.truncate,
+            "return_exceptions": True,
+        }
         if opts.pairs:
-            return asyncio.create_task(
-                eng.score(
-                    [p for _, _, p in chunk],
-                    request_ids=[f"line {n} (id {i!r})" for n, i, _ in chunk],
-                    truncate=opts.truncate,
-                    return_exceptions=True,
-                )
-            )
-        return asyncio.create_task(
-            eng.encode(
-                [t for _, _, t in chunk],
-                params,
-                request_ids=[f"line {n} (id {i!r})" for n, i, _ in chunk],
-                truncate=opts.truncate,
-                prompt_name=opts.prompt_name,
-                return_exceptions=True,
-            )
-        )
+            return asyncio.create_task(eng.score(inputs, **kw))
+        return asyncio.create_task(eng.encode(inputs, params, prompt_name=opts.prompt_name, **kw))
 
     def submit(chunk: list[tuple[int, Any, Any]]) -> None:
         ref = encode_in(reference, chunk) if reference is not None else None
@@ -118,7 +106,7 @@ async def encode_file(
                 summary.errors += 1
                 print(f"poolq encode: {res}; skipped", file=err)
                 continue
-            row = {"id": doc_id, **{t: output_json(t, res[t]) for t in opts.tasks}}
+            row = {"id": doc_id, **{t: output_json(res[t]) for t in opts.tasks}}
             dst.write(json.dumps(row, separators=(",", ":")) + "\n")
             summary.written += 1
             summary.tokens += res.num_tokens
@@ -173,34 +161,21 @@ def run_encode(
     async def main() -> EncodeSummary:
         async with (
             AsyncEngine(pooling_model, max_batch_tokens=max_batch_tokens) as engine,
-            _maybe_engine(reference, max_batch_tokens) as ref_engine,
+            (
+                AsyncEngine(reference, max_batch_tokens=max_batch_tokens)
+                if reference is not None
+                else contextlib.nullcontext()
+            ) as ref,
         ):
+            encode = functools.partial(encode_file, engine, opts=opts, reference=ref)
             with input_path.open(encoding="utf-8") as src:
                 if output_path is None:
-                    return await encode_file(
-                        engine,
-                        src,
-                        sys.stdout,
-                        opts,
-                        progress=sys.stderr.isatty(),
-                        reference=ref_engine,
-                    )
+                    return await encode(src, sys.stdout, progress=sys.stderr.isatty())
                 with output_path.open("w", encoding="utf-8") as dst:
-                    return await encode_file(engine, src, dst, opts, reference=ref_engine)
+                    return await encode(src, dst)
 
     with probe.applied(threads, RESERVED_ENCODE_CPUS) as budget:
         summary = asyncio.run(main())
     summary.cpu = budget.summary()
     summary.gate = pooling_model.int8_report
     return summary
-
-
-@contextlib.asynccontextmanager
-async def _maybe_engine(
-    model: PoolingModel | None, max_batch_tokens: int | None
-) -> AsyncIterator[AsyncEngine | None]:
-    if model is None:
-        yield None
-        return
-    async with AsyncEngine(model, max_batch_tokens=max_batch_tokens) as engine:
-        yield engine

@@ -31,16 +31,13 @@ class QueryService:
     searches: int = 0
     search_errors: int = 0
 
-    async def _exists(self, collection: str) -> bool:
-        try:
-            return await self.writer.exists(collection)
-        except Exception:
-            return True  # cannot tell: report the original error
-
     async def missing_collection(self, collection: str) -> SearchError | None:
         """The error for a search of a collection that does not exist (listing those that do),
-        or None when it exists (or the store cannot tell)."""
-        if await self._exists(collection):
+        or None when it exists (or the store cannot tell: the original error is reported)."""
+        try:
+            if await self.writer.exists(collection):
+                return None
+        except Exception:
             return None
         try:
             names = await self.writer.read(collection_names, what="list of collections")

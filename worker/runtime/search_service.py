@@ -56,9 +56,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("poolq.search")
 
 
-# ---------------------------------------------------------------- envelopes (no Redis, no models)
-
-
 @dataclass(frozen=True)
 class Envelope:
     """A request that has someone to answer: its ``id`` and ``reply_to``, and the whole
@@ -111,9 +108,6 @@ def result_reply(rid: Any, result: SearchResult) -> SearchReply:
 def error_reply(rid: Any, e: BaseException) -> SearchReply:
     """The error ``e`` as the client reads it: its code decides (``records/codes.py``)."""
     return SearchReply(rid, error=ErrorRecord.of(e))
-
-
-# ---------------------------------------------------------------- the service
 
 
 class SearchService:

@@ -84,9 +84,7 @@ class Vectorizer:
                 engines[model] = await AsyncEngine(
                     models[model], max_batch_tokens=max_batch_tokens
                 ).start()
-        reranker = None
-        if rerank is not None:
-            reranker = await start_reranker(rerank, models[rerank.model])
+        reranker = await start_reranker(rerank, models[rerank.model]) if rerank else None
         counters = [
             chunk_counter(e.description, e.model.tokenizer.backend) for e in engines.values()
         ]
@@ -200,8 +198,7 @@ class Vectorizer:
                 if m in self.label_readers:
                     done.labels.update(read_labels(self.label_readers[m], res["classify"]))
             out.append(error if error is not None else done)
-        pooled = {v.name: v.pool_factor or 1 for v in self.profile.vectors}
-        pooled = {name: f for name, f in pooled.items() if f > 1}
+        pooled = {v.name: f for v in self.profile.vectors if (f := v.pool_factor or 1) > 1}
         if pooled:  # documents only (queries: encode_query); CPU work, off the event loop
             await asyncio.to_thread(pool_documents, out, pooled)
         return out
@@ -267,8 +264,7 @@ def chunk_counter(description: ModelDescription, tokenizer: Any) -> TokenCounter
 
 def query_prompt_name(description: ModelDescription) -> str | None:
     """The sentence-transformers prompt for queries, when the model defines one."""
-    names = dict(description.prompts)
-    return "query" if "query" in names else None
+    return "query" if "query" in dict(description.prompts) else None
 
 
 def pool_documents(encoded: list[Encoded | Exception], pool_factors: dict[str, int]) -> None:

@@ -121,17 +121,20 @@ class Runtime:
     def heartbeat(self) -> Heartbeat:
         """What the heartbeat thread writes (``records/heartbeat.py``); models' precision and,
         for int8 models, the quality gate's figures at load."""
-        models = {m: e.model for m, e in self.vectorizer.engines.items()}
+        engines = self.vectorizer.engines
+        models = {m: e.model for m, e in engines.items()}
+        budgets = [
+            int(getattr(getattr(e, "scheduler", None), "max_batch_tokens", 0))
+            for e in engines.values()
+        ]
         return heartbeat_of(
             self,
             points_written=self.writer.points_written,
             write_calls=self.writer.write_calls,
             sink_retries=self.writer.retries,
             searches=self._queries.searches if self._queries else 0,
-            engines={m: e.stats_snapshot() for m, e in self.vectorizer.engines.items()},
-            query_engines={
-                m: e.stats_snapshot(queries=True) for m, e in self.vectorizer.engines.items()
-            },
+            engines={m: e.stats_snapshot() for m, e in engines.items()},
+            query_engines={m: e.stats_snapshot(queries=True) for m, e in engines.items()},
             limits=self.limits(),
             precision={m: pm.precision for m, pm in models.items()},
             int8_quality={
@@ -140,16 +143,9 @@ class Runtime:
             role=self.settings.role,
             documents_done=self.documents_done,
             chunks_done=self.chunks_done,
-            device=engines_device(self.vectorizer.engines.values()),
+            device=engines_device(engines.values()),
             backend=self.settings.backend or "torch",
-            max_batch_tokens=max(
-                (
-                    int(getattr(getattr(e, "scheduler", None), "max_batch_tokens", 0))
-                    for e in self.vectorizer.engines.values()
-                ),
-                default=None,
-            )
-            or None,
+            max_batch_tokens=max(budgets, default=0) or None,
             host_load=host_load(),
             schedules=self.schedule_report().records(),
         )
