@@ -4,14 +4,10 @@
         job_ids = await client.enqueue("docs", documents, job_size=32)
         results = await client.wait(job_ids)
 
-Jobs are serialized with msgpack, never pickle. Jobs are planned to fit the limits of the live
-workers (:mod:`poolq.wire.job_plan`) before any is enqueued; :meth:`PoolqClient.wait` reports
-progress per document (:mod:`poolq.ingest.job_progress`) and whether any worker is alive
-(:mod:`poolq.ingest.workers_alive`), and a search with no worker alive is answered at once.
-Job ids are recorded in a time-ordered index (trimmed to arq's result TTL, see
-:mod:`poolq.ingest.job_index`) so ``poolq status`` can count queued, running, done and failed
-jobs. A Redis that is down is reported within seconds
-(:class:`~poolq.wire.connection.RedisUnavailableError`, one line naming host and port);
+Jobs are serialized with msgpack, never pickle, and planned to fit the limits of the live
+workers (:mod:`poolq.wire.job_plan`) before any is enqueued; the reads (``wait``, ``status``,
+``search``, ...) are :mod:`poolq.ingest.client_reads`. A Redis that is down is reported within
+seconds (:class:`~poolq.wire.connection.RedisUnavailableError`, one line naming host and port);
 the URL's password never appears in a message or a repr.
 """
 
@@ -28,9 +24,7 @@ from redis.exceptions import AuthenticationError, RedisError
 
 from poolq.ingest import dead_letters, job_cancel
 from poolq.ingest.client_reads import ClientReads, StatusReport
-from poolq.ingest.job_index import (
-    JobOutcome,
-)
+from poolq.ingest.job_index import JobOutcome
 from poolq.ingest.job_progress import WaitProgress
 from poolq.ingest.outage import RedisOutage, outage_limit_s
 from poolq.ingest.priority import check_priority, job_priority, queue_placement
@@ -63,10 +57,6 @@ __all__ = [
     "SyncPoolqClient",
     "WaitProgress",
 ]
-
-# keys per SCAN step when looking for heartbeats and reindex progress among every key (arq's
-# results included: the keyspace grows with the jobs of the last day)
-SCAN_COUNT = 1000
 
 LIMITS_CACHE_S = 10.0  # how long the live workers' limits are trusted
 JOB_SIZES_KEPT = 100_000  # documents per job remembered for wait's progress

@@ -19,13 +19,14 @@ from poolq.ingest.job_index import (
     index_status,
     outcomes,
     read_finished,
+    reindex_collections,
 )
 from poolq.ingest.job_progress import WaitProgress, read_progress, wait_jobs
 from poolq.ingest.outage import RedisOutage, ride_out
 from poolq.ingest.search_call import search_via_workers
 from poolq.wire import constants
 from poolq.wire.dead_letters import entries
-from poolq.wire.live_workers import live_workers
+from poolq.wire.live_workers import live_workers, worker_records
 from poolq.wire.records.dead_letter import DeadLetter
 from poolq.wire.records.heartbeat import Heartbeat
 from poolq.wire.records.progress import JobProgressRecord
@@ -153,15 +154,11 @@ class ClientReads:
         """The latest progress record of each collection's reindex (or of ``collection``): the
         collections workers listed when a reindex started or was scheduled (no SCAN), by name;
         a value no worker wrote is left out."""
-        from poolq.ingest.job_index import reindex_collections
-
         names = [collection] if collection is not None else await reindex_collections(self.redis)
         keys = [constants.REINDEX_PROGRESS_KEY.format(collection=c) for c in names]
-        out = [r for r in map(read_reindex_progress, await self._mget(keys)) if r is not None]
+        raws = await self.redis.mget(keys) if keys else []
+        out = [r for r in map(read_reindex_progress, raws) if r is not None]
         return sorted(out, key=lambda p: p.collection)
-
-    async def _mget(self, keys: Sequence[Any]) -> list[bytes | None]:
-        return list(await self.redis.mget(keys)) if keys else []
 
     async def outcome(self, job_id: str) -> JobOutcome:
         (o,) = await outcomes(self.redis, [job_id], queue_name=constants.INGEST_QUEUE)
@@ -210,17 +207,10 @@ class ClientReads:
         limit: int = constants.STATUS_LIST_LIMIT,
         on_outage: Callable[[float | None], None] | None = None,
     ) -> StatusReport:
-        """A :class:`StatusReport`: counts of queued/running/done/failed jobs and their
-        outcomes under ``jobs``: of the given jobs (all of them, in order), or of every job
-        (``jobs`` then lists the running ones and the newest finished, ``limit`` in all), done
-        and failed counted within the index's TTL as the workers recorded them (see
-        ``job_index``: a few commands whatever the number of jobs). Also ``workers``
-        (heartbeats, stopped ones included while their final heartbeat lasts),
-        ``workers_alive`` (how many are), ``last_heartbeat_age_s`` (seconds since a worker was
-        last seen; None: never) and ``reindex`` progress. The values are records:
-        :class:`JobOutcome` under ``jobs``, :class:`~poolq.wire.records.heartbeat.Heartbeat`
-        under ``workers``, :class:`~poolq.wire.records.reindex.ReindexProgress` under
-        ``reindex``.
+        """A :class:`StatusReport` (its fields: see there) of the given jobs, or of every job:
+        ``jobs`` then lists the running ones and the newest finished, ``limit`` in all, done and
+        failed counted within the index's TTL as the workers recorded them (``job_index``: a
+        few commands whatever the number of jobs).
 
         A Redis outage is waited out (``on_outage(seconds_down)`` after each failed try,
         ``on_outage(None)`` once Redis is back; :class:`RedisUnavailableError` after
@@ -228,8 +218,6 @@ class ClientReads:
         return await ride_out(lambda: self._status(job_ids, limit), self.outage(), on_outage)
 
     async def _status(self, job_ids: Sequence[str] | None, limit: int) -> StatusReport:
-        from poolq.wire.live_workers import worker_records
-
         now = self._clock()
         workers, last_seen = await worker_records(self.redis, now=now)
         live = [w.worker_id for w in workers if w.alive]
@@ -276,7 +264,7 @@ class ClientReads:
     ) -> SearchResult:
         """Search ``collection`` through a running worker (which encodes the query with the
         collection's profile, ahead of ingestion, and queries Qdrant). ``filters`` are
-        ``key=value`` / ``key>=n`` expressions (see :func:`sinks.search.parse_filters`).
+        ``key=value`` / ``key>=n`` expressions (see :mod:`poolq.wire.filters`).
 
         Hits are documents by default (``group_by="doc_id"``): each document's best chunk, with
         up to ``group_size - 1`` of its other matching chunks in ``hit.chunks``;
@@ -304,7 +292,5 @@ class ClientReads:
     async def workers(self) -> list[Heartbeat]:
         """The heartbeats of the workers seen lately (stopped ones while their final heartbeat
         lasts), by worker id: found from the workers' last-seen set, without a SCAN."""
-        from poolq.wire.live_workers import worker_records
-
         records, _ = await worker_records(self.redis, now=self._clock())
         return records

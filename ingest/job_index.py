@@ -43,7 +43,7 @@ from poolq.wire.records.errors import failure_of
 from poolq.wire.records.outcome import JobOutcomeRecord, JobResult, job_result, outcome_key
 from poolq.wire.records.record import WireError
 from poolq.wire.records.results import IngestResult
-from poolq.wire.serialization import deserialize
+from poolq.wire.serialization import deserialize, redis_text
 
 CHUNK = 1000  # job ids per command (or pipeline)
 STATUSES = ("queued", "running", "done", "failed", "not_found", "deferred")
@@ -85,13 +85,9 @@ def ended(job_id: str, result: Any) -> JobOutcome:
     return JobOutcome(job_id, status, record)
 
 
-def chunks(items: Sequence[Any], size: int = CHUNK) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
-
-
-def _text(member: bytes | str) -> str:
-    return member.decode() if isinstance(member, bytes) else str(member)
+def chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(items), CHUNK):
+        yield items[i : i + CHUNK]
 
 
 # ---------------------------------------------------------------- read by clients
@@ -170,24 +166,22 @@ async def outcomes(redis: Any, job_ids: Sequence[str], *, queue_name: str) -> li
     not_found), with results."""
     out: list[JobOutcome] = []
     now_ms = round(time.time() * 1000)  # as arq: timestamp_ms()
-    for chunk in chunks([_text(j) for j in job_ids]):
+    for chunk in chunks([redis_text(j) for j in job_ids]):
         found = await _finished(redis, chunk, states=True, queue_name=queue_name, now_ms=now_ms)
         out.extend(found[j] for j in chunk)
     return out
 
 
-async def read_finished(
-    redis: Any, job_ids: Sequence[str], *, queue_name: str = constants.INGEST_QUEUE
-) -> dict[str, JobOutcome]:
+async def read_finished(redis: Any, job_ids: Sequence[str]) -> dict[str, JobOutcome]:
     """The outcomes of the jobs among ``job_ids`` that are done or failed."""
     found: dict[str, JobOutcome] = {}
-    for chunk in chunks([_text(j) for j in job_ids]):
-        found |= await _finished(redis, chunk, states=False, queue_name=queue_name, now_ms=0)
+    for chunk in chunks([redis_text(j) for j in job_ids]):
+        found |= await _finished(redis, chunk, states=False, queue_name="", now_ms=0)
     return found
 
 
 async def reindex_collections(redis: Any) -> list[str]:
-    return [_text(c) for c in await redis.zrange(constants.REINDEX_COLLECTIONS_KEY, 0, -1)]
+    return [redis_text(c) for c in await redis.zrange(constants.REINDEX_COLLECTIONS_KEY, 0, -1)]
 
 
 async def index_status(
@@ -214,7 +208,7 @@ async def index_status(
     waiting, (done, failed), newest = replies[:n], replies[n : n + 2], replies[n + 2 :]
     resting = sum(waiting[2::3])
     due, later = sum(waiting[0::3]) - resting, sum(waiting[1::3]) + resting
-    running = sorted(_text(j) for j in newest.pop()) if live else []
+    running = sorted(redis_text(j) for j in newest.pop()) if live else []
     queued = []  # running jobs arq keeps in their queue until they end
     for q in queues:
         scores = await redis.zmscore(q, running) if running else []
@@ -226,6 +220,6 @@ async def index_status(
         "done": done,
         "failed": failed,
     }
-    finished = sorted(((_text(m), s) for rows in newest for m, s in rows), key=lambda x: -x[1])
+    finished = sorted(((redis_text(m), s) for rows in newest for m, s in rows), key=lambda x: -x[1])
     listed = [*running, *(j for j, _ in finished)][: max(0, limit)]
     return counts, await outcomes(redis, listed, queue_name=queue_name) if listed else []

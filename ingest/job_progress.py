@@ -1,12 +1,8 @@
-"""How far ingest jobs have got (part of :mod:`poolq.ingest.client`).
-
-While an ingest job runs, its worker keeps a hash under ``poolq:job-progress:{job_id}``
-(:data:`~poolq.wire.constants.JOB_PROGRESS_KEY`): ``documents`` (in the job), ``done``
-(documents finished), ``chunks``, ``points``, ``errors``, ``skipped``, refreshed after chunking,
-encoding and writing and at least every 0.5 s while documents finish, kept an hour.
-:func:`read_progress` reads them, one round trip per thousand jobs; :func:`totals` adds them
-up with the finished jobs' results into one :class:`WaitProgress`; :func:`wait_jobs` is
-:meth:`PoolqClient.wait`.
+"""How far ingest jobs have got (part of :mod:`poolq.ingest.client`): :func:`read_progress`
+reads the records the workers of running jobs keep (``JOB_PROGRESS_KEY``,
+:class:`~poolq.wire.records.progress.JobProgressRecord`), one round trip per thousand jobs;
+:func:`totals` adds them up with the finished jobs' results into one :class:`WaitProgress`;
+:func:`wait_jobs` is :meth:`PoolqClient.wait`.
 """
 
 from __future__ import annotations
@@ -87,29 +83,15 @@ def totals(
 ) -> WaitProgress:
     """``records``: progress of the running jobs; ``finished``: outcomes of the finished ones;
     ``sizes``: documents per job where the caller knows them."""
-    sums = dict.fromkeys(
-        ("documents", "done", "chunks", "points", "errors", "skipped", "parsed", "pages",
-         "ocr_pages"), 0,
-    )  # fmt: skip
+    counted = ("done", "chunks", "points", "errors", "skipped", "parsed", "pages", "ocr_pages")
+    sums = dict.fromkeys(("documents", *counted), 0)
     failed = 0
     for job_id in job_ids:
         rec = records.get(job_id) or JobProgressRecord()
         size = sizes.get(job_id) or rec.documents
         outcome = finished.get(job_id)
         if outcome is None:
-            part = {
-                f: getattr(rec, f)
-                for f in (
-                    "done",
-                    "chunks",
-                    "points",
-                    "errors",
-                    "skipped",
-                    "parsed",
-                    "pages",
-                    "ocr_pages",
-                )
-            }
+            part = {f: getattr(rec, f) for f in counted}
         else:
             result = outcome.result
             if not isinstance(result, IngestResult):  # (a reindex, or a failed job)

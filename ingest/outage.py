@@ -33,12 +33,7 @@ from poolq.worker.config.variables import default
 REDIS_OUTAGE_LIMIT_S: float = default("redis_outage_limit_s")
 # what a Redis that is restarting raises: refused or reset connections, timeouts, and
 # BusyLoadingError (a ConnectionError) while it loads its append-only file
-OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
-    RedisConnectionError,
-    RedisTimeoutError,
-    ConnectionError,
-    OSError,
-)
+OUTAGE_ERRORS: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
 
 log = logging.getLogger("poolq.client")
 T = TypeVar("T")

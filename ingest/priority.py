@@ -1,17 +1,8 @@
-"""Job priority (part of :mod:`poolq.ingest.client`): which lane an enqueue call's jobs take,
-and where they go in arq's queue.
-
-arq starts jobs in score order (the score is a unix time in ms, the enqueue time unless
-deferred). An interactive job is enqueued deferred *until* its enqueue time minus
-:data:`~poolq.wire.constants.INTERACTIVE_HEAD_START_MS` (a time in the past: it is due
-at once), so it scores ahead of every bulk job, first come first served among interactive ones.
-arq derives a job's expiry from its deferral (``score - now + expires_extra_ms``), which a score
-years in the past would make negative: interactive jobs carry an explicit ``_expires`` of
-``expires_extra_ms``, the expiry every bulk job gets. Every ingest job also gets the keyword
-argument ``priority`` ("interactive" or "bulk"): the lane its chunks take in the engines.
-A job keeps its place through every later entry into the queue (a retry after a transient
-failure, a dead-letter retry, the reaper's hand-back): :mod:`poolq.wire.placement` owns the
-score arithmetic.
+"""Job priority (part of :mod:`poolq.ingest.client`): which lane an enqueue call's jobs take.
+Every ingest job gets the keyword argument ``priority`` ("interactive" or "bulk"): the lane its
+chunks take in the engines. Where a job goes in arq's queue by its priority (an interactive job
+ahead of every bulk job, first come first served among interactive ones), through every later
+entry into the queue too, is :mod:`poolq.wire.placement`'s score arithmetic.
 """
 
 from __future__ import annotations

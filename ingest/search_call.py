@@ -30,9 +30,8 @@ async def search_via_workers(
 ) -> SearchResult:
     if not isinstance(query, str) or not query.strip():
         raise SearchError(f"query: expected a non-empty string, got {query!r}")
-    rid = uuid.uuid4().hex
-    reply_to = constants.SEARCH_REPLY_PREFIX + rid
-    raw = search_call(rid, query, request, timeout_s).pack()
+    call = search_call(uuid.uuid4().hex, query, request, timeout_s)
+    raw = call.pack()
     deadline = time.monotonic() + timeout_s
     if not await live_workers(redis):  # (one lookup in the workers' own list: no SCAN)
         raise NoWorkerError(no_worker_message(redis_url))
@@ -40,7 +39,7 @@ async def search_via_workers(
     step, taken = FIRST_LOOK_S, False
     while True:
         left = deadline - time.monotonic()
-        item = await redis.blpop([reply_to], timeout=max(0.01, min(step, left)))
+        item = await redis.blpop([call.reply_to], timeout=max(0.01, min(step, left)))
         if item is not None:
             break
         if time.monotonic() >= deadline:

@@ -108,14 +108,10 @@ def checked_metadata(doc_id: str, metadata: Any) -> dict[str, Any] | DocumentErr
 
 
 def validate_document(
-    raw: Any,
-    position: int,
-    *,
-    max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
-    max_parsed_bytes: int = MAX_PARSED_DOCUMENT_BYTES,
+    raw: Any, position: int, *, max_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
 ) -> Document | DocumentError:
-    """``max_bytes`` bounds a document's text; ``max_parsed_bytes`` that of a document the
-    parse stage read from a file (one with a ``layout``: a manual of a thousand pages)."""
+    """``max_bytes`` bounds a document's text; ``MAX_PARSED_DOCUMENT_BYTES`` that of a document
+    the parse stage read from a file (one with a ``layout``: a manual of a thousand pages)."""
     if not isinstance(raw, dict):
         return DocumentError(
             f"#{position}", "document", f"expected an object, got {type(raw).__name__}"
@@ -143,7 +139,7 @@ def validate_document(
     if not text.strip():
         return DocumentError(doc_id, "text", "empty (nothing to index)")
     size = len(text.encode("utf-8", errors="surrogatepass"))
-    limit = max_bytes if raw.get("layout") is None else max(max_bytes, max_parsed_bytes)
+    limit = max_bytes if raw.get("layout") is None else max(max_bytes, MAX_PARSED_DOCUMENT_BYTES)
     if size > limit:
         return DocumentError(
             doc_id, "text", f"{size} bytes exceeds the limit of {limit} bytes per document",

@@ -59,10 +59,8 @@ def validate_file(raw: Any, position: int, *, max_file_bytes: int) -> FileDocume
     data, path, uri = raw.get("bytes"), raw.get("path"), raw.get("uri")
     if [data, path, uri].count(None) != 2:
         return DocumentError(doc_id, "bytes", "give exactly one of bytes, path and uri")
-    if uri is not None:
-        problem = uri_problem(uri)
-        if problem is not None:
-            return DocumentError(doc_id, "uri", problem)
+    if uri is not None and (problem := uri_problem(uri)) is not None:
+        return DocumentError(doc_id, "uri", problem)
     if data is not None:
         if not isinstance(data, bytes | bytearray):
             return DocumentError(doc_id, "bytes", f"expected bytes, got {type(data).__name__}")

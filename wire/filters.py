@@ -11,7 +11,7 @@ Labels (``labels.<name>``, written by a profile's classifiers): ``labels.topic=b
 a chunk whose ``topic`` label is ``billing`` (one of its labels, for a multi-label classifier);
 ``labels.topic.score>=0.8`` reads the label's score.
 
-Plain Python (the client validates filters before sending them); ``sinks/search.py`` turns the
+Plain Python (the client validates filters before sending them); ``sinks/qdrant_filters.py`` turns
 conditions into a Qdrant filter.
 """
 

@@ -16,13 +16,10 @@ from typing import Any
 
 from poolq.wire import constants
 from poolq.wire.records.heartbeat import Heartbeat, read_heartbeat
+from poolq.wire.serialization import redis_text
 
 # a stopped worker's final heartbeat lives 20 heartbeat TTLs: look for workers seen since then
 WORKERS_LISTED_S = 20 * constants.HEARTBEAT_TTL_S + 30
-
-
-def _text(member: bytes | str) -> str:
-    return member.decode() if isinstance(member, bytes) else str(member)
 
 
 async def worker_records(redis: Any, *, now: float) -> tuple[list[Heartbeat], float | None]:
@@ -33,7 +30,7 @@ async def worker_records(redis: Any, *, now: float) -> tuple[list[Heartbeat], fl
         p.zrangebyscore(seen_key, now - WORKERS_LISTED_S, "+inf")
         p.zrevrange(seen_key, 0, 0, withscores=True)
         ids, newest = await p.execute()
-    keys = [constants.HEARTBEAT_KEY.format(worker_id=_text(w)) for w in ids]
+    keys = [constants.HEARTBEAT_KEY.format(worker_id=redis_text(w)) for w in ids]
     raws = await redis.mget(keys) if keys else []
     records = [h for raw in raws if (h := read_heartbeat(raw)) is not None]
     seen = [s for _, s in newest] + [r.seen_at for r in records if r.seen_at is not None]

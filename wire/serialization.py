@@ -35,6 +35,11 @@ def deserialize(data: bytes) -> Any:
     return msgpack.unpackb(data, raw=False, strict_map_key=False, use_list=True)
 
 
+def redis_text(member: bytes | str) -> str:
+    """A key or member as Redis returned it (bytes without ``decode_responses``), as text."""
+    return member.decode() if isinstance(member, bytes) else str(member)
+
+
 REJECTED_JOB = "poolq_rejected_payload"
 _JOB_KEYS = ("f", "a", "k", "t", "et")
 

@@ -12,14 +12,8 @@ from poolq.wire.records.dead_letter import DeadLetter
 
 
 def _args_summary(e: DeadLetter) -> str:
-    parts = []
-    for a in e.args:
-        if isinstance(a, list):
-            parts.append(f"[{len(a)} items]")
-        else:
-            text = repr(a)
-            parts.append(text if len(text) <= 40 else text[:39] + "…")
-    return ", ".join(parts)
+    shown = [f"[{len(a)} items]" if isinstance(a, list) else repr(a) for a in e.args]
+    return ", ".join(t if len(t) <= 40 else t[:39] + "…" for t in shown)
 
 
 async def _run(action: str, job_ids: list[str] | None, redis_url: str) -> Any:

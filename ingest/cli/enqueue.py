@@ -21,7 +21,7 @@ from typing import Any
 
 from poolq.ingest.cli.command_env import CLIENT_ERRORS, error, resolve_redis_url
 from poolq.ingest.cli.enqueue_input import Prepared, prepare
-from poolq.ingest.cli.enqueue_uris import ListingError, prepare_prefix, prepare_urls
+from poolq.ingest.cli.enqueue_uris import prepare_prefix, prepare_urls
 from poolq.ingest.cli.enqueue_wait import ProgressBar, summarize, summary_line
 from poolq.ingest.client import PoolqClient
 from poolq.ingest.outage import outage_limit_s
@@ -29,7 +29,6 @@ from poolq.ingest.priority import check_priority, job_priority
 from poolq.wire.connection import RedisUnavailableError
 from poolq.wire.job_plan import Limits, split_jobs
 from poolq.wire.sources import FolderFile
-from poolq.wire.uris import UriError
 
 EXIT_FAILED, EXIT_NOTHING, EXIT_TIMEOUT, EXIT_REDIS_LOST, EXIT_INTERRUPTED = 1, 2, 3, 4, 130
 FILE_ENVELOPE_BYTES = 1024  # a file document's id, source and metadata around its bytes
@@ -75,10 +74,6 @@ class Args:
     uri: str | None = None  # a bucket's prefix or one object's URI (then input_path is unused)
     urls: bool = False  # input_path holds one URL a line
 
-    @property
-    def input_name(self) -> str:
-        return self.uri if self.uri is not None else str(self.input_path)
-
 
 async def _enqueue(a: Args, url: str, run: Run) -> None:
     async with PoolqClient(url, redis_outage_limit_s=a.redis_outage_limit_s) as client:
@@ -105,7 +100,7 @@ async def _enqueue(a: Args, url: str, run: Run) -> None:
         for p in prep.problems:
             say(p.line())
         if not prep.count:
-            say(f"warning: no documents in {a.input_name}")
+            say(f"warning: no documents in {a.input_path if a.uri is None else a.uri}")
             return
         if prep.problems:
             say(f"{len(prep.problems)} of {prep.read} documents not sent")
@@ -168,12 +163,7 @@ def run_enqueue(a: Args) -> int:
                              "choose files in a folder or objects under a prefix")  # fmt: skip
         if a.uri is not None and a.hidden:
             raise UsageError(f"--hidden chooses files in a folder; {a.uri!r} is a URI")
-        if (
-            a.uri is None
-            and a.input_path.is_file()
-            and (a.include or a.exclude or a.hidden)
-            and not a.urls
-        ):
+        if a.uri is None and a.input_path.is_file() and (a.include or a.exclude or a.hidden):
             raise UsageError(
                 f"--include, --exclude and --hidden choose files in a folder; "
                 f"{str(a.input_path)!r} is a file"
@@ -199,10 +189,8 @@ def run_enqueue(a: Args) -> int:
         # gone while waiting, for longer than redis_outage_limit_s: the jobs stay queued
         error("enqueue", f"{exc}; the jobs stay queued: follow them with {run.follow()}")
         return EXIT_REDIS_LOST
-    except (ListingError, UriError) as exc:  # a prefix that cannot be listed: nothing enqueued
-        error("enqueue", exc)
-        return EXIT_NOTHING
-    except CLIENT_ERRORS as exc:  # UsageError, a missing input, Redis down: nothing enqueued
+    except CLIENT_ERRORS as exc:  # UsageError, a missing input, a prefix that cannot be listed
+        # (ListingError, UriError), Redis down: nothing enqueued
         error("enqueue", exc)
         return EXIT_NOTHING
     prep = run.prepared

@@ -60,10 +60,8 @@ def folder_notes(source: FolderSource) -> list[str]:
             shown = ", ".join(names[:NAMES_SHOWN])
             more = f" and {len(names) - NAMES_SHOWN} more" if len(names) > NAMES_SHOWN else ""
             noun = "file" if len(names) == 1 else "files"
-            if why == "hidden":
-                notes.append(f"skipped {len(names)} hidden: {shown}{more}")
-            else:
-                notes.append(f"skipped {len(names)} {noun} {why}: {shown}{more}")
+            what = "hidden" if why == "hidden" else f"{noun} {why}"
+            notes.append(f"skipped {len(names)} {what}: {shown}{more}")
     return notes
 
 
@@ -132,17 +130,14 @@ def prepare(
         first[doc.id] = where
         out.documents.append(raw)
     source_errors()
-    if isinstance(source, FolderSource):
-        out.notes = folder_notes(source)
     return out
 
 
 def _prepare_folder(source: FolderSource, out: Prepared) -> Prepared:
     """A folder's document files (sniffed now, read again when sent: a large folder is never
     held in memory), files over the byte limit as problems, and what was skipped as notes."""
-    for f in source.files():
-        out.read += 1
-        out.files.append(f)
+    out.files.extend(source.files())
+    out.read = len(out.files)
     for e in source.errors:
         doc_id, _, message = e.partition(": ")
         out.problems.append(Problem(doc_id, doc_id, message))

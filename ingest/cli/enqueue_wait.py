@@ -138,12 +138,9 @@ def summary_line(s: dict[str, Any]) -> str:
     refused = s.get("refused_jobs") or 0
     ocr = f", {s['ocr_pages']} by OCR" if s.get("ocr_pages") else ""
     parsed = f"; {s['parsed']} files parsed ({s['pages']} pages{ocr})" if s.get("parsed") else ""
+    refusals = f"; {refused} jobs refused every document" if refused else ""
     return (
-        (
-            f"{s['documents']} documents, {s['points']} points, {len(s['errors'])} errors, "
-            f"{s['failed_jobs']} failed jobs, {s['skipped']} skipped (unchanged) in {s['seconds']}s "
-            f"({s['documents_per_s']} documents/s)"
-        )
-        + parsed
-        + (f"; {refused} jobs refused every document" if refused else "")
+        f"{s['documents']} documents, {s['points']} points, {len(s['errors'])} errors, "
+        f"{s['failed_jobs']} failed jobs, {s['skipped']} skipped (unchanged) in {s['seconds']}s "
+        f"({s['documents_per_s']} documents/s){parsed}{refusals}"
     )

@@ -20,13 +20,13 @@ from poolq.wire.uris import UriError, is_uri, parse_uri
 
 async def _run(
     source: str, collection: str, full: bool, keep_old: bool, wait: bool, redis_url: str,
-    timeout_s: float | None, progress: bool,
+    timeout_s: float | None,
 ) -> tuple[str, JobResult | None, str | None]:  # fmt: skip
     async with PoolqClient(redis_url) as client:
         job_id = await client.reindex(source, collection, full=full, keep_old=keep_old)
         if not wait:
             return job_id, None, None
-        bar = tqdm(total=0, unit="doc", file=sys.stderr, disable=not progress, desc="reindexing")
+        bar = tqdm(total=0, unit="doc", file=sys.stderr, desc="reindexing")
         loop = asyncio.get_running_loop()
         deadline = None if timeout_s is None else loop.time() + timeout_s
         while True:
@@ -90,17 +90,9 @@ def run_reindex(
             return 2
         where = str(source.resolve())
     try:
+        url = resolve_redis_url(redis_url)
         job_id, result, job_error = asyncio.run(
-            _run(
-                where,
-                collection,
-                full,
-                keep_old,
-                wait,
-                resolve_redis_url(redis_url),
-                timeout_s,
-                True,
-            )
+            _run(where, collection, full, keep_old, wait, url, timeout_s)
         )
     except CLIENT_ERRORS as exc:
         error("reindex", exc)
@@ -111,18 +103,17 @@ def run_reindex(
     if job_error is not None:
         print(f"poolq reindex: job {job_id} failed: {redact_text(job_error)}", file=sys.stderr)
         return 1
-    r = result
-    if not isinstance(r, ReindexSummary | ReindexSkipped):
-        got = "nothing" if r is None else r.wire_name
+    if not isinstance(result, ReindexSummary | ReindexSkipped):
+        got = "nothing" if result is None else result.wire_name
         error("reindex", f"job {job_id} returned no reindex summary (got {got})")
         return 1
-    if isinstance(r, ReindexSkipped):
-        print(f"poolq reindex: {r.skipped}", file=sys.stderr)
+    if isinstance(result, ReindexSkipped):
+        print(f"poolq reindex: {result.skipped}", file=sys.stderr)
         return 1
-    for e in r.errors:
+    for e in result.errors:
         print(f"poolq reindex: document {e.id!r}: {e.error}", file=sys.stderr)
-    print(summary_line(r))
-    return 1 if r.errors else 0
+    print(summary_line(result))
+    return 1 if result.errors else 0
 
 
 def summary_line(r: ReindexSummary) -> str:

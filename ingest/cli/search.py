@@ -59,19 +59,14 @@ def format_table(result: SearchResult) -> str:
     if grouped:
         w[4] = min(w[4], 16)
     text_w = max(20, width - sum(w) - 2 * n)
-    lines = [
-        "  ".join(
-            (
-                r[0].rjust(w[0]),
-                r[1].rjust(w[1]),
-                _one_line(r[2], w[2]).ljust(w[2]),
-                r[3].rjust(w[3]),
-                *((_one_line(r[4], w[4]).ljust(w[4]),) if grouped else ()),
-                _one_line(r[-1], text_w),
-            )
-        )
-        for r in rows
-    ]
+
+    def line(r: tuple[str, ...]) -> str:
+        cited = _one_line(r[2], w[2]).ljust(w[2])
+        also = (_one_line(r[4], w[4]).ljust(w[4]),) if grouped else ()
+        cells = (r[0].rjust(w[0]), r[1].rjust(w[1]), cited, r[3].rjust(w[3]), *also)
+        return "  ".join((*cells, _one_line(r[-1], text_w)))
+
+    lines = [line(r) for r in rows]
     if not result.hits:
         lines.append("(no hits)")
     return "\n".join(lines)
@@ -105,22 +100,10 @@ async def _via_worker(
     query: str, request: SearchRequest, redis_url: str, timeout_s: float
 ) -> SearchResult:
     from poolq.ingest.client import PoolqClient
+    from poolq.ingest.search_call import search_via_workers
 
-    async with PoolqClient(redis_url) as client:
-        return await client.search(
-            query,
-            request.collection,
-            mode=request.mode,
-            limit=request.limit,
-            filters=request.filters,
-            score_threshold=request.score_threshold,
-            fusion=request.fusion,
-            candidates=request.candidates,
-            group_by=request.group_by,
-            group_size=request.group_size,
-            reranker=request.reranker,
-            timeout_s=timeout_s,
-        )
+    async with PoolqClient(redis_url) as client:  # (PoolqClient.search, the request checked)
+        return await search_via_workers(client.redis, redis_url, query, request, timeout_s)
 
 
 def run_search(

@@ -32,10 +32,6 @@ def is_local(host: str) -> bool:
         return False
 
 
-def new_nonce() -> str:
-    return secrets.token_urlsafe(16)
-
-
 def csp(nonce: str) -> str:
     return (
         "default-src 'none'; "
@@ -87,7 +83,7 @@ class Guard:
         if self.hosts and name not in self.hosts:
             await PlainTextResponse("unknown host", status_code=400)(scope, receive, send)
             return
-        nonce = new_nonce()
+        nonce = secrets.token_urlsafe(16)
         scope.setdefault("state", {})["nonce"] = nonce
 
         async def headed(message: Any) -> None:

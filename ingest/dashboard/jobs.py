@@ -18,7 +18,7 @@ from poolq.ingest.job_progress import read_progress
 from poolq.wire import constants
 from poolq.wire.records.job_info import JobInfo, job_info_key
 from poolq.wire.records.record import WireError
-from poolq.wire.serialization import deserialize
+from poolq.wire.serialization import deserialize, redis_text
 
 FINISHED = {
     "done": constants.JOB_INDEX_DONE_KEY,
@@ -31,15 +31,11 @@ MAX_LIMIT = 500
 DOCUMENTS_SHOWN = 1000  # of one job's page
 
 
-def _text(v: bytes | str) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
 async def _running(redis: Any, live: list[str]) -> list[str]:
     if not live:
         return []
     keys = [constants.WORKER_JOBS_KEY.format(worker_id=w) for w in live]
-    return sorted(_text(j) for j in await redis.sunion(keys))
+    return sorted(redis_text(j) for j in await redis.sunion(keys))
 
 
 async def _candidates(
@@ -52,7 +48,7 @@ async def _candidates(
     if status in ("", "queued"):
         busy = set(running) if status == "" else set(await _running(redis, live))
         for q in (constants.INGEST_QUEUE, constants.PARSE_QUEUE):
-            ids = [_text(j) for j in await redis.zrange(q, 0, n + len(busy))]
+            ids = [redis_text(j) for j in await redis.zrange(q, 0, n + len(busy))]
             out += [(j, "queued") for j in ids if j not in busy]
     cutoff = now - constants.JOB_INDEX_TTL_S
     finished: list[tuple[float, str, str]] = []
@@ -61,7 +57,7 @@ async def _candidates(
             rows = await redis.zrevrangebyscore(
                 key, "+inf", cutoff, start=0, num=n, withscores=True
             )
-            finished += [(float(s), _text(j), name) for j, s in rows]
+            finished += [(float(s), redis_text(j), name) for j, s in rows]
     out += [(j, st) for _, j, st in sorted(finished, reverse=True)]
     return out[: max(n, 0)]
 

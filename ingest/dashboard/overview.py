@@ -16,18 +16,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from poolq.ingest.dashboard.jobs import FINISHED
 from poolq.wire import constants
 from poolq.wire.live_workers import WORKERS_LISTED_S
 from poolq.wire.placement import due_ms, resting_scores
 from poolq.wire.records.heartbeat import read_heartbeat
+from poolq.wire.serialization import redis_text
 from poolq.wire.series import COUNTERS, METRICS, read_ring, series_key
 
 INGEST, PARSE = constants.INGEST_QUEUE, constants.PARSE_QUEUE
 RATE_WINDOW_S = 60  # documents and chunks a second: over the last minute's full steps
-
-
-def _text(v: bytes | str) -> str:
-    return v.decode() if isinstance(v, bytes) else str(v)
 
 
 def rates(series: dict[str, list[tuple[float, int]]], now: float) -> dict[str, float]:
@@ -46,17 +44,13 @@ async def counts(redis: Any, *, now: float) -> dict[str, Any]:
     """Jobs ended within the TTL by status, dead letters, and the live workers' ids."""
     cutoff = now - constants.JOB_INDEX_TTL_S
     async with redis.pipeline(transaction=False) as p:
-        for key in (
-            constants.JOB_INDEX_DONE_KEY,
-            constants.JOB_INDEX_FAILED_KEY,
-            constants.JOB_INDEX_CANCELLED_KEY,
-        ):
+        for key in FINISHED.values():  # done, failed, cancelled
             p.zcount(key, cutoff, "+inf")
         p.hlen(constants.DEAD_LETTER_KEY)
         p.zrangebyscore(constants.WORKER_LAST_SEEN_KEY, now - WORKERS_LISTED_S, "+inf")
         r = await p.execute()
     done, failed, cancelled, dead = (int(x) for x in r[:4])
-    beats = [constants.HEARTBEAT_KEY.format(worker_id=_text(w)) for w in r[4]]
+    beats = [constants.HEARTBEAT_KEY.format(worker_id=redis_text(w)) for w in r[4]]
     records = [
         h for raw in (await redis.mget(beats) if beats else []) if (h := read_heartbeat(raw))
     ]
@@ -93,7 +87,7 @@ async def queues(redis: Any, *, now: float, live: list[str]) -> dict[str, int]:
         r = await p.execute()
     interactive, bulk, deferred, parse, resting = (int(x) for x in r[:5])
     bulk, deferred = bulk - resting, deferred + resting
-    running = sorted(_text(j) for j in r[5]) if live else []
+    running = sorted(redis_text(j) for j in r[5]) if live else []
     if running:  # running jobs stay in arq's queue until they end: not queued
         async with redis.pipeline(transaction=False) as p:
             p.zmscore(INGEST, running)

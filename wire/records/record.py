@@ -52,7 +52,7 @@ def _describe(tp: Any) -> str:
         return "null"
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return "one of " + ", ".join(repr(m.value) for m in tp)
-    if typing.get_origin(tp) is typing.Literal:
+    if origin is typing.Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
     if isinstance(tp, type) and issubclass(tp, WireRecord):
         return f"a map ({tp.wire_name})"
@@ -177,13 +177,8 @@ class WireRecord:
     wire_name: ClassVar[str] = "record"
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for f, _ in _schema(type(self)):
-            value = getattr(self, f.name)
-            if _left_out(f, value):
-                continue  # optional and unset: left out
-            out[f.name] = _plain(value)
-        return out
+        values = ((f, getattr(self, f.name)) for f, _ in _schema(type(self)))
+        return {f.name: _plain(v) for f, v in values if not _left_out(f, v)}
 
     @classmethod
     def field_names(cls) -> frozenset[str]:
